@@ -1,0 +1,85 @@
+//! Tensor gradient hooks: closures that see (and may replace) the gradient
+//! flowing into a tensor during backward. They live on the node the gradient
+//! enters: the tensor's grad_fn, or a leaf's accumulation node.
+
+use super::node::Node;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+/// A gradient hook: return `Some(g)` to replace the gradient, `None` to keep it.
+pub type Hook = Arc<dyn Fn(&Tensor) -> Option<Tensor> + Send + Sync>;
+
+static NEXT_HOOK: AtomicU64 = AtomicU64::new(1);
+
+/// Removes its hook when `remove` is called (dropping it keeps the hook).
+pub struct HookHandle {
+    node: Weak<Node>,
+    id: u64,
+}
+
+impl HookHandle {
+    pub fn remove(self) {
+        if let Some(n) = self.node.upgrade() {
+            n.hooks.lock().unwrap_or_else(|e| e.into_inner()).retain(|(id, _, _)| *id != self.id);
+        }
+    }
+}
+
+impl Tensor {
+    /// Registers `hook` to run on this tensor's gradient during backward, in
+    /// registration order. The tensor must require grad.
+    pub fn register_hook(&self, hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static) -> Result<HookHandle> {
+        let edge = self.grad_edge().ok_or_else(|| {
+            Error::autograd("register_hook", "cannot register a hook on a tensor that does not require grad")
+        })?;
+        let id = NEXT_HOOK.fetch_add(1, Ordering::Relaxed);
+        edge.node.hooks.lock().unwrap_or_else(|e| e.into_inner()).push((id, edge.nr, Arc::new(hook)));
+        Ok(HookHandle { node: Arc::downgrade(&edge.node), id })
+    }
+
+    /// Keeps `.grad` on this non-leaf after backward (leaves always keep it).
+    pub fn retain_grad(&self) -> Result<()> {
+        if self.is_leaf() {
+            return Ok(());
+        }
+        let weak = Arc::downgrade(&self.0);
+        self.register_hook(move |g| {
+            if let Some(t) = weak.upgrade() {
+                let t = Tensor(t);
+                let acc = match t.grad() {
+                    Some(old) => crate::autograd::no_grad(|| old.add(g)).unwrap_or_else(|_| g.clone()),
+                    None => g.detach(),
+                };
+                t.set_grad(Some(acc));
+            }
+            None
+        })?;
+        Ok(())
+    }
+}
+
+/// Runs the hooks registered for output `nr` of `node` on `grad`.
+pub(crate) fn run_hooks(node: &Node, nr: usize, mut grad: Tensor) -> Result<Tensor> {
+    let hooks: Vec<super::hooks::Hook> = node
+        .hooks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(_, n, _)| *n == nr)
+        .map(|(_, _, h)| h.clone())
+        .collect();
+    for h in hooks {
+        if let Some(new) = h(&grad) {
+            if new.shape() != grad.shape() {
+                return Err(Error::shape(
+                    "register_hook",
+                    format!("hook returned a gradient of shape {:?}, expected {:?}", new.shape(), grad.shape()),
+                ));
+            }
+            grad = new;
+        }
+    }
+    Ok(grad)
+}

@@ -1,0 +1,110 @@
+//! Autodiff: the tracer (grad mode and recording), graph nodes, the engine
+//! that replays them in reverse, tensor hooks and user-defined functions.
+//!
+//! Note (recording): an op records a node only when grad mode is on and at
+//! least one input requires grad (Paddle's ComputeRequiredGrad), so `no_grad`
+//! scopes and constant inputs prune the graph at no cost.
+
+pub mod engine;
+pub mod function;
+pub mod hooks;
+pub mod node;
+
+use crate::ops::{Attrs, OpDef};
+use crate::tensor::Tensor;
+use node::{Edge, Node, NodeKind, SavedTensor};
+use std::cell::Cell;
+use std::sync::Arc;
+
+pub use engine::{grad, BackwardOptions, GradOptions};
+pub use function::{apply_function, Function, FunctionCtx};
+pub use hooks::HookHandle;
+
+thread_local! {
+    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Whether ops currently record autograd history on this thread.
+pub fn is_grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Sets grad mode and returns a guard that restores the previous mode on drop.
+pub fn set_grad_enabled(on: bool) -> GradModeGuard {
+    let prev = GRAD_ENABLED.with(|g| g.replace(on));
+    GradModeGuard { prev }
+}
+
+/// Restores the previous grad mode when dropped.
+pub struct GradModeGuard {
+    prev: bool,
+}
+
+impl Drop for GradModeGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|g| g.set(self.prev));
+    }
+}
+
+/// Runs `f` without recording history (PyTorch's `torch.no_grad()`).
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _g = set_grad_enabled(false);
+    f()
+}
+
+/// Runs `f` with recording on, even inside a `no_grad` scope.
+pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _g = set_grad_enabled(true);
+    f()
+}
+
+/// True when an op on `inputs` must record a node.
+#[inline]
+pub(crate) fn needs_record(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+/// Records `out = def(inputs)` in the graph. `saved` are tensors the backward
+/// rule reads back (in order, through `ctx.saved(i)`); with `save_output` the
+/// output is appended to them, held without a reference cycle.
+pub(crate) fn record(
+    def: &'static OpDef,
+    attrs: Attrs,
+    inputs: &[&Tensor],
+    saved: &[&Tensor],
+    save_output: bool,
+    out: Tensor,
+) -> Tensor {
+    let mut saved_v: Vec<SavedTensor> = saved.iter().map(|t| SavedTensor::new(t)).collect();
+    if save_output {
+        saved_v.push(SavedTensor::own_output(&out, 0));
+    }
+    let node = Node::new(NodeKind::Op { def, attrs }, inputs, &[&out], saved_v);
+    out.set_history(node, 0);
+    out
+}
+
+impl Tensor {
+    /// The edge along which this tensor's gradient flows: its grad_fn, or for
+    /// a leaf that requires grad its accumulation node (created on first use).
+    pub(crate) fn grad_edge(&self) -> Option<Edge> {
+        let mut m = self.meta();
+        if let Some(f) = &m.grad_fn {
+            return Some(Edge { node: f.clone(), nr: m.output_nr });
+        }
+        if !m.requires_grad {
+            return None;
+        }
+        let weak = Arc::downgrade(&self.0);
+        let acc = m.accumulator.get_or_insert_with(|| Node::accumulate(weak));
+        Some(Edge { node: acc.clone(), nr: 0 })
+    }
+
+    /// Makes this (fresh) tensor output `nr` of `node`.
+    pub(crate) fn set_history(&self, node: Arc<Node>, nr: usize) {
+        let mut m = self.meta();
+        m.requires_grad = true;
+        m.grad_fn = Some(node);
+        m.output_nr = nr;
+    }
+}

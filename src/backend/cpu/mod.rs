@@ -1,0 +1,7 @@
+//! The ndarray cpu backend: strided drivers and kernels for every op family.
+
+pub mod buffer;
+
+pub use buffer::{for_each_row, gather_strided, scatter_strided, CpuBuffer, Elem};
+pub mod elementwise;
+pub mod reduce;

@@ -1,0 +1,174 @@
+//! Binary elementwise ops with NumPy broadcasting: one table row each. Every
+//! backward rule reduces its gradient back to the operand's shape (`sum_to`).
+
+use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use crate::autograd::{needs_record, record};
+use crate::backend::cpu::elementwise::BinarySlices;
+use crate::backend::elementwise::{self as be, BinaryKernel};
+use crate::error::Result;
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+
+/// One row of the binary table.
+pub struct BinaryDef {
+    pub op: OpDef,
+    pub kernel: BinaryKernel,
+    /// Backward reads the operands (a, b) and, with `saves_output`, the result.
+    pub saves_inputs: bool,
+    pub saves_output: bool,
+}
+
+/// Expands `|a, b| expr` into the four slice kernels for element type `$t`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! binary_slices {
+    ($t:ty => $u:ty, |$a:ident, $b:ident| $e:expr) => {{
+        #[inline(always)]
+        fn f($a: $t, $b: $t) -> $u {
+            $e
+        }
+        fn vv(x: &[$t], y: &[$t], o: &mut [$u]) {
+            for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+                *o = f(x, y);
+            }
+        }
+        fn vs(x: &[$t], y: $t, o: &mut [$u]) {
+            for (o, &x) in o.iter_mut().zip(x) {
+                *o = f(x, y);
+            }
+        }
+        fn sv(x: $t, y: &[$t], o: &mut [$u]) {
+            for (o, &y) in o.iter_mut().zip(y) {
+                *o = f(x, y);
+            }
+        }
+        $crate::backend::cpu::elementwise::BinarySlices::<$t, $u> { vv, vs, sv, ss: f }
+    }};
+}
+
+macro_rules! binary_row {
+    ($NAME:ident, $name:literal, |$a:ident, $b:ident| $e:expr, saves_inputs: $si:expr, saves_output: $so:expr,
+     backward: $bw:expr, cases: $cases:expr) => {
+        pub static $NAME: BinaryDef = BinaryDef {
+            op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: true, cases: $cases },
+            kernel: BinaryKernel {
+                f32: binary_slices!(f32 => f32, |$a, $b| $e),
+                f64: binary_slices!(f64 => f64, |$a, $b| $e),
+            },
+            saves_inputs: $si,
+            saves_output: $so,
+        };
+    };
+}
+
+// Keeps BinarySlices referenced for readers of this file: the macro builds them.
+#[allow(dead_code)]
+type Slices = BinarySlices<f32, f32>;
+
+/// Gradient of each operand, reduced to its shape; skipped where not needed.
+fn grads(
+    c: &crate::autograd::node::BackwardCtx,
+    ga: impl FnOnce() -> Result<Tensor>,
+    gb: impl FnOnce() -> Result<Tensor>,
+) -> Result<Vec<Option<Tensor>>> {
+    let a = if c.needs_input_grad(0) { Some(ga()?.sum_to(c.input_shape(0))?) } else { None };
+    let b = if c.needs_input_grad(1) { Some(gb()?.sum_to(c.input_shape(1))?) } else { None };
+    Ok(vec![a, b])
+}
+
+fn broadcast_cases(name: &'static str, lo: f64, hi: f64, run: fn(&[Tensor]) -> Result<Tensor>) -> Vec<Case> {
+    vec![
+        Case::new(name, vec![Input::Uniform(vec![3, 4], lo, hi), Input::Uniform(vec![3, 4], lo, hi)], run),
+        Case::new(name, vec![Input::Uniform(vec![2, 3, 4], lo, hi), Input::Uniform(vec![4], lo, hi)], run),
+        Case::new(name, vec![Input::Uniform(vec![3, 1], lo, hi), Input::Uniform(vec![1, 4], lo, hi)], run),
+        Case::new(name, vec![Input::Uniform(vec![], lo, hi), Input::Uniform(vec![2, 3], lo, hi)], run),
+    ]
+}
+
+binary_row!(ADD, "add", |a, b| a + b, saves_inputs: false, saves_output: false,
+    backward: |c, g| grads(c, || Ok(g[0].clone()), || Ok(g[0].clone())),
+    cases: || broadcast_cases("add", -2.0, 2.0, |xs| xs[0].add(&xs[1])));
+binary_row!(SUB, "sub", |a, b| a - b, saves_inputs: false, saves_output: false,
+    backward: |c, g| grads(c, || Ok(g[0].clone()), || g[0].neg()),
+    cases: || broadcast_cases("sub", -2.0, 2.0, |xs| xs[0].sub(&xs[1])));
+binary_row!(MUL, "mul", |a, b| a * b, saves_inputs: true, saves_output: false,
+    backward: |c, g| grads(c, || g[0].mul(c.saved(1)), || g[0].mul(c.saved(0))),
+    cases: || broadcast_cases("mul", -2.0, 2.0, |xs| xs[0].mul(&xs[1])));
+binary_row!(DIV, "div", |a, b| a / b, saves_inputs: true, saves_output: false,
+    backward: |c, g| {
+        let (a, b) = (c.saved(0), c.saved(1));
+        grads(c, || g[0].div(b), || g[0].mul(a)?.div(&b.mul(b)?)?.neg())
+    },
+    cases: || broadcast_cases("div", 0.5, 2.0, |xs| xs[0].div(&xs[1])));
+binary_row!(POW, "pow", |a, b| a.powf(b), saves_inputs: true, saves_output: true,
+    backward: |c, g| {
+        let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
+        grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))
+    },
+    cases: || broadcast_cases("pow", 0.5, 2.0, |xs| xs[0].pow(&xs[1])));
+binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, saves_inputs: true, saves_output: false,
+    backward: |c, g| {
+        let (wa, wb) = tie_weights(c.saved(0), c.saved(1))?;
+        grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
+    },
+    cases: || broadcast_cases("maximum", -2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
+binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, saves_inputs: true, saves_output: false,
+    backward: |c, g| {
+        let (wb, wa) = tie_weights(c.saved(1), c.saved(0))?;
+        grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
+    },
+    cases: || broadcast_cases("minimum", -2.0, 2.0, |xs| xs[0].minimum(&xs[1])));
+
+/// Weights routing the gradient of max(a, b): 1 to the larger, 0.5 each on ties (as PyTorch).
+fn tie_weights(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dt = a.dtype();
+    let gt = a.gt(b)?.to_dtype(dt)?;
+    let eq = a.eq(b)?.to_dtype(dt)?.mul_scalar(0.5)?;
+    let wa = gt.add(&eq)?;
+    let wb = wa.neg()?.add_scalar(1.0)?;
+    Ok((wa, wb))
+}
+
+/// Runs a binary row: placement/dtype/broadcast checks, kernel, record.
+pub(crate) fn binary(def: &'static BinaryDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let name = def.op.name;
+    same_device(name, &[a, b])?;
+    expect_float(name, a)?;
+    same_dtype(name, a, b)?;
+    let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+    let out = be::binary(name, a, b, &shape, &def.kernel)?;
+    if !needs_record(&[a, b]) {
+        return Ok(out);
+    }
+    let saved: &[&Tensor] = if def.saves_inputs { &[a, b] } else { &[] };
+    Ok(record(&def.op, Attrs::None, &[a, b], saved, def.saves_output, out))
+}
+
+pub fn ops() -> Vec<&'static OpDef> {
+    vec![&ADD.op, &SUB.op, &MUL.op, &DIV.op, &POW.op, &MAXIMUM.op, &MINIMUM.op]
+}
+
+impl Tensor {
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&ADD, self, other)
+    }
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&SUB, self, other)
+    }
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&MUL, self, other)
+    }
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&DIV, self, other)
+    }
+    /// Elementwise power with a tensor exponent (see `pow_scalar` for a scalar one).
+    pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
+        binary(&POW, self, exponent)
+    }
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&MAXIMUM, self, other)
+    }
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        binary(&MINIMUM, self, other)
+    }
+}

@@ -1,0 +1,146 @@
+//! Comparisons (masks, no gradient) and `where_`, which selects by a mask.
+
+use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use crate::autograd::{needs_record, record};
+use crate::backend::elementwise::{self as be, CompareKernel};
+use crate::binary_slices;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+
+/// One comparison row.
+pub struct CompareDef {
+    pub op: OpDef,
+    pub kernel: CompareKernel,
+}
+
+macro_rules! compare_row {
+    ($NAME:ident, $name:literal, $method:ident, |$a:ident, $b:ident| $e:expr) => {
+        pub static $NAME: CompareDef = CompareDef {
+            op: OpDef {
+                name: $name,
+                kind: OpKind::NoGrad,
+                backward: None,
+                second_order: false,
+                cases: || {
+                    vec![Case::new(
+                        $name,
+                        vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Uniform(vec![4], -1.0, 1.0)],
+                        |xs| xs[0].$method(&xs[1]),
+                    )]
+                },
+            },
+            kernel: CompareKernel {
+                f32: binary_slices!(f32 => u8, |$a, $b| ($e) as u8),
+                f64: binary_slices!(f64 => u8, |$a, $b| ($e) as u8),
+                i32: binary_slices!(i32 => u8, |$a, $b| ($e) as u8),
+                bool: binary_slices!(u8 => u8, |$a, $b| ($e) as u8),
+            },
+        };
+    };
+}
+
+compare_row!(EQ, "eq", eq, |a, b| a == b);
+compare_row!(NE, "ne", ne, |a, b| a != b);
+compare_row!(LT, "lt", lt, |a, b| a < b);
+compare_row!(LE, "le", le, |a, b| a <= b);
+compare_row!(GT, "gt", gt, |a, b| a > b);
+compare_row!(GE, "ge", ge, |a, b| a >= b);
+
+fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let name = def.op.name;
+    same_device(name, &[a, b])?;
+    same_dtype(name, a, b)?;
+    let shape = broadcast_shapes(name, a.shape(), b.shape())?;
+    be::compare(name, a, b, &shape, &def.kernel)
+}
+
+static WHERE: OpDef = OpDef {
+    name: "where",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let cond = c.saved(0);
+        let zero = g[0].zeros_scalar();
+        let ga = if c.needs_input_grad(1) { Some(Tensor::where_(cond, &g[0], &zero)?.sum_to(c.input_shape(1))?) } else { None };
+        let gb = if c.needs_input_grad(2) { Some(Tensor::where_(cond, &zero, &g[0])?.sum_to(c.input_shape(2))?) } else { None };
+        Ok(vec![None, ga, gb])
+    }),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new(
+                "where",
+                vec![Input::Mask(vec![3, 4]), Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Uniform(vec![3, 4], -1.0, 1.0)],
+                |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
+            ),
+            Case::new(
+                "where broadcast",
+                vec![Input::Mask(vec![3, 1]), Input::Uniform(vec![4], -1.0, 1.0), Input::Uniform(vec![3, 4], -1.0, 1.0)],
+                |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
+            ),
+        ]
+    },
+};
+
+pub fn ops() -> Vec<&'static OpDef> {
+    vec![&EQ.op, &NE.op, &LT.op, &LE.op, &GT.op, &GE.op, &WHERE]
+}
+
+impl Tensor {
+    pub fn eq(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&EQ, self, other)
+    }
+    pub fn ne(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&NE, self, other)
+    }
+    pub fn lt(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&LT, self, other)
+    }
+    pub fn le(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&LE, self, other)
+    }
+    pub fn gt(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&GT, self, other)
+    }
+    pub fn ge(&self, other: &Tensor) -> Result<Tensor> {
+        compare(&GE, self, other)
+    }
+    /// A rank-0 tensor holding `v` with this tensor's dtype and device.
+    pub fn scalar_like(&self, v: f64) -> Tensor {
+        Tensor::full_on(&[], v, self.dtype(), &self.device())
+    }
+    pub(crate) fn zeros_scalar(&self) -> Tensor {
+        self.scalar_like(0.0)
+    }
+    pub fn eq_scalar(&self, v: f64) -> Result<Tensor> {
+        self.eq(&self.scalar_like(v))
+    }
+    pub fn gt_scalar(&self, v: f64) -> Result<Tensor> {
+        self.gt(&self.scalar_like(v))
+    }
+    pub fn ge_scalar(&self, v: f64) -> Result<Tensor> {
+        self.ge(&self.scalar_like(v))
+    }
+    pub fn lt_scalar(&self, v: f64) -> Result<Tensor> {
+        self.lt(&self.scalar_like(v))
+    }
+    pub fn le_scalar(&self, v: f64) -> Result<Tensor> {
+        self.le(&self.scalar_like(v))
+    }
+    /// Elementwise `cond ? a : b` with broadcasting; `cond` must be a bool mask.
+    pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        same_device("where", &[cond, a, b])?;
+        if cond.dtype() != DType::Bool {
+            return Err(Error::dtype("where", format!("condition must be bool, got {} {:?}", cond.dtype(), cond.shape())));
+        }
+        same_dtype("where", a, b)?;
+        let shape = broadcast_shapes("where", a.shape(), b.shape())?;
+        let shape = broadcast_shapes("where", cond.shape(), &shape)?;
+        let out = be::where_(cond, a, b, &shape)?;
+        if !needs_record(&[a, b]) {
+            return Ok(out);
+        }
+        Ok(record(&WHERE, Attrs::None, &[cond, a, b], &[cond], false, out))
+    }
+}

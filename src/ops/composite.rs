@@ -1,0 +1,5 @@
+use super::OpDef;
+
+pub fn ops() -> Vec<&'static OpDef> {
+    vec![]
+}

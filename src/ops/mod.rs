@@ -1,0 +1,150 @@
+//! THE REGISTRY (DESIGN principles 1-3, 7). Every op has one `OpDef`: its name,
+//! its backward rule (tensor code, so it can be differentiated again), and the
+//! test cases the generated gradchecks run. The forward function that owns the
+//! shape/dtype rule and calls the backend sits next to the `OpDef`.
+//!
+//! Elementwise ops are table rows (`unary.rs`, `binary.rs`); composite ops are
+//! built from primitives and get their gradients from them.
+
+pub mod binary;
+pub mod compare;
+pub mod composite;
+pub mod conv;
+pub mod index;
+pub mod matmul;
+pub mod movement;
+pub mod reduce;
+pub mod unary;
+
+use crate::autograd::node::BackwardCtx;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Dims;
+use crate::tensor::Tensor;
+
+/// A backward rule: given the context and the gradient of each output, the
+/// gradient of each input (None where an input needs none).
+pub type BackwardFn = fn(&BackwardCtx, &[Tensor]) -> Result<Vec<Option<Tensor>>>;
+
+/// How an op relates to autodiff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// Has a cpu kernel and a backward rule.
+    Primitive,
+    /// Built from other ops; differentiable through them.
+    Composite,
+    /// Produces masks, indices or other non-differentiable results.
+    NoGrad,
+}
+
+/// One registry entry.
+pub struct OpDef {
+    pub name: &'static str,
+    pub kind: OpKind,
+    pub backward: Option<BackwardFn>,
+    /// Gradchecks also check second derivatives for this op.
+    pub second_order: bool,
+    /// The cases the generated tests run (an op without cases fails the suite).
+    pub cases: fn() -> Vec<Case>,
+}
+
+/// One test case: input specs and how to call the op on them.
+pub struct Case {
+    pub name: &'static str,
+    pub inputs: Vec<Input>,
+    pub run: fn(&[Tensor]) -> Result<Tensor>,
+}
+
+/// How to generate one test input (in the dtype the test asks for, for floats).
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// Uniform floats in [lo, hi).
+    Uniform(Vec<usize>, f64, f64),
+    /// Floats with |x| uniform in [lo, hi) and random sign: keeps kinks (abs,
+    /// relu, ...) away from finite-difference steps.
+    AwayFromZero(Vec<usize>, f64, f64),
+    /// Floats that are distinct per element (no ties for max/min/sort-like ops).
+    Distinct(Vec<usize>),
+    /// I32 integers uniform in [lo, hi) (indices, labels).
+    Int(Vec<usize>, i32, i32),
+    /// A random bool mask.
+    Mask(Vec<usize>),
+}
+
+impl Case {
+    pub fn new(name: &'static str, inputs: Vec<Input>, run: fn(&[Tensor]) -> Result<Tensor>) -> Case {
+        Case { name, inputs, run }
+    }
+}
+
+/// Attributes a node stores for its backward rule (records are data).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attrs {
+    None,
+    /// Scalar parameters (exponent, slope, clamp bounds, ...).
+    Scalars([f64; 2]),
+    /// Reduced axes (sorted, normalised) and keepdim.
+    Reduce { axes: Dims, keepdim: bool },
+    /// A single axis (index_select, gather, concat, argmax, ...).
+    Axis(usize),
+    /// A target shape (reshape, expand) or a source shape (sum_to).
+    Shape(Dims),
+    /// A permutation of the axes.
+    Perm(Dims),
+    /// A strided slice along one axis: elements start, start+step, ... (len of
+    /// them) of an axis of size `dim`.
+    Slice { axis: usize, start: usize, step: usize, len: usize, dim: usize },
+    /// Sizes of consecutive pieces along an axis (concat).
+    Sizes { axis: usize, sizes: Dims },
+    /// Constant padding: (before, after) per axis, from the first axis.
+    Pad { pads: Vec<(usize, usize)>, value: f64 },
+    /// 2-D sliding windows: kernel, stride, padding, dilation and the input's spatial size.
+    Window { kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], input: [usize; 2] },
+    /// A target dtype (cast).
+    DType(DType),
+}
+
+/// Every op, for the generated tests and the docs.
+pub fn registry() -> Vec<&'static OpDef> {
+    let mut all = Vec::new();
+    all.extend(unary::ops());
+    all.extend(binary::ops());
+    all.extend(compare::ops());
+    all.extend(reduce::ops());
+    all.extend(matmul::ops());
+    all.extend(movement::ops());
+    all.extend(index::ops());
+    all.extend(conv::ops());
+    all.extend(composite::ops());
+    all
+}
+
+/// The one device check every multi-input op runs (DESIGN: placement rules).
+pub(crate) fn same_device(op: &'static str, ts: &[&Tensor]) -> Result<()> {
+    if let Some(first) = ts.first() {
+        let d = first.device();
+        if let Some(bad) = ts.iter().find(|t| t.device() != d) {
+            return Err(Error::Device { op, found: format!("{} and {}", d, bad.device()) });
+        }
+    }
+    Ok(())
+}
+
+/// Rejects non-float operands of ops that only make sense on floats.
+pub(crate) fn expect_float(op: &'static str, t: &Tensor) -> Result<()> {
+    if !t.dtype().is_float() {
+        return Err(Error::dtype(op, format!("expected a float tensor, got {} of shape {:?}", t.dtype(), t.shape())));
+    }
+    Ok(())
+}
+
+/// Rejects operands whose dtypes differ (no implicit promotion).
+pub(crate) fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() != b.dtype() {
+        return Err(Error::dtype(
+            op,
+            format!("dtypes differ: {} {:?} vs {} {:?} (cast one with to_dtype)", a.dtype(), a.shape(), b.dtype(), b.shape()),
+        ));
+    }
+    Ok(())
+}

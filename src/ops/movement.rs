@@ -1,0 +1,492 @@
+//! Movement ops. Views (reshape of contiguous data, permute, expand, slice,
+//! squeeze/unsqueeze) share storage and only change the layout; concat and
+//! pad copy through the backend's `assemble`. Each backward is the adjoint
+//! movement, so all of them are differentiable to any order.
+
+use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use crate::autograd::{needs_record, record};
+use crate::backend::elementwise as be_copy;
+use crate::backend::movement as be;
+use crate::error::{Error, Result};
+use crate::shape::{contiguous_strides, normalize_axis, numel, Dims, Layout};
+use crate::tensor::Tensor;
+
+fn one(g: Result<Tensor>) -> Result<Vec<Option<Tensor>>> {
+    Ok(vec![Some(g?)])
+}
+
+/// Makes `layout` a view of `x`, recording `def` when needed.
+fn view_op(def: &'static OpDef, x: &Tensor, layout: Layout, attrs: Attrs) -> Result<Tensor> {
+    let out = x.alias_with_layout(layout);
+    if !needs_record(&[x]) {
+        return Ok(out);
+    }
+    let out = record(def, attrs, &[x], &[], false, out);
+    out.meta().is_grad_view = true;
+    Ok(out)
+}
+
+static RESHAPE: OpDef = OpDef {
+    name: "reshape",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| one(g[0].reshape_dims(c.input_shape(0)))),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("reshape", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].reshape(&[4, -1])),
+            Case::new("reshape of a transposed view", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1)?.reshape(&[2, 6])),
+        ]
+    },
+};
+
+static PERMUTE: OpDef = OpDef {
+    name: "permute",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let Attrs::Perm(p) = c.attrs() else { unreachable!() };
+        let mut inv = vec![0isize; p.len()];
+        for (i, &d) in p.iter().enumerate() {
+            inv[d] = i as isize;
+        }
+        one(g[0].permute(&inv))
+    }),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].permute(&[2, 0, 1])?.mul_scalar(1.0)),
+            Case::new("transpose", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1)),
+        ]
+    },
+};
+
+static EXPAND: OpDef = OpDef {
+    name: "expand",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| one(g[0].sum_to(c.input_shape(0)))),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("expand", vec![Input::Uniform(vec![3, 1], -1.0, 1.0)], |x| x[0].expand(&[2, 3, 4])),
+            Case::new("broadcast_to", vec![Input::Uniform(vec![4], -1.0, 1.0)], |x| x[0].broadcast_to(&[3, 4])),
+        ]
+    },
+};
+
+static SLICE: OpDef = OpDef {
+    name: "slice",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let Attrs::Slice { axis, start, step, len, dim } = c.attrs().clone() else { unreachable!() };
+        one(slice_backward(&g[0], axis, start, step, len, dim))
+    }),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("slice step 2", vec![Input::Uniform(vec![5, 4], -1.0, 1.0)], |x| x[0].slice(0, 1, 5, 2)),
+            Case::new("narrow", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].narrow(1, 2, 3)),
+            Case::new("slice negative bounds", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].slice(-1, -4, -1, 1)),
+        ]
+    },
+};
+
+/// The adjoint of `slice`: zeros of the full shape with `g` written into the slice.
+static SLICE_BACKWARD: OpDef = OpDef {
+    name: "slice_backward",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let Attrs::Slice { axis, start, step, len, .. } = c.attrs().clone() else { unreachable!() };
+        one(g[0].slice(axis as isize, start as isize, (start + step * len.saturating_sub(1) + 1) as isize, step))
+    }),
+    second_order: true,
+    cases: || {
+        vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| slice_backward(&x[0], 0, 1, 2, 2, 5))]
+    },
+};
+
+fn slice_backward(g: &Tensor, axis: usize, start: usize, step: usize, len: usize, dim: usize) -> Result<Tensor> {
+    let mut shape = g.dims();
+    shape[axis] = dim;
+    let full = Layout::contiguous(&shape);
+    let region = slice_layout(&full, axis, start, step, len);
+    let out = be::assemble("slice_backward", &shape, g.dtype(), 0.0, &[(region, g)])?;
+    if !needs_record(&[g]) {
+        return Ok(out);
+    }
+    Ok(record(&SLICE_BACKWARD, Attrs::Slice { axis, start, step, len, dim }, &[g], &[], false, out))
+}
+
+fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) -> Layout {
+    let mut out = l.clone();
+    if len > 0 {
+        out.offset += start * l.strides[axis];
+    }
+    out.strides[axis] *= step;
+    out.shape[axis] = len;
+    out
+}
+
+static CONCAT: OpDef = OpDef {
+    name: "concat",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
+        let mut off = 0;
+        let mut out = Vec::with_capacity(sizes.len());
+        for (i, &s) in sizes.iter().enumerate() {
+            out.push(if c.needs_input_grad(i) { Some(g[0].narrow(*axis as isize, off, s)?) } else { None });
+            off += s;
+        }
+        Ok(out)
+    }),
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("concat axis 1", vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 2], -1.0, 1.0)], |x| {
+                Tensor::concat(&[x[0].clone(), x[1].clone()], 1)
+            }),
+            Case::new("stack", vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| {
+                Tensor::stack(&[x[0].clone(), x[1].clone()], 0)
+            }),
+            Case::new("split then concat", vec![Input::Uniform(vec![5, 2], -1.0, 1.0)], |x| {
+                let parts = x[0].split(2, 0)?;
+                Tensor::concat(&[parts[2].clone(), parts[0].mul_scalar(2.0)?], 0)
+            }),
+            Case::new("chunk", vec![Input::Uniform(vec![2, 6], -1.0, 1.0)], |x| {
+                let parts = x[0].chunk(3, 1)?;
+                parts[1].mul(&parts[2])
+            }),
+        ]
+    },
+};
+
+static PAD: OpDef = OpDef {
+    name: "pad",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let Attrs::Pad { pads, .. } = c.attrs() else { unreachable!() };
+        let shape = c.input_shape(0);
+        let mut t = g[0].clone();
+        for (axis, &(before, _)) in pads.iter().enumerate() {
+            if t.shape()[axis] != shape[axis] {
+                t = t.narrow(axis as isize, before, shape[axis])?;
+            }
+        }
+        one(Ok(t))
+    }),
+    second_order: true,
+    cases: || {
+        vec![Case::new("pad last two axes", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
+            x[0].pad(&[(1, 2), (0, 1)], 0.5)
+        })]
+    },
+};
+
+static CONTIGUOUS: OpDef = OpDef {
+    name: "contiguous",
+    kind: OpKind::Primitive,
+    backward: Some(|_, g| one(Ok(g[0].clone()))),
+    second_order: true,
+    cases: || {
+        vec![Case::new("contiguous of a permuted view", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
+            x[0].permute(&[1, 2, 0])?.contiguous()
+        })]
+    },
+};
+
+static SQUEEZE: OpDef = OpDef {
+    name: "squeeze_unsqueeze_flatten",
+    kind: OpKind::Composite,
+    backward: None,
+    second_order: true,
+    cases: || {
+        vec![
+            Case::new("squeeze", vec![Input::Uniform(vec![2, 1, 3], -1.0, 1.0)], |x| x[0].squeeze(Some(1))),
+            Case::new("squeeze all", vec![Input::Uniform(vec![1, 3, 1], -1.0, 1.0)], |x| x[0].squeeze(None)),
+            Case::new("unsqueeze", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| x[0].unsqueeze(-1)),
+            Case::new("flatten", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].flatten(1, -1)),
+        ]
+    },
+};
+
+pub fn ops() -> Vec<&'static OpDef> {
+    vec![&RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONCAT, &PAD, &CONTIGUOUS, &SQUEEZE]
+}
+
+/// Resolves one -1 in a requested shape.
+fn infer_shape(op: &'static str, from: &[usize], to: &[isize]) -> Result<Dims> {
+    let n = numel(from);
+    let known: usize = to.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let holes = to.iter().filter(|&&d| d == -1).count();
+    let bad = || Error::shape(op, format!("cannot reshape tensor of shape {from:?} ({n} elements) to {to:?}"));
+    if holes > 1 || to.iter().any(|&d| d < -1) {
+        return Err(bad());
+    }
+    let out: Dims = to
+        .iter()
+        .map(|&d| if d == -1 { if known == 0 { 0 } else { n / known } } else { d as usize })
+        .collect();
+    if numel(&out) != n {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+impl Tensor {
+    /// A tensor with the same elements in `shape` (one entry may be -1).
+    /// A view when the data is contiguous, else a copy.
+    pub fn reshape(&self, shape: &[isize]) -> Result<Tensor> {
+        let dims = infer_shape("reshape", self.shape(), shape)?;
+        self.reshape_dims(&dims)
+    }
+    /// `reshape` with explicit sizes.
+    pub fn reshape_dims(&self, shape: &[usize]) -> Result<Tensor> {
+        if numel(shape) != self.numel() {
+            return Err(Error::shape(
+                "reshape",
+                format!("cannot reshape tensor of shape {:?} ({} elements) to {:?}", self.shape(), self.numel(), shape),
+            ));
+        }
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let src = if self.is_contiguous() { self.clone() } else { self.contiguous()? };
+        let layout = Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: src.layout().offset };
+        view_op(&RESHAPE, &src, layout, Attrs::Shape(shape.into()))
+    }
+    /// Alias of `reshape` (PyTorch's `view`).
+    pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
+        self.reshape(shape)
+    }
+    /// Reorders the axes (a view).
+    pub fn permute(&self, perm: &[isize]) -> Result<Tensor> {
+        let nd = self.ndim();
+        if perm.len() != nd {
+            return Err(Error::shape("permute", format!("permutation {perm:?} does not match rank {nd} (shape {:?})", self.shape())));
+        }
+        let mut p = Dims::new();
+        for &a in perm {
+            let a = normalize_axis("permute", a, self.shape())?;
+            if p.contains(&a) {
+                return Err(Error::value("permute", format!("{perm:?} is not a permutation")));
+            }
+            p.push(a);
+        }
+        let l = self.layout();
+        let layout = Layout { shape: p.iter().map(|&d| l.shape[d]).collect(), strides: p.iter().map(|&d| l.strides[d]).collect(), offset: l.offset };
+        view_op(&PERMUTE, self, layout, Attrs::Perm(p))
+    }
+    /// Swaps two axes (a view).
+    pub fn transpose(&self, a: isize, b: isize) -> Result<Tensor> {
+        let a = normalize_axis("transpose", a, self.shape())?;
+        let b = normalize_axis("transpose", b, self.shape())?;
+        let mut perm: Vec<isize> = (0..self.ndim() as isize).collect();
+        perm.swap(a, b);
+        self.permute(&perm)
+    }
+    /// Broadcasts size-1 (or missing leading) dims to `shape`; -1 keeps a size. A view.
+    pub fn expand(&self, shape: &[isize]) -> Result<Tensor> {
+        let nd = shape.len();
+        if nd < self.ndim() {
+            return Err(Error::shape("expand", format!("cannot expand shape {:?} to fewer dims {shape:?}", self.shape())));
+        }
+        let lead = nd - self.ndim();
+        let dims: Dims = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if d == -1 && i >= lead { self.shape()[i - lead] } else { d.max(0) as usize })
+            .collect();
+        self.expand_dims(&dims)
+    }
+    /// `expand` with explicit sizes.
+    pub fn expand_dims(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let ok = shape.len() >= self.ndim()
+            && self.shape().iter().rev().zip(shape.iter().rev()).all(|(&s, &d)| s == d || s == 1);
+        if !ok {
+            return Err(Error::shape("expand", format!("cannot expand shape {:?} to {:?}", self.shape(), shape)));
+        }
+        let layout = Layout { shape: shape.into(), strides: self.layout().broadcast_strides(shape), offset: self.layout().offset };
+        view_op(&EXPAND, self, layout, Attrs::Shape(shape.into()))
+    }
+    /// NumPy's `broadcast_to`.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        self.expand_dims(shape)
+    }
+    /// Elements `start, start+step, ...` below `end` along `axis` (Python slice
+    /// semantics for negative and out-of-range bounds; step >= 1). A view.
+    pub fn slice(&self, axis: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
+        let ax = normalize_axis("slice", axis, self.shape())?;
+        if step == 0 {
+            return Err(Error::value("slice", "step must be at least 1"));
+        }
+        let dim = self.shape()[ax] as isize;
+        let clampi = |v: isize| if v < 0 { (v + dim).max(0) } else { v.min(dim) };
+        let (s, e) = (clampi(start) as usize, clampi(end) as usize);
+        let len = if e > s { (e - s).div_ceil(step) } else { 0 };
+        let layout = slice_layout(self.layout(), ax, s, step, len);
+        view_op(&SLICE, self, layout, Attrs::Slice { axis: ax, start: s, step, len, dim: dim as usize })
+    }
+    /// `len` elements from `start` along `axis`.
+    pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
+        let ax = normalize_axis("narrow", axis, self.shape())?;
+        if start + len > self.shape()[ax] {
+            return Err(Error::shape(
+                "narrow",
+                format!("start {start} + length {len} exceeds size {} of axis {ax} (shape {:?})", self.shape()[ax], self.shape()),
+            ));
+        }
+        self.slice(ax as isize, start as isize, (start + len) as isize, 1)
+    }
+    /// Removes size-1 axes (one axis, or all of them).
+    pub fn squeeze(&self, axis: Option<isize>) -> Result<Tensor> {
+        let shape: Dims = match axis {
+            None => self.shape().iter().copied().filter(|&d| d != 1).collect(),
+            Some(a) => {
+                let a = normalize_axis("squeeze", a, self.shape())?;
+                self.shape().iter().enumerate().filter(|&(i, &d)| !(i == a && d == 1)).map(|(_, &d)| d).collect()
+            }
+        };
+        self.reshape_dims(&shape)
+    }
+    /// Inserts a size-1 axis at `axis` (which may be `ndim`, or negative).
+    pub fn unsqueeze(&self, axis: isize) -> Result<Tensor> {
+        let nd = self.ndim() as isize + 1;
+        let a = if axis < 0 { axis + nd } else { axis };
+        if a < 0 || a >= nd {
+            return Err(Error::Axis { op: "unsqueeze", axis, ndim: self.ndim(), shape: self.shape().to_vec() });
+        }
+        let mut shape = self.dims();
+        shape.insert(a as usize, 1);
+        self.reshape_dims(&shape)
+    }
+    /// Merges axes `start..=end` into one.
+    pub fn flatten(&self, start: isize, end: isize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return self.reshape_dims(&[1]);
+        }
+        let s = normalize_axis("flatten", start, self.shape())?;
+        let e = normalize_axis("flatten", end, self.shape())?;
+        if s > e {
+            return Err(Error::value("flatten", format!("start axis {start} is after end axis {end}")));
+        }
+        let mut shape: Dims = self.shape()[..s].into();
+        shape.push(self.shape()[s..=e].iter().product());
+        shape.extend_from_slice(&self.shape()[e + 1..]);
+        self.reshape_dims(&shape)
+    }
+    /// Joins tensors along an existing axis.
+    pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::value("concat", "needs at least one tensor"))?;
+        let ax = normalize_axis("concat", axis, first.shape())?;
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        same_device("concat", &refs)?;
+        let mut shape = first.dims();
+        shape[ax] = 0;
+        for t in tensors {
+            same_dtype("concat", first, t)?;
+            let ok = t.ndim() == first.ndim() && (0..t.ndim()).all(|d| d == ax || t.shape()[d] == first.shape()[d]);
+            if !ok {
+                return Err(Error::shape(
+                    "concat",
+                    format!("shapes {:?} and {:?} differ outside axis {ax}", first.shape(), t.shape()),
+                ));
+            }
+            shape[ax] += t.shape()[ax];
+        }
+        let full = Layout::contiguous(&shape);
+        let mut off = 0;
+        let mut pieces = Vec::with_capacity(tensors.len());
+        for t in tensors {
+            pieces.push((slice_layout(&full, ax, off, 1, t.shape()[ax]), t));
+            off += t.shape()[ax];
+        }
+        let out = be::assemble("concat", &shape, first.dtype(), 0.0, &pieces)?;
+        if !needs_record(&refs) {
+            return Ok(out);
+        }
+        let sizes = tensors.iter().map(|t| t.shape()[ax]).collect();
+        Ok(record(&CONCAT, Attrs::Sizes { axis: ax, sizes }, &refs, &[], false, out))
+    }
+    /// Joins same-shaped tensors along a new axis.
+    pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
+        let first = tensors.first().ok_or_else(|| Error::value("stack", "needs at least one tensor"))?;
+        if let Some(bad) = tensors.iter().find(|t| t.shape() != first.shape()) {
+            return Err(Error::shape("stack", format!("all tensors need one shape, got {:?} and {:?}", first.shape(), bad.shape())));
+        }
+        let parts = tensors.iter().map(|t| t.unsqueeze(axis)).collect::<Result<Vec<_>>>()?;
+        Tensor::concat(&parts, axis)
+    }
+    /// Pieces of `size` along `axis` (the last may be smaller).
+    pub fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>> {
+        let ax = normalize_axis("split", axis, self.shape())?;
+        if size == 0 {
+            return Err(Error::value("split", "split size must be at least 1"));
+        }
+        let n = self.shape()[ax];
+        (0..n).step_by(size).map(|s| self.narrow(ax as isize, s, size.min(n - s))).collect()
+    }
+    /// Pieces of the given sizes along `axis` (they must add up to the axis size).
+    pub fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
+        let ax = normalize_axis("split", axis, self.shape())?;
+        if sizes.iter().sum::<usize>() != self.shape()[ax] {
+            return Err(Error::shape("split", format!("sizes {sizes:?} do not add up to axis {ax} of shape {:?}", self.shape())));
+        }
+        let mut off = 0;
+        sizes
+            .iter()
+            .map(|&s| {
+                let t = self.narrow(ax as isize, off, s);
+                off += s;
+                t
+            })
+            .collect()
+    }
+    /// `chunks` nearly equal pieces along `axis` (as PyTorch's `chunk`).
+    pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
+        let ax = normalize_axis("chunk", axis, self.shape())?;
+        if chunks == 0 {
+            return Err(Error::value("chunk", "chunks must be at least 1"));
+        }
+        self.split(self.shape()[ax].div_ceil(chunks).max(1), ax as isize)
+    }
+    /// Constant padding. `pads[i] = (before, after)` applies to the last
+    /// `pads.len()` axes in order (so `[(1, 1), (2, 2)]` pads H by 1 and W by 2).
+    pub fn pad(&self, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
+        if pads.len() > self.ndim() {
+            return Err(Error::shape("pad", format!("{} pad pairs for a tensor of rank {} (shape {:?})", pads.len(), self.ndim(), self.shape())));
+        }
+        let lead = self.ndim() - pads.len();
+        let full_pads: Vec<(usize, usize)> = (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
+        let shape: Dims = self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d + b + a).collect();
+        let mut region = Layout::contiguous(&shape);
+        for (ax, &(b, _)) in full_pads.iter().enumerate() {
+            region = slice_layout(&region, ax, b, 1, self.shape()[ax]);
+        }
+        let out = be::assemble("pad", &shape, self.dtype(), value, &[(region, self)])?;
+        if !needs_record(&[self]) {
+            return Ok(out);
+        }
+        Ok(record(&PAD, Attrs::Pad { pads: full_pads, value }, &[self], &[], false, out))
+    }
+    /// The same values laid out row-major (a copy only when needed).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let out = be_copy::copy(self);
+        if !needs_record(&[self]) {
+            return Ok(out);
+        }
+        Ok(record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out))
+    }
+    /// A fresh contiguous copy that never shares storage (differentiable, like PyTorch's `clone`).
+    pub fn contiguous_copy(&self) -> Result<Tensor> {
+        let out = be_copy::copy(self);
+        if !needs_record(&[self]) {
+            return Ok(out);
+        }
+        Ok(record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out))
+    }
+}

@@ -1,0 +1,283 @@
+//! Unary elementwise ops: one table row each (name, scalar formula, what
+//! backward saves, backward rule in tensor code, test cases). The formula is
+//! expanded into an f32 and an f64 slice kernel by `unary_row!`.
+
+use super::{expect_float, Attrs, Case, Input, OpDef, OpKind};
+use crate::autograd::{needs_record, record};
+use crate::backend::elementwise::{self as be, UnaryKernel};
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// What a unary row's backward reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Saves {
+    Nothing,
+    Input,
+    Output,
+}
+
+/// One row of the unary table.
+pub struct UnaryDef {
+    pub op: OpDef,
+    pub kernel: UnaryKernel,
+    pub saves: Saves,
+}
+
+/// Scalar math both float widths share (erf is not in std).
+pub trait Real: Copy {
+    fn erf_(self) -> Self;
+}
+impl Real for f32 {
+    fn erf_(self) -> f32 {
+        libm::erff(self)
+    }
+}
+impl Real for f64 {
+    fn erf_(self) -> f64 {
+        libm::erf(self)
+    }
+}
+
+macro_rules! slice_kernel {
+    ($t:ty, |$x:ident, $p:ident| $e:expr) => {{
+        #[allow(unused_variables, clippy::redundant_closure_call)]
+        fn k(xs: &[$t], out: &mut [$t], $p: [$t; 2]) {
+            for (o, &$x) in out.iter_mut().zip(xs) {
+                *o = $e;
+            }
+        }
+        k
+    }};
+}
+
+macro_rules! unary_row {
+    ($NAME:ident, $name:literal, |$x:ident, $p:ident| $e:expr, saves: $saves:ident, second_order: $so:expr,
+     backward: $bw:expr, cases: $cases:expr) => {
+        pub static $NAME: UnaryDef = UnaryDef {
+            op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: $so, cases: $cases },
+            kernel: UnaryKernel { f32: slice_kernel!(f32, |$x, $p| $e), f64: slice_kernel!(f64, |$x, $p| $e) },
+            saves: Saves::$saves,
+        };
+    };
+}
+
+fn one(g: Result<Tensor>) -> Result<Vec<Option<Tensor>>> {
+    Ok(vec![Some(g?)])
+}
+
+fn p0(a: &Attrs) -> f64 {
+    match a {
+        Attrs::Scalars(p) => p[0],
+        _ => 0.0,
+    }
+}
+fn p1(a: &Attrs) -> f64 {
+    match a {
+        Attrs::Scalars(p) => p[1],
+        _ => 0.0,
+    }
+}
+
+fn shape() -> Vec<usize> {
+    vec![3, 4]
+}
+
+macro_rules! cases {
+    ($name:literal, $input:expr, |$xs:ident| $run:expr) => {
+        || vec![Case::new($name, vec![$input], |$xs| $run)]
+    };
+}
+
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+const GELU_K: f64 = 0.044715;
+const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+const TWO_OVER_SQRT_PI: f64 = 1.128_379_167_095_512_6;
+
+unary_row!(NEG, "neg", |x, p| -x, saves: Nothing, second_order: true,
+    backward: |_, g| one(g[0].neg()),
+    cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg()));
+unary_row!(EXP, "exp", |x, p| x.exp(), saves: Output, second_order: true,
+    backward: |c, g| one(g[0].mul(c.saved(0))),
+    cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp()));
+unary_row!(LOG, "log", |x, p| x.ln(), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].div(c.saved(0))),
+    cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log()));
+unary_row!(SQRT, "sqrt", |x, p| x.sqrt(), saves: Output, second_order: true,
+    backward: |c, g| one(g[0].div(c.saved(0)).and_then(|t| t.mul_scalar(0.5))),
+    cases: cases!("sqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].sqrt()));
+unary_row!(RSQRT, "rsqrt", |x, p| 1.0 / x.sqrt(), saves: Output, second_order: true,
+    backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.mul(y)?)?.mul_scalar(-0.5)) },
+    cases: cases!("rsqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].rsqrt()));
+unary_row!(ABS, "abs", |x, p| x.abs(), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].mul(&c.saved(0).sign()?)),
+    cases: cases!("abs", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].abs()));
+unary_row!(SIGN, "sign", |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, saves: Nothing, second_order: true,
+    backward: |_, g| one(g[0].mul_scalar(0.0)),
+    cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign()));
+unary_row!(SIN, "sin", |x, p| x.sin(), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].mul(&c.saved(0).cos()?)),
+    cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin()));
+unary_row!(COS, "cos", |x, p| x.cos(), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].mul(&c.saved(0).sin()?)?.neg()),
+    cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos()));
+unary_row!(TANH, "tanh", |x, p| x.tanh(), saves: Output, second_order: true,
+    backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
+    cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh()));
+unary_row!(SIGMOID, "sigmoid", |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) },
+    saves: Output, second_order: true,
+    backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
+    cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid()));
+unary_row!(RELU, "relu", |x, p| if x > 0.0 { x } else { 0.0 }, saves: Output, second_order: true,
+    backward: |c, g| one(g[0].mul(&c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?)),
+    cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu()));
+unary_row!(LEAKY_RELU, "leaky_relu", |x, p| if x > 0.0 { x } else { p[0] * x }, saves: Input, second_order: true,
+    backward: |c, g| {
+        let a = p0(c.attrs());
+        let m = c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?;
+        one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
+    },
+    cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1)));
+unary_row!(GELU, "gelu", |x, p| 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
+    cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu()));
+unary_row!(GELU_ERF, "gelu_erf", |x, p| 0.5 * x * (1.0 + (0.707_106_781_186_547_6 * x).erf_()), saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
+        let pdf = x.mul(x)?.mul_scalar(-0.5)?.exp()?.mul_scalar(INV_SQRT_2PI)?;
+        one(g[0].mul(&cdf.add(&x.mul(&pdf)?)?))
+    },
+    cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf()));
+unary_row!(ERF, "erf", |x, p| x.erf_(), saves: Input, second_order: true,
+    backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(TWO_OVER_SQRT_PI)?)) },
+    cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf()));
+unary_row!(SILU, "silu", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) },
+    saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        let s = x.sigmoid()?;
+        one(g[0].mul(&s.mul(&x.mul(&s.neg()?.add_scalar(1.0)?)?.add_scalar(1.0)?)?))
+    },
+    cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu()));
+unary_row!(SOFTPLUS, "softplus", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), saves: Input, second_order: true,
+    backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
+    cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus()));
+unary_row!(POW_SCALAR, "pow_scalar", |x, p| x.powf(p[0]), saves: Input, second_order: true,
+    backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
+    cases: || vec![
+        Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)),
+        Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0)),
+        Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5)),
+    ]);
+unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], saves: Nothing, second_order: true,
+    backward: |_, g| one(Ok(g[0].clone())),
+    cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5)));
+unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], saves: Nothing, second_order: true,
+    backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
+    cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5)));
+unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, saves: Input, second_order: true,
+    backward: |c, g| {
+        let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
+        let x = c.saved(0);
+        let dt = g[0].dtype();
+        let m = x.ge_scalar(lo)?.to_dtype(dt)?.mul(&x.le_scalar(hi)?.to_dtype(dt)?)?;
+        one(g[0].mul(&m))
+    },
+    cases: || vec![
+        Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))),
+        Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None)),
+    ]);
+
+fn gelu_tanh_derivative(x: &Tensor) -> Result<Tensor> {
+    let x2 = x.mul(x)?;
+    let u = x.mul(&x2.mul_scalar(GELU_K)?.add_scalar(1.0)?)?.mul_scalar(SQRT_2_OVER_PI)?;
+    let t = u.tanh()?;
+    let left = t.add_scalar(1.0)?.mul_scalar(0.5)?;
+    let sech2 = t.mul(&t)?.neg()?.add_scalar(1.0)?;
+    let right = x.mul(&sech2)?.mul(&x2.mul_scalar(3.0 * GELU_K)?.add_scalar(1.0)?)?.mul_scalar(0.5 * SQRT_2_OVER_PI)?;
+    left.add(&right)
+}
+
+/// Runs a unary row: float check, kernel, and (when needed) the record.
+pub(crate) fn unary(def: &'static UnaryDef, x: &Tensor, p: [f64; 2]) -> Result<Tensor> {
+    expect_float(def.op.name, x)?;
+    let out = be::unary(def.op.name, x, &def.kernel, p)?;
+    if !needs_record(&[x]) {
+        return Ok(out);
+    }
+    let saved: &[&Tensor] = if def.saves == Saves::Input { &[x] } else { &[] };
+    Ok(record(&def.op, Attrs::Scalars(p), &[x], saved, def.saves == Saves::Output, out))
+}
+
+static TO_DTYPE: OpDef = OpDef {
+    name: "to_dtype",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let back = c.input_dtype(0);
+        Ok(vec![Some(g[0].to_dtype(back)?)])
+    }),
+    second_order: true,
+    cases: || vec![Case::new("to_dtype f32 round trip", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |xs| {
+        let other = if xs[0].dtype() == DType::F64 { DType::F32 } else { DType::F64 };
+        xs[0].to_dtype(other)?.mul_scalar(2.0)?.to_dtype(xs[0].dtype())
+    })],
+};
+
+pub fn ops() -> Vec<&'static OpDef> {
+    vec![
+        &NEG.op, &EXP.op, &LOG.op, &SQRT.op, &RSQRT.op, &ABS.op, &SIGN.op, &SIN.op, &COS.op, &TANH.op,
+        &SIGMOID.op, &RELU.op, &LEAKY_RELU.op, &GELU.op, &GELU_ERF.op, &ERF.op, &SILU.op, &SOFTPLUS.op,
+        &POW_SCALAR.op, &ADD_SCALAR.op, &MUL_SCALAR.op, &CLAMP.op, &TO_DTYPE,
+    ]
+}
+
+impl Tensor {
+    pub fn neg(&self) -> Result<Tensor> { unary(&NEG, self, [0.0; 2]) }
+    pub fn exp(&self) -> Result<Tensor> { unary(&EXP, self, [0.0; 2]) }
+    /// Natural logarithm.
+    pub fn log(&self) -> Result<Tensor> { unary(&LOG, self, [0.0; 2]) }
+    pub fn sqrt(&self) -> Result<Tensor> { unary(&SQRT, self, [0.0; 2]) }
+    /// 1 / sqrt(x).
+    pub fn rsqrt(&self) -> Result<Tensor> { unary(&RSQRT, self, [0.0; 2]) }
+    pub fn abs(&self) -> Result<Tensor> { unary(&ABS, self, [0.0; 2]) }
+    /// -1, 0 or 1 (gradient zero).
+    pub fn sign(&self) -> Result<Tensor> { unary(&SIGN, self, [0.0; 2]) }
+    pub fn sin(&self) -> Result<Tensor> { unary(&SIN, self, [0.0; 2]) }
+    pub fn cos(&self) -> Result<Tensor> { unary(&COS, self, [0.0; 2]) }
+    pub fn tanh(&self) -> Result<Tensor> { unary(&TANH, self, [0.0; 2]) }
+    pub fn sigmoid(&self) -> Result<Tensor> { unary(&SIGMOID, self, [0.0; 2]) }
+    pub fn relu(&self) -> Result<Tensor> { unary(&RELU, self, [0.0; 2]) }
+    /// `x` where positive, `slope * x` elsewhere.
+    pub fn leaky_relu(&self, slope: f64) -> Result<Tensor> { unary(&LEAKY_RELU, self, [slope, 0.0]) }
+    /// GELU, tanh approximation (PyTorch's `approximate='tanh'`).
+    pub fn gelu(&self) -> Result<Tensor> { unary(&GELU, self, [0.0; 2]) }
+    /// GELU, exact form with erf (PyTorch's default).
+    pub fn gelu_erf(&self) -> Result<Tensor> { unary(&GELU_ERF, self, [0.0; 2]) }
+    pub fn erf(&self) -> Result<Tensor> { unary(&ERF, self, [0.0; 2]) }
+    /// x * sigmoid(x).
+    pub fn silu(&self) -> Result<Tensor> { unary(&SILU, self, [0.0; 2]) }
+    /// log(1 + exp(x)), computed stably.
+    pub fn softplus(&self) -> Result<Tensor> { unary(&SOFTPLUS, self, [0.0; 2]) }
+    /// x raised to a scalar power.
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> { unary(&POW_SCALAR, self, [exponent, 0.0]) }
+    pub fn add_scalar(&self, c: f64) -> Result<Tensor> { unary(&ADD_SCALAR, self, [c, 0.0]) }
+    pub fn sub_scalar(&self, c: f64) -> Result<Tensor> { unary(&ADD_SCALAR, self, [-c, 0.0]) }
+    pub fn mul_scalar(&self, c: f64) -> Result<Tensor> { unary(&MUL_SCALAR, self, [c, 0.0]) }
+    pub fn div_scalar(&self, c: f64) -> Result<Tensor> { unary(&MUL_SCALAR, self, [1.0 / c, 0.0]) }
+    /// Clamps into [min, max]; either bound may be absent.
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        unary(&CLAMP, self, [min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)])
+    }
+    /// Converts to `dtype` (a copy; gradients flow between float dtypes).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = be::cast(self, dtype)?;
+        if dtype.is_float() && needs_record(&[self]) {
+            return Ok(record(&TO_DTYPE, Attrs::DType(dtype), &[self], &[], false, out));
+        }
+        Ok(out)
+    }
+}

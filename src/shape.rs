@@ -1,0 +1,180 @@
+//! Shapes, strides and the rules that relate them: NumPy broadcasting, axis
+//! normalisation, and the strided layout of a view into a storage buffer.
+
+use crate::error::{Error, Result};
+use smallvec::SmallVec;
+
+/// Dimension sizes; inline up to rank 6, so shapes rarely allocate.
+pub type Dims = SmallVec<[usize; 6]>;
+
+/// Row-major (C-order) strides for `shape`, in elements.
+pub fn contiguous_strides(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1usize;
+    for i in (0..shape.len()).rev() {
+        strides[i] = acc;
+        acc *= shape[i].max(1);
+    }
+    strides
+}
+
+/// Number of elements of a shape (1 for a scalar).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// The broadcast shape of two operands (NumPy rules: align right, sizes must
+/// match or one of them must be 1).
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
+    let n = a.len().max(b.len());
+    let mut out: Dims = smallvec::smallvec![0; n];
+    for i in 0..n {
+        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
+        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(Error::shape(
+                op,
+                format!("shapes {a:?} and {b:?} cannot be broadcast together (dim {i}: {da} vs {db})"),
+            ));
+        };
+    }
+    Ok(out)
+}
+
+/// Maps a possibly negative axis onto `0..ndim`.
+pub fn normalize_axis(op: &'static str, axis: isize, shape: &[usize]) -> Result<usize> {
+    let ndim = shape.len() as isize;
+    let a = if axis < 0 { axis + ndim } else { axis };
+    if a < 0 || a >= ndim.max(1) || (ndim == 0 && a != 0) {
+        return Err(Error::Axis { op, axis, ndim: shape.len(), shape: shape.to_vec() });
+    }
+    Ok(a as usize)
+}
+
+/// Normalises a set of axes, rejecting duplicates; an empty set means "all axes".
+pub fn normalize_axes(op: &'static str, axes: &[isize], shape: &[usize]) -> Result<Dims> {
+    if axes.is_empty() {
+        return Ok((0..shape.len()).collect());
+    }
+    let mut out = Dims::new();
+    for &a in axes {
+        let n = normalize_axis(op, a, shape)?;
+        if shape.is_empty() {
+            continue; // a scalar reduces over nothing; axis 0 / -1 is tolerated
+        }
+        if out.contains(&n) {
+            return Err(Error::value(op, format!("axis {a} appears twice in {axes:?}")));
+        }
+        out.push(n);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// A strided view of a storage buffer: element (i0, i1, ...) lives at
+/// `offset + sum(ik * strides[k])`. Broadcast dims have stride 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub shape: Dims,
+    pub strides: Dims,
+    pub offset: usize,
+}
+
+impl Layout {
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: 0 }
+    }
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+    /// Row-major contiguous (offset may be non-zero).
+    pub fn is_contiguous(&self) -> bool {
+        let mut acc = 1usize;
+        for i in (0..self.shape.len()).rev() {
+            if self.shape[i] != 1 && self.strides[i] != acc {
+                return false;
+            }
+            acc *= self.shape[i];
+        }
+        true
+    }
+    /// Strides this layout would have when broadcast to `shape` (0 on new or size-1 dims).
+    pub fn broadcast_strides(&self, shape: &[usize]) -> Dims {
+        let n = shape.len();
+        let k = self.shape.len();
+        let mut out: Dims = smallvec::smallvec![0; n];
+        for i in 0..k {
+            let o = n - k + i;
+            out[o] = if self.shape[i] == 1 && shape[o] != 1 { 0 } else { self.strides[i] };
+        }
+        out
+    }
+}
+
+/// Merges adjacent dims that are contiguous with respect to every stride set,
+/// so strided loops run over as few, as long rows as possible. Returns the
+/// merged shape and one merged stride vector per input.
+pub fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Dims, Vec<Dims>) {
+    let mut out_shape = Dims::new();
+    let mut out_strides: Vec<Dims> = vec![Dims::new(); strides.len()];
+    for (i, &d) in shape.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let can_merge = !out_shape.is_empty()
+            && strides.iter().enumerate().all(|(k, s)| {
+                let last = *out_strides[k].last().unwrap();
+                last == s[i] * d
+            });
+        if can_merge {
+            let last = out_shape.len() - 1;
+            out_shape[last] *= d;
+            for (k, s) in strides.iter().enumerate() {
+                out_strides[k][last] = s[i];
+            }
+        } else {
+            out_shape.push(d);
+            for (k, s) in strides.iter().enumerate() {
+                out_strides[k].push(s[i]);
+            }
+        }
+    }
+    if out_shape.is_empty() {
+        out_shape.push(1);
+        for s in out_strides.iter_mut() {
+            s.push(0);
+        }
+    }
+    (out_shape, out_strides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        assert_eq!(broadcast_shapes("t", &[2, 1, 3], &[4, 1]).unwrap().as_slice(), &[2, 4, 3]);
+        assert_eq!(broadcast_shapes("t", &[], &[5]).unwrap().as_slice(), &[5]);
+        let e = broadcast_shapes("add", &[2, 3], &[4]).unwrap_err().to_string();
+        assert!(e.contains("add") && e.contains("[2, 3]") && e.contains("[4]"), "{e}");
+    }
+
+    #[test]
+    fn coalesce_merges_contiguous_dims() {
+        let (s, st) = coalesce(&[2, 3, 4], &[&[12, 4, 1], &[0, 0, 1]]);
+        assert_eq!(s.as_slice(), &[6, 4]);
+        assert_eq!(st[0].as_slice(), &[4, 1]);
+        assert_eq!(st[1].as_slice(), &[0, 1]);
+    }
+
+    #[test]
+    fn axes_normalise_and_reject_out_of_range() {
+        assert_eq!(normalize_axes("sum", &[-1, 0], &[2, 3, 4]).unwrap().as_slice(), &[0, 2]);
+        assert!(matches!(normalize_axis("sum", 3, &[2, 3, 4]), Err(Error::Axis { .. })));
+    }
+}

@@ -1,0 +1,193 @@
+//! The user-facing tensor handle. Cloning is cheap (an `Arc`); views share
+//! storage; autograd bookkeeping lives in `AutogradMeta`.
+
+mod create;
+mod display;
+mod inplace;
+
+use crate::autograd::node::Node;
+use crate::backend::{cpu, Buffer, Storage};
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::{Dims, Layout};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// An n-dimensional array on a device, optionally tracked by autograd.
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorImpl>);
+
+pub(crate) struct TensorImpl {
+    pub(crate) storage: Storage,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    pub(crate) meta: Mutex<AutogradMeta>,
+}
+
+/// Autograd state of one tensor (see `autograd` for the semantics).
+#[derive(Default)]
+pub(crate) struct AutogradMeta {
+    pub requires_grad: bool,
+    /// The node that produced this tensor (None for leaves).
+    pub grad_fn: Option<Arc<Node>>,
+    /// Which output of `grad_fn` this tensor is.
+    pub output_nr: usize,
+    /// Leaves that require grad own their gradient-accumulation node, created
+    /// lazily; it holds the tensor weakly (no cycle) and carries leaf hooks.
+    pub accumulator: Option<Arc<Node>>,
+    pub grad: Option<Tensor>,
+    /// Produced by a view op from a tensor that requires grad: in-place
+    /// writes through it would need history rewriting of the base, which
+    /// skiff rejects with an error instead of computing wrong gradients.
+    pub is_grad_view: bool,
+}
+
+impl Tensor {
+    /// Wraps a fresh contiguous buffer.
+    pub(crate) fn from_buffer(buf: Buffer, shape: &[usize]) -> Tensor {
+        let dtype = buf.dtype();
+        Tensor::from_storage(crate::backend::new_storage(buf), Layout::contiguous(shape), dtype)
+    }
+
+    pub(crate) fn from_storage(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
+        Tensor(Arc::new(TensorImpl { storage, layout, dtype, meta: Mutex::new(AutogradMeta::default()) }))
+    }
+
+    /// A tensor that shares this one's storage with another layout (no autograd history).
+    pub(crate) fn alias_with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_storage(self.0.storage.clone(), layout, self.0.dtype)
+    }
+
+    pub(crate) fn meta(&self) -> MutexGuard<'_, AutogradMeta> {
+        self.0.meta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+
+    /// The dimension sizes.
+    pub fn shape(&self) -> &[usize] {
+        &self.0.layout.shape
+    }
+    pub(crate) fn dims(&self) -> Dims {
+        self.0.layout.shape.clone()
+    }
+    /// Size of one axis (negative counts from the end).
+    pub fn size(&self, axis: isize) -> Result<usize> {
+        let a = crate::shape::normalize_axis("size", axis, self.shape())?;
+        Ok(self.shape()[a])
+    }
+    pub fn ndim(&self) -> usize {
+        self.0.layout.shape.len()
+    }
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+    pub fn device(&self) -> Device {
+        self.0.storage.device().clone()
+    }
+    /// True when the elements are laid out row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+    /// True when both handles refer to the same tensor object.
+    pub fn same_tensor(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+    /// The storage version (bumped by each in-place write to it or to a view of it).
+    pub fn version(&self) -> u64 {
+        self.0.storage.version()
+    }
+
+    // ---- autograd accessors -------------------------------------------------
+
+    pub fn requires_grad(&self) -> bool {
+        self.meta().requires_grad
+    }
+    /// Marks a leaf as requiring (or not) gradients. Only float tensors can.
+    pub fn requires_grad_(&self, on: bool) -> Result<Tensor> {
+        if on && !self.dtype().is_float() {
+            return Err(Error::dtype(
+                "requires_grad_",
+                format!("only floating-point tensors can require gradients, got {} tensor of shape {:?}", self.dtype(), self.shape()),
+            ));
+        }
+        let mut m = self.meta();
+        if m.grad_fn.is_some() && !on {
+            return Err(Error::autograd(
+                "requires_grad_",
+                "cannot turn off requires_grad on a non-leaf tensor; use detach()",
+            ));
+        }
+        m.requires_grad = on;
+        drop(m);
+        Ok(self.clone())
+    }
+    /// True for tensors created by the user (no recorded history).
+    pub fn is_leaf(&self) -> bool {
+        self.meta().grad_fn.is_none()
+    }
+    /// The accumulated gradient of a leaf (or of a non-leaf after `retain_grad`).
+    pub fn grad(&self) -> Option<Tensor> {
+        self.meta().grad.clone()
+    }
+    /// Replaces (or clears) `.grad`.
+    pub fn set_grad(&self, g: Option<Tensor>) {
+        self.meta().grad = g;
+    }
+    /// Clears `.grad` (PyTorch's `set_to_none=True` behaviour).
+    pub fn zero_grad(&self) {
+        self.meta().grad = None;
+    }
+    /// Name of the op that produced this tensor, if recorded.
+    pub fn grad_fn_name(&self) -> Option<String> {
+        self.meta().grad_fn.as_ref().map(|n| n.name().to_string())
+    }
+    /// A tensor sharing storage with this one but cut from the graph.
+    pub fn detach(&self) -> Tensor {
+        self.alias_with_layout(self.0.layout.clone())
+    }
+
+    // ---- readback -----------------------------------------------------------
+
+    /// Copies the elements out in row-major order. `T` must match the dtype.
+    pub fn to_vec<T: cpu::Elem>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::dtype(
+                "to_vec",
+                format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
+            ));
+        }
+        let guard = self.0.storage.read();
+        match &*guard {
+            Buffer::Cpu(b) => Ok(cpu::gather_strided(T::slice(b).expect("dtype checked"), &self.0.layout)),
+        }
+    }
+    /// The elements converted to f64 (any dtype; masks give 0/1).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        let guard = self.0.storage.read();
+        match &*guard {
+            Buffer::Cpu(b) => crate::with_cpu_buffer!(b, v, T => {
+                cpu::gather_strided(v, &self.0.layout).into_iter().map(cpu::Elem::to_f64).collect()
+            }),
+        }
+    }
+    /// The elements as f32 (floats converted; integer and mask dtypes too).
+    pub fn to_f32_vec(&self) -> Vec<f32> {
+        self.to_f64_vec().into_iter().map(|x| x as f32).collect()
+    }
+    /// The single value of a one-element tensor, as f64.
+    pub fn item(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::shape("item", format!("needs a one-element tensor, got shape {:?}", self.shape())));
+        }
+        Ok(self.to_f64_vec()[0])
+    }
+}
