@@ -114,7 +114,8 @@ binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, saves_inputs:
     cases: || broadcast_cases("maximum", -2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
 binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, saves_inputs: true, saves_output: false,
     backward: |c, g| {
-        let (wb, wa) = tie_weights(c.saved(1), c.saved(0))?;
+        // a gets the gradient where b > a: the weight of the larger of (b, a) goes to a.
+        let (wa, wb) = tie_weights(c.saved(1), c.saved(0))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
     cases: || broadcast_cases("minimum", -2.0, 2.0, |xs| xs[0].minimum(&xs[1])));
