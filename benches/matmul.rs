@@ -1,1 +1,51 @@
-fn main() {}
+//! f32 matrix products, n x n by n x n for n = 256 and 1024. Criterion's
+//! throughput counts 2 n^3 floating-point operations per product, so its
+//! "elem/s" reads as FLOP/s; GFLOP/s is also printed directly.
+
+mod common;
+
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
+use skiff::{manual_seed, DType, Tensor};
+use std::time::Duration;
+
+const SAMPLES: usize = 10;
+
+fn bench_matmul(c: &mut Criterion) {
+    let mut group = c.benchmark_group("matmul_f32");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    manual_seed(0);
+    let sizes: &[usize] = if common::full_run() {
+        &[256, 1024]
+    } else {
+        &[256]
+    };
+    for &n in sizes {
+        let a = Tensor::randn(&[n, n], DType::F32);
+        let b = Tensor::randn(&[n, n], DType::F32);
+        let flops = 2 * n * n * n;
+        group.throughput(Throughput::Elements(flops as u64));
+        common::reset();
+        group.bench_function(BenchmarkId::from_parameter(format!("{n}x{n}x{n}")), |bch| {
+            bch.iter_custom(|iters| common::timed(iters, || a.matmul(&b).expect("matmul")))
+        });
+        if common::full_run() {
+            if let Some(s) = common::median_seconds(SAMPLES) {
+                println!(
+                    "matmul {n}^3: {} per product, {:.1} GFLOP/s",
+                    common::fmt_secs(s),
+                    flops as f64 / s / 1e9
+                );
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_matmul);
+criterion_main!(benches);

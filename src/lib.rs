@@ -1,4 +1,40 @@
 //! skiff: an imperative (define-by-run) deep-learning runtime.
+//!
+//! Every op runs as soon as it is called; when grad mode is on and an input
+//! requires grad, the op also records a node, and `backward()` walks those
+//! records in reverse. Ops come from one registry (`ops`), backward rules are
+//! written with skiff's own differentiable ops (so gradients can be
+//! differentiated again), and the kernels run on the ndarray cpu backend. A
+//! WGSL/wgpu GPU backend and a WebAssembly/npm package are planned.
+//!
+//! ```
+//! use skiff::{grad, no_grad, DType, GradOptions, Tensor};
+//!
+//! # fn main() -> skiff::Result<()> {
+//! // A leaf that requires grad, and a scalar computed from it.
+//! let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?.requires_grad_(true)?;
+//! let y = x.mul(&x)?.mul(&x)?.sum_all()?; // sum(x^3)
+//!
+//! // dy/dx = 3x^2, kept in the graph (create_graph) so it can be differentiated again.
+//! let opts = GradOptions { create_graph: true, ..Default::default() };
+//! let dy = grad(&[y], &[x.clone()], None, opts)?.remove(0).unwrap();
+//! assert_eq!(dy.to_vec::<f32>()?, vec![3.0, 12.0, 27.0]);
+//!
+//! // d/dx sum(3x^2) = 6x, accumulated into x.grad by backward().
+//! dy.sum_all()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![6.0, 12.0, 18.0]);
+//!
+//! // Updates run outside the graph, in place.
+//! no_grad(|| x.sub_(&x.grad().unwrap().mul_scalar(0.25)?))?;
+//! assert_eq!(x.to_vec::<f32>()?, vec![-0.5, -1.0, -1.5]);
+//!
+//! // Matrix products, broadcasting and reductions.
+//! let w = Tensor::full(&[3, 2], -1.0, DType::F32);
+//! let out = x.unsqueeze(0)?.matmul(&w)?.relu()?.mean(&[], false)?; // mean(relu([3, 3]))
+//! assert_eq!(out.item()?, 3.0);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod autograd;
 pub mod backend;
@@ -14,5 +50,6 @@ pub use autograd::{enable_grad, grad, no_grad, BackwardOptions, Function, Functi
 pub use device::Device;
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use ops::composite::Reduction;
 pub use random::manual_seed;
 pub use tensor::Tensor;

@@ -65,8 +65,8 @@ fn discover(roots: &[Arc<Node>]) -> Graph {
     let mut order = Vec::new();
     let mut stack: Vec<Arc<Node>> = Vec::new();
     for r in roots {
-        if !deps.contains_key(&Arc::as_ptr(r)) {
-            deps.insert(Arc::as_ptr(r), 0);
+        if let std::collections::hash_map::Entry::Vacant(v) = deps.entry(Arc::as_ptr(r)) {
+            v.insert(0);
             stack.push(r.clone());
         }
     }
@@ -252,14 +252,16 @@ fn check_input_grads(node: &Node, grads: &[Option<Tensor>]) -> Result<()> {
     for (i, g) in grads.iter().enumerate() {
         if let (Some(g), Some(_)) = (g, &node.next[i]) {
             let want = &node.inputs[i];
-            if g.shape() != want.shape.as_slice() {
+            if g.shape() != want.shape.as_slice() || g.dtype() != want.dtype {
                 return Err(Error::autograd(
                     node.name_static(),
                     format!(
-                        "backward of '{}' returned a gradient of shape {:?} for input {i} of shape {:?}",
+                        "backward of '{}' returned a gradient of shape {:?} and dtype {} for input {i} of shape {:?} and dtype {}",
                         node.name(),
                         g.shape(),
-                        want.shape
+                        g.dtype(),
+                        want.shape,
+                        want.dtype
                     ),
                 ));
             }
@@ -295,6 +297,12 @@ fn check_root(op: &'static str, t: &Tensor, grad: Option<&Tensor>) -> Result<(Ed
             }
             if g.device() != t.device() {
                 return Err(Error::Device { op, found: format!("output on {}, gradient on {}", t.device(), g.device()) });
+            }
+            if g.dtype() != t.dtype() {
+                return Err(Error::dtype(
+                    op,
+                    format!("output gradient has dtype {} but the output has dtype {} (shape {:?})", g.dtype(), t.dtype(), t.shape()),
+                ));
             }
             g.clone()
         }

@@ -50,7 +50,9 @@ impl Tensor {
                 let t = Tensor(t);
                 let acc = match t.grad() {
                     Some(old) => crate::autograd::no_grad(|| old.add(g)).unwrap_or_else(|_| g.clone()),
-                    None => g.detach(),
+                    // A copy: the flowing gradient may be a tensor the user
+                    // holds (an output gradient), which `.grad` must not alias.
+                    None => crate::autograd::no_grad(|| g.contiguous_copy()).unwrap_or_else(|_| g.detach()),
                 };
                 t.set_grad(Some(acc));
             }
@@ -72,10 +74,17 @@ pub(crate) fn run_hooks(node: &Node, nr: usize, mut grad: Tensor) -> Result<Tens
         .collect();
     for h in hooks {
         if let Some(new) = h(&grad) {
-            if new.shape() != grad.shape() {
-                return Err(Error::shape(
+            if new.shape() != grad.shape() || new.dtype() != grad.dtype() {
+                let err = if new.dtype() != grad.dtype() { Error::dtype } else { Error::shape };
+                return Err(err(
                     "register_hook",
-                    format!("hook returned a gradient of shape {:?}, expected {:?}", new.shape(), grad.shape()),
+                    format!(
+                        "hook returned a gradient of shape {:?} and dtype {}, expected shape {:?} and dtype {}",
+                        new.shape(),
+                        new.dtype(),
+                        grad.shape(),
+                        grad.dtype()
+                    ),
                 ));
             }
             grad = new;

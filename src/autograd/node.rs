@@ -77,8 +77,9 @@ impl SavedTensor {
             return Err(Error::autograd(
                 me.name_static(),
                 format!(
-                    "saved tensor {index} (shape {:?}, dtype {}) was modified by an in-place operation after it was \
-                     saved (version {} now, {} when saved); gradients would be wrong. Clone it before writing in place.",
+                    "saved tensor {index} of '{}' (shape {:?}, dtype {}) was modified by an in-place operation after \
+                     it was saved (version {} now, {} when saved); gradients would be wrong. Clone it before writing in place.",
+                    me.name(),
                     self.data.shape(),
                     self.data.dtype(),
                     now,
@@ -184,6 +185,34 @@ impl Node {
         let mut st = self.saved_state();
         st.tensors.clear();
         st.released = true;
+    }
+
+    /// Moves out every strong reference this node holds to other nodes (its
+    /// input edges and its saved tensors' edges), for the iterative drop.
+    fn take_edges(&mut self, out: &mut Vec<Arc<Node>>) {
+        out.extend(self.next.drain(..).flatten().map(|e| e.node));
+        let st = self.saved.get_mut().unwrap_or_else(|e| e.into_inner());
+        out.extend(st.tensors.drain(..).filter_map(|s| match s.edge {
+            SavedEdge::Strong(e) => Some(e.node),
+            _ => None,
+        }));
+    }
+}
+
+// Note (iterative drop): the default drop of a node drops its edges, which
+// drop their nodes, and so on: one stack frame per node of a chain, so
+// releasing a 10,000-op graph overflows small stacks (threads, wasm). Instead
+// a node hands its edges to a worklist and frees each node it held the last
+// reference to after moving that node's own edges onto the list.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        self.take_edges(&mut stack);
+        while let Some(n) = stack.pop() {
+            if let Some(mut inner) = Arc::into_inner(n) {
+                inner.take_edges(&mut stack);
+            }
+        }
     }
 }
 

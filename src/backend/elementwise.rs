@@ -114,15 +114,18 @@ pub fn copy(x: &Tensor) -> Tensor {
 
 /// Writes `src` (same shape and dtype, contiguous or not) into `dst`'s view of its storage.
 pub fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
-    let data = copy(src);
-    let gs = data.storage().read();
+    // Reading and writing one storage at once would need both locks: copy first then.
+    let src = if std::sync::Arc::ptr_eq(dst.storage(), src.storage()) || !src.is_contiguous() { copy(src) } else { src.clone() };
+    let gs = src.storage().read();
     let mut gd = dst.storage().write();
+    let off = src.layout().offset;
+    let n = src.numel();
     match (&mut *gd, &*gs) {
         (Buffer::Cpu(d), Buffer::Cpu(s)) => match (d, s) {
-            (CpuBuffer::F32(d), CpuBuffer::F32(s)) => cpu::scatter_strided(d, dst.layout(), s),
-            (CpuBuffer::F64(d), CpuBuffer::F64(s)) => cpu::scatter_strided(d, dst.layout(), s),
-            (CpuBuffer::I32(d), CpuBuffer::I32(s)) => cpu::scatter_strided(d, dst.layout(), s),
-            (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => cpu::scatter_strided(d, dst.layout(), s),
+            (CpuBuffer::F32(d), CpuBuffer::F32(s)) => cpu::scatter_strided(d, dst.layout(), &s[off..off + n]),
+            (CpuBuffer::F64(d), CpuBuffer::F64(s)) => cpu::scatter_strided(d, dst.layout(), &s[off..off + n]),
+            (CpuBuffer::I32(d), CpuBuffer::I32(s)) => cpu::scatter_strided(d, dst.layout(), &s[off..off + n]),
+            (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => cpu::scatter_strided(d, dst.layout(), &s[off..off + n]),
             _ => return Err(internal("copy_", "in-place write")),
         },
     }

@@ -50,6 +50,14 @@ pub fn new_storage(buf: Buffer) -> Storage {
     Arc::new(StorageInner { data: RwLock::new(buf), version: AtomicU64::new(0), device })
 }
 
+impl Drop for StorageInner {
+    fn drop(&mut self) {
+        let buf = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
+        let Buffer::Cpu(b) = std::mem::replace(buf, Buffer::Cpu(CpuBuffer::F32(Vec::new())));
+        cpu::pool::give(b);
+    }
+}
+
 impl StorageInner {
     pub fn device(&self) -> &Device {
         &self.device
@@ -71,3 +79,6 @@ impl StorageInner {
 pub mod elementwise;
 pub mod reduce;
 pub mod movement;
+pub mod matmul;
+pub mod conv;
+pub mod index;

@@ -1,5 +1,274 @@
-use super::OpDef;
+//! Neural-network functions composed from primitives (DESIGN principle 1):
+//! softmax, losses, layer norm, dropout and embedding. None has its own
+//! backward rule; autodiff (to any order) comes from the primitives they call.
+//! Each still has a registry entry so the generated gradchecks cover it.
+
+use super::{expect_float, same_device, same_dtype, Case, Input, OpDef, OpKind};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::random::manual_seed;
+use crate::shape::normalize_axis;
+use crate::tensor::Tensor;
+
+/// How a loss combines its per-element values (PyTorch's `reduction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// The average over all elements (over the batch for class losses).
+    Mean,
+    Sum,
+    /// The unreduced per-element (per-sample) losses.
+    None,
+}
+
+fn reduce(loss: Tensor, r: Reduction) -> Result<Tensor> {
+    match r {
+        Reduction::Mean => loss.mean(&[], false),
+        Reduction::Sum => loss.sum_all(),
+        Reduction::None => Ok(loss),
+    }
+}
+
+/// Checks `[N, C]` scores against `[N]` i32 labels, including every label's
+/// value (a bad label would otherwise surface as an index error of `gather`).
+fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Result<()> {
+    same_device(op, &[scores, labels])?;
+    expect_float(op, scores)?;
+    if scores.ndim() != 2 {
+        return Err(Error::shape(op, format!("expects [N, C] scores, got shape {:?}", scores.shape())));
+    }
+    if labels.dtype() != DType::I32 {
+        return Err(Error::dtype(op, format!("labels must be i32 class indices, got {} of shape {:?}", labels.dtype(), labels.shape())));
+    }
+    let (n, c) = (scores.shape()[0], scores.shape()[1]);
+    if labels.shape() != [n] {
+        return Err(Error::shape(op, format!("labels must have shape [{n}] for scores of shape {:?}, got {:?}", scores.shape(), labels.shape())));
+    }
+    if let Some((i, l)) = labels.to_vec::<i32>()?.into_iter().enumerate().find(|&(_, l)| l < 0 || l as usize >= c) {
+        return Err(Error::value(op, format!("label {l} at position {i} is out of range [0, {c}) for scores of shape {:?}", scores.shape())));
+    }
+    Ok(())
+}
+
+/// -log_probs[i, labels[i]] for each row i (inputs already checked).
+fn picked_nll(log_probs: &Tensor, labels: &Tensor) -> Result<Tensor> {
+    let n = log_probs.shape()[0];
+    log_probs.gather(1, &labels.unsqueeze(1)?)?.reshape_dims(&[n])?.neg()
+}
+
+/// Same device, float, same dtype and same shape (elementwise losses).
+fn check_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    same_device(op, &[a, b])?;
+    expect_float(op, a)?;
+    same_dtype(op, a, b)?;
+    if a.shape() != b.shape() {
+        return Err(Error::shape(op, format!("input and target shapes differ: {:?} vs {:?}", a.shape(), b.shape())));
+    }
+    Ok(())
+}
+
+/// Reports an error of an inner op under the outer op's name.
+fn renamed(op: &'static str, e: Error) -> Error {
+    match e {
+        Error::Shape { msg, .. } => Error::Shape { op, msg },
+        Error::DType { msg, .. } => Error::DType { op, msg },
+        Error::Value { msg, .. } => Error::Value { op, msg },
+        other => other,
+    }
+}
+
+impl Tensor {
+    /// exp(x) / sum(exp(x)) along `axis`, shifted by the (detached) max for stability.
+    pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        expect_float("softmax", self)?;
+        let ax = normalize_axis("softmax", axis, self.shape())? as isize;
+        let m = self.max(&[ax], true)?.detach();
+        let e = self.sub(&m)?.exp()?;
+        e.div(&e.sum(&[ax], true)?)
+    }
+
+    /// log(softmax(x)) along `axis`, computed as x - logsumexp(x) (stable).
+    pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        expect_float("log_softmax", self)?;
+        let ax = normalize_axis("log_softmax", axis, self.shape())? as isize;
+        self.sub(&self.logsumexp(&[ax], true)?)
+    }
+
+    /// Cross-entropy of `[N, C]` logits against `[N]` i32 class labels, with
+    /// PyTorch's label smoothing: the target puts `1 - s` on the label and
+    /// `s / C` on every class. Mean reduction averages over the batch.
+    pub fn cross_entropy(&self, labels: &Tensor, reduction: Reduction, label_smoothing: f64) -> Result<Tensor> {
+        let op = "cross_entropy";
+        check_class_inputs(op, self, labels)?;
+        if !(0.0..=1.0).contains(&label_smoothing) {
+            return Err(Error::value(op, format!("label_smoothing must be in [0, 1], got {label_smoothing}")));
+        }
+        let logp = self.log_softmax(1)?;
+        let mut loss = picked_nll(&logp, labels)?;
+        if label_smoothing > 0.0 {
+            let uniform = logp.mean(&[1], false)?.neg()?;
+            loss = loss.mul_scalar(1.0 - label_smoothing)?.add(&uniform.mul_scalar(label_smoothing)?)?;
+        }
+        reduce(loss, reduction)
+    }
+
+    /// Negative log-likelihood of `[N, C]` log-probabilities at `[N]` i32 labels.
+    pub fn nll_loss(&self, labels: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        check_class_inputs("nll_loss", self, labels)?;
+        reduce(picked_nll(self, labels)?, reduction)
+    }
+
+    /// (self - target)^2, reduced. The shapes must match.
+    pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        check_pair("mse_loss", self, target)?;
+        let d = self.sub(target)?;
+        reduce(d.mul(&d)?, reduction)
+    }
+
+    /// Binary cross-entropy of `self` (logits) against probabilities `targets`:
+    /// max(x, 0) - x*y + log(1 + exp(-|x|)), which is softplus(x) - x*y with
+    /// skiff's stable softplus kernel (no overflow for large |x|).
+    pub fn binary_cross_entropy_with_logits(&self, targets: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        check_pair("binary_cross_entropy_with_logits", self, targets)?;
+        reduce(self.softplus()?.sub(&self.mul(targets)?)?, reduction)
+    }
+
+    /// Normalises over the trailing `normalized_shape` dims to mean 0 and
+    /// (biased) variance 1, then applies the optional elementwise affine.
+    pub fn layer_norm(&self, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+        let op = "layer_norm";
+        expect_float(op, self)?;
+        let k = normalized_shape.len();
+        if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
+            return Err(Error::shape(op, format!("normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}", self.shape())));
+        }
+        if eps.is_nan() || eps < 0.0 {
+            return Err(Error::value(op, format!("eps must be non-negative, got {eps}")));
+        }
+        for (what, p) in [("weight", weight), ("bias", bias)] {
+            let Some(p) = p else { continue };
+            same_device(op, &[self, p])?;
+            same_dtype(op, self, p)?;
+            if p.shape() != normalized_shape {
+                return Err(Error::shape(op, format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape())));
+            }
+        }
+        let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
+        let d = self.sub(&self.mean(&axes, true)?)?;
+        let var = d.mul(&d)?.mean(&axes, true)?;
+        let mut y = d.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+        if let Some(w) = weight {
+            y = y.mul(w)?;
+        }
+        if let Some(b) = bias {
+            y = y.add(b)?;
+        }
+        Ok(y)
+    }
+
+    /// Zeroes each element with probability `p` and scales the rest by
+    /// 1/(1-p) when `train`; the identity otherwise. The mask is drawn from
+    /// the global generator (`manual_seed` makes it reproducible).
+    pub fn dropout(&self, p: f64, train: bool) -> Result<Tensor> {
+        let op = "dropout";
+        expect_float(op, self)?;
+        if !(0.0..1.0).contains(&p) {
+            return Err(Error::value(op, format!("probability p must be in [0, 1), got {p}")));
+        }
+        if !train || p == 0.0 {
+            return Ok(self.clone());
+        }
+        // Drawn and compared in f64 so an f32 and an f64 run keep the same elements.
+        let keep = Tensor::rand(self.shape(), DType::F64).to(&self.device())?.ge_scalar(p)?;
+        // where_ saves only the bool mask for backward (a mul would save a float mask).
+        Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar())
+    }
+
+    /// Embedding lookup: `self` is the `[V, D]` table, `indices` any-shaped
+    /// i32 in [0, V); the result has shape `indices.shape() + [D]`.
+    pub fn embedding(&self, indices: &Tensor) -> Result<Tensor> {
+        let op = "embedding";
+        if self.ndim() != 2 {
+            return Err(Error::shape(op, format!("weight must be [num_embeddings, dim], got shape {:?}", self.shape())));
+        }
+        if indices.dtype() != DType::I32 {
+            return Err(Error::dtype(op, format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape())));
+        }
+        let rows = self.index_select(0, &indices.reshape(&[-1])?).map_err(|e| renamed(op, e))?;
+        let mut shape = indices.dims();
+        shape.push(self.shape()[1]);
+        rows.reshape_dims(&shape)
+    }
+}
+
+macro_rules! composite {
+    ($NAME:ident, $name:literal, second_order: $so:expr, cases: $cases:expr) => {
+        static $NAME: OpDef = OpDef { name: $name, kind: OpKind::Composite, backward: None, second_order: $so, cases: $cases };
+    };
+}
+
+fn u(shape: &[usize], lo: f64, hi: f64) -> Input {
+    Input::Uniform(shape.to_vec(), lo, hi)
+}
+
+composite!(SOFTMAX, "softmax", second_order: true, cases: || vec![
+    Case::new("softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].softmax(-1)),
+    Case::new("softmax axis 0", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].softmax(0)),
+]);
+composite!(LOG_SOFTMAX, "log_softmax", second_order: true, cases: || vec![
+    Case::new("log_softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].log_softmax(-1)),
+    Case::new("log_softmax axis 1 of 3-D", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].log_softmax(1)),
+]);
+composite!(CROSS_ENTROPY, "cross_entropy", second_order: true, cases: || {
+    let ins = || vec![u(&[4, 5], -2.0, 2.0), Input::Int(vec![4], 0, 5)];
+    vec![
+        Case::new("cross_entropy mean", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Mean, 0.0)),
+        Case::new("cross_entropy sum smoothed", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Sum, 0.1)),
+        Case::new("cross_entropy none", ins(), |x| x[0].cross_entropy(&x[1], Reduction::None, 0.0)),
+    ]
+});
+composite!(NLL_LOSS, "nll_loss", second_order: true, cases: || {
+    let ins = || vec![u(&[4, 3], -2.0, 2.0), Input::Int(vec![4], 0, 3)];
+    vec![
+        Case::new("nll_loss of log_softmax mean", ins(), |x| x[0].log_softmax(1)?.nll_loss(&x[1], Reduction::Mean)),
+        Case::new("nll_loss none", ins(), |x| x[0].nll_loss(&x[1], Reduction::None)),
+    ]
+});
+composite!(MSE_LOSS, "mse_loss", second_order: true, cases: || {
+    let ins = || vec![u(&[3, 4], -2.0, 2.0), u(&[3, 4], -2.0, 2.0)];
+    vec![
+        Case::new("mse_loss mean", ins(), |x| x[0].mse_loss(&x[1], Reduction::Mean)),
+        Case::new("mse_loss sum", ins(), |x| x[0].mse_loss(&x[1], Reduction::Sum)),
+        Case::new("mse_loss none", ins(), |x| x[0].mse_loss(&x[1], Reduction::None)),
+    ]
+});
+composite!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", second_order: true, cases: || {
+    let ins = || vec![u(&[3, 4], -4.0, 4.0), u(&[3, 4], 0.0, 1.0)];
+    vec![
+        Case::new("bce_with_logits mean", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::Mean)),
+        Case::new("bce_with_logits none", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::None)),
+    ]
+});
+composite!(LAYER_NORM, "layer_norm", second_order: true, cases: || vec![
+    Case::new("layer_norm affine", vec![u(&[3, 4], -2.0, 2.0), u(&[4], 0.5, 1.5), u(&[4], -1.0, 1.0)], |x| {
+        x[0].layer_norm(&[4], Some(&x[1]), Some(&x[2]), 1e-5)
+    }),
+    Case::new("layer_norm over two dims, no affine", vec![u(&[2, 3, 4], -2.0, 2.0)], |x| x[0].layer_norm(&[3, 4], None, None, 1e-5)),
+]);
+composite!(DROPOUT, "dropout", second_order: true, cases: || vec![
+    // Re-seeding inside the case draws the same mask at every evaluation, so
+    // finite differences see one fixed (linear) function.
+    Case::new("dropout train p=0.3", vec![u(&[4, 5], -1.0, 1.0)], |x| {
+        manual_seed(3);
+        x[0].dropout(0.3, true)
+    }),
+    Case::new("dropout eval", vec![u(&[3, 4], -1.0, 1.0)], |x| x[0].dropout(0.5, false)),
+]);
+composite!(EMBEDDING, "embedding", second_order: true, cases: || vec![
+    Case::new("embedding 2-D indices with repeats", vec![u(&[5, 3], -1.0, 1.0), Input::Int(vec![2, 4], 0, 5)], |x| {
+        x[0].embedding(&x[1])
+    }),
+]);
 
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![]
+    vec![&SOFTMAX, &LOG_SOFTMAX, &CROSS_ENTROPY, &NLL_LOSS, &MSE_LOSS, &BCE_WITH_LOGITS, &LAYER_NORM, &DROPOUT, &EMBEDDING]
 }

@@ -1,5 +1,378 @@
-use super::OpDef;
+//! 2-D convolution and pooling (DESIGN principle 1). Two primitives carry
+//! everything: `unfold2d` (im2col) and its adjoint `fold2d` (col2im); each is
+//! the other's backward, so gradients of any order come for free. `conv2d`
+//! is unfold + matmul (+ bias), average pooling a mean over the window axis
+//! of an unfold, and max pooling a `gather` at per-window argmax indices (a
+//! non-differentiable kernel, like `argmax`): composites, with no backward
+//! rule of their own. Max pooling skips the unfold because reducing a
+//! [N, C, kh*kw, L] view over its strided window axis cost several passes
+//! forward and more backward, as much as the convolutions themselves.
+
+use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use crate::autograd::{needs_record, record};
+use crate::backend::conv as be;
+use crate::backend::cpu::conv::Window2d;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// Kernel, stride, padding and dilation of one sliding-window op.
+#[derive(Clone, Copy, Debug)]
+struct Params {
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+}
+
+impl Params {
+    fn from_attrs(a: &Attrs) -> (Params, [usize; 2]) {
+        let Attrs::Window { kernel, stride, padding, dilation, input } = *a else { unreachable!("window op without Window attrs") };
+        (Params { kernel, stride, padding, dilation }, input)
+    }
+    fn attrs(&self, input: [usize; 2]) -> Attrs {
+        Attrs::Window { kernel: self.kernel, stride: self.stride, padding: self.padding, dilation: self.dilation, input }
+    }
+    /// Rejects zero kernel, stride or dilation (which would divide by zero or loop forever).
+    fn check(&self, op: &'static str) -> Result<()> {
+        for (what, v) in [("kernel", self.kernel), ("stride", self.stride), ("dilation", self.dilation)] {
+            if v.contains(&0) {
+                return Err(Error::value(op, format!("{what} must be at least 1 in both dims, got {v:?}")));
+            }
+        }
+        Ok(())
+    }
+    /// The grid of windows over an [h, w] input, or an error when the dilated
+    /// kernel does not fit the padded input.
+    fn out_size(&self, op: &'static str, x_shape: &[usize]) -> Result<[usize; 2]> {
+        self.check(op)?;
+        let (h, w) = (x_shape[x_shape.len() - 2], x_shape[x_shape.len() - 1]);
+        let axis = |i: usize, size: usize| {
+            let span = self.dilation[i] * (self.kernel[i] - 1) + 1;
+            (size + 2 * self.padding[i]).checked_sub(span).map(|r| r / self.stride[i] + 1)
+        };
+        match (axis(0, h), axis(1, w)) {
+            (Some(oh), Some(ow)) => Ok([oh, ow]),
+            _ => Err(Error::shape(
+                op,
+                format!(
+                    "kernel {:?} (dilation {:?}) is larger than the padded input: input shape {x_shape:?}, padding {:?}",
+                    self.kernel, self.dilation, self.padding
+                ),
+            )),
+        }
+    }
+    fn geometry(&self, n: usize, c: usize, input: [usize; 2], out: [usize; 2]) -> Window2d {
+        let (kernel, stride, padding, dilation) = (self.kernel, self.stride, self.padding, self.dilation);
+        Window2d { n, c, h: input[0], w: input[1], kernel, stride, padding, dilation, out_h: out[0], out_w: out[1] }
+    }
+}
+
+/// Rejects anything but a 4-D float tensor; `what` names it and its axes.
+fn expect_4d(op: &'static str, what: &str, x: &Tensor) -> Result<()> {
+    expect_float(op, x)?;
+    if x.ndim() != 4 {
+        return Err(Error::shape(op, format!("expected a 4-D {what}, got shape {:?}", x.shape())));
+    }
+    Ok(())
+}
+
+fn unfold_impl(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
+    expect_4d(op, "input [N, C, H, W]", x)?;
+    let out = p.out_size(op, x.shape())?;
+    let s = x.shape();
+    let input = [s[2], s[3]];
+    let y = be::unfold2d(op, x, &p.geometry(s[0], s[1], input, out))?;
+    if !needs_record(&[x]) {
+        return Ok(y);
+    }
+    Ok(record(&UNFOLD2D, p.attrs(input), &[x], &[], false, y))
+}
+
+fn fold_impl(cols: &Tensor, input: [usize; 2], p: Params) -> Result<Tensor> {
+    const OP: &str = "fold2d";
+    expect_float(OP, cols)?;
+    if cols.ndim() != 3 {
+        return Err(Error::shape(OP, format!("expected a 3-D input [N, C*kh*kw, L], got shape {:?}", cols.shape())));
+    }
+    let out = p.out_size(OP, &input)?;
+    let (n, rows, l) = (cols.shape()[0], cols.shape()[1], cols.shape()[2]);
+    let taps = p.kernel[0] * p.kernel[1];
+    if rows % taps != 0 || l != out[0] * out[1] {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "input shape {:?} does not fit kernel {:?} over output size {input:?}: expected [N, C*{taps}, {}] ({}x{} windows)",
+                cols.shape(),
+                p.kernel,
+                out[0] * out[1],
+                out[0],
+                out[1]
+            ),
+        ));
+    }
+    let y = be::fold2d(OP, cols, &p.geometry(n, rows / taps, input, out))?;
+    if !needs_record(&[cols]) {
+        return Ok(y);
+    }
+    Ok(record(&FOLD2D, p.attrs(input), &[cols], &[], false, y))
+}
+
+static UNFOLD2D: OpDef = OpDef {
+    name: "unfold2d",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let (p, input) = Params::from_attrs(c.attrs());
+        Ok(vec![Some(fold_impl(&g[0], input, p)?)])
+    }),
+    second_order: true,
+    cases: || {
+        let x = || vec![Input::Uniform(vec![2, 2, 5, 5], -1.0, 1.0)];
+        vec![
+            Case::new("unfold 3x3", x(), |x| x[0].unfold2d([3, 3], [1, 1], [0, 0], [1, 1])),
+            Case::new("unfold 2x3 stride 2 padding 1", x(), |x| x[0].unfold2d([2, 3], [2, 2], [1, 1], [1, 1])),
+            Case::new("unfold dilation 2 padding [2, 1]", x(), |x| x[0].unfold2d([2, 2], [1, 2], [2, 1], [2, 2])),
+            Case::new("unfold of a permuted view", vec![Input::Uniform(vec![2, 4, 5, 2], -1.0, 1.0)], |x| {
+                x[0].permute(&[0, 3, 1, 2])?.unfold2d([2, 2], [1, 1], [0, 1], [1, 1])
+            }),
+        ]
+    },
+};
+
+static FOLD2D: OpDef = OpDef {
+    name: "fold2d",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| {
+        let (p, _) = Params::from_attrs(c.attrs());
+        Ok(vec![Some(unfold_impl("fold2d", &g[0], p)?)])
+    }),
+    second_order: true,
+    cases: || {
+        vec![
+            // 2 channels x 2x2 taps over a 5x5 output: 4x4 windows.
+            Case::new("fold 2x2 overlapping", vec![Input::Uniform(vec![2, 8, 16], -1.0, 1.0)], |x| {
+                x[0].fold2d([5, 5], [2, 2], [1, 1], [0, 0], [1, 1])
+            }),
+            // 2 channels x 3x3 taps, stride 2, padding 1 over 5x5: 3x3 windows.
+            Case::new("fold 3x3 stride 2 padding 1", vec![Input::Uniform(vec![2, 18, 9], -1.0, 1.0)], |x| {
+                x[0].fold2d([5, 5], [3, 3], [2, 2], [1, 1], [1, 1])
+            }),
+            // Dilation 2 with a 2x2 kernel over 5x4: 3x2 windows.
+            Case::new("fold dilation 2", vec![Input::Uniform(vec![1, 8, 6], -1.0, 1.0)], |x| {
+                x[0].fold2d([5, 4], [2, 2], [1, 1], [0, 0], [2, 2])
+            }),
+        ]
+    },
+};
+
+static CONV2D: OpDef = OpDef {
+    name: "conv2d",
+    kind: OpKind::Composite,
+    backward: None,
+    second_order: true,
+    cases: || {
+        let u = |s: &[usize]| Input::Uniform(s.to_vec(), -1.0, 1.0);
+        vec![
+            Case::new("3x3 with bias", vec![u(&[2, 3, 5, 5]), u(&[4, 3, 3, 3]), u(&[4])], |x| {
+                x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [0, 0], [1, 1], 1)
+            }),
+            Case::new("stride 2 padding 1 no bias", vec![u(&[2, 2, 5, 5]), u(&[3, 2, 3, 3])], |x| {
+                x[0].conv2d(&x[1], None, [2, 2], [1, 1], [1, 1], 1)
+            }),
+            Case::new("dilation 2 padding 2", vec![u(&[2, 2, 5, 5]), u(&[2, 2, 3, 3]), u(&[2])], |x| {
+                x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [2, 2], [2, 2], 1)
+            }),
+            Case::new("groups 2 with bias", vec![u(&[2, 4, 5, 5]), u(&[6, 2, 3, 3]), u(&[6])], |x| {
+                x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [1, 1], [1, 1], 2)
+            }),
+            Case::new("rectangular kernel, mixed stride and padding", vec![u(&[2, 2, 5, 4]), u(&[3, 2, 2, 3])], |x| {
+                x[0].conv2d(&x[1], None, [2, 1], [1, 0], [1, 1], 1)
+            }),
+        ]
+    },
+};
+
+static MAX_POOL2D: OpDef = OpDef {
+    name: "max_pool2d",
+    kind: OpKind::Composite,
+    backward: None,
+    second_order: true,
+    cases: || {
+        // Distinct values: no ties inside a window, so the max is differentiable.
+        let x = || vec![Input::Distinct(vec![2, 3, 5, 5])];
+        vec![
+            Case::new("2x2 stride 2", x(), |x| x[0].max_pool2d([2, 2], [2, 2], [0, 0])),
+            Case::new("3x3 stride 1 overlapping", x(), |x| x[0].max_pool2d([3, 3], [1, 1], [0, 0])),
+            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].max_pool2d([3, 3], [2, 2], [1, 1])),
+            Case::new("2x3 stride [1, 2] padding [1, 0]", x(), |x| x[0].max_pool2d([2, 3], [1, 2], [1, 0])),
+        ]
+    },
+};
+
+static MAX_POOL2D_INDICES: OpDef = OpDef {
+    name: "max_pool2d_indices",
+    kind: OpKind::NoGrad,
+    backward: None,
+    second_order: false,
+    cases: || {
+        vec![Case::new("3x3 stride 2 padding 1", vec![Input::Distinct(vec![2, 2, 5, 5])], |x| {
+            x[0].max_pool2d_indices([3, 3], [2, 2], [1, 1])
+        })]
+    },
+};
+
+static AVG_POOL2D: OpDef = OpDef {
+    name: "avg_pool2d",
+    kind: OpKind::Composite,
+    backward: None,
+    second_order: true,
+    cases: || {
+        let x = || vec![Input::Uniform(vec![2, 3, 5, 5], -1.0, 1.0)];
+        vec![
+            Case::new("2x2 stride 2", x(), |x| x[0].avg_pool2d([2, 2], [2, 2], [0, 0])),
+            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].avg_pool2d([3, 3], [2, 2], [1, 1])),
+            Case::new("3x2 stride 1 padding [1, 1]", x(), |x| x[0].avg_pool2d([3, 2], [1, 1], [1, 1])),
+        ]
+    },
+};
 
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![]
+    vec![&UNFOLD2D, &FOLD2D, &CONV2D, &MAX_POOL2D, &MAX_POOL2D_INDICES, &AVG_POOL2D]
+}
+
+/// Validates a pool's arguments; returns the output grid. Padding is capped
+/// at half the kernel (as in PyTorch) so every window sees a real element.
+fn pool_out(op: &'static str, x: &Tensor, p: &Params) -> Result<[usize; 2]> {
+    expect_4d(op, "input [N, C, H, W]", x)?;
+    let out = p.out_size(op, x.shape())?;
+    if (0..2).any(|i| p.padding[i] > p.kernel[i] / 2) {
+        return Err(Error::value(op, format!("padding {:?} must be at most half of kernel {:?}", p.padding, p.kernel)));
+    }
+    Ok(out)
+}
+
+/// The per-window argmax behind max pooling (no gradient: indices).
+fn window_argmax(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
+    let out = pool_out(op, x, &p)?;
+    let s = x.shape();
+    if s[2] * s[3] > i32::MAX as usize {
+        return Err(Error::shape(op, format!("an H*W plane of input {s:?} is too large for i32 indices")));
+    }
+    be::window_argmax(op, x, &p.geometry(s[0], s[1], [s[2], s[3]], out))
+}
+
+/// Unfolds `x` and views the columns as [N, C, kh*kw, L] so a pool reduces axis 2.
+fn pool_windows(x: &Tensor, p: Params) -> Result<Tensor> {
+    let s = x.shape();
+    let (n, c) = (s[0], s[1]);
+    let cols = unfold_impl("unfold2d", x, p)?;
+    let l = cols.shape()[2];
+    cols.reshape_dims(&[n, c, p.kernel[0] * p.kernel[1], l])
+}
+
+impl Tensor {
+    /// im2col, PyTorch's `F.unfold`: [N, C, H, W] -> [N, C*kh*kw, L], one
+    /// column per window position (L = out_h * out_w, row-major), rows
+    /// ordered (channel, ki, kj); zero padding.
+    pub fn unfold2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]) -> Result<Tensor> {
+        unfold_impl("unfold2d", self, Params { kernel, stride, padding, dilation })
+    }
+
+    /// col2im, PyTorch's `F.fold` (the adjoint of `unfold2d`): [N, C*kh*kw, L]
+    /// -> [N, C, H, W] with `output_size = [H, W]`; overlapping windows sum.
+    pub fn fold2d(
+        &self,
+        output_size: [usize; 2],
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+    ) -> Result<Tensor> {
+        fold_impl(self, output_size, Params { kernel, stride, padding, dilation })
+    }
+
+    /// 2-D cross-correlation (PyTorch's `F.conv2d`): input [N, C, H, W],
+    /// weight [O, C/groups, kh, kw], bias [O]; returns [N, O, out_h, out_w].
+    /// Computed as unfold + (grouped) matmul, so it is differentiable to any order.
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+        groups: usize,
+    ) -> Result<Tensor> {
+        const OP: &str = "conv2d";
+        let mut all = vec![self, weight];
+        all.extend(bias);
+        same_device(OP, &all)?;
+        expect_4d(OP, "input [N, C, H, W]", self)?;
+        expect_4d(OP, "weight [O, C/groups, kh, kw]", weight)?;
+        same_dtype(OP, self, weight)?;
+        let (s, ws) = (self.shape(), weight.shape());
+        let (n, c, o, cg) = (s[0], s[1], ws[0], ws[1]);
+        if groups == 0 || c % groups != 0 || o % groups != 0 {
+            return Err(Error::value(
+                OP,
+                format!("groups {groups} must divide both the input channels ({c}, input {s:?}) and the output channels ({o}, weight {ws:?})"),
+            ));
+        }
+        if cg * groups != c {
+            return Err(Error::shape(
+                OP,
+                format!("weight {ws:?} expects {} input channels ({cg} per group x {groups} groups), input {s:?} has {c}", cg * groups),
+            ));
+        }
+        if let Some(b) = bias {
+            same_dtype(OP, self, b)?;
+            if b.shape() != [o] {
+                return Err(Error::shape(OP, format!("bias must have shape [{o}] (one per output channel of weight {ws:?}), got {:?}", b.shape())));
+            }
+        }
+        let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };
+        let [oh, ow] = p.out_size(OP, s)?;
+        let cols = unfold_impl(OP, self, p)?;
+        let k = cg * ws[2] * ws[3];
+        let y = if groups == 1 {
+            // [O, K] @ [N, K, L]: the weight broadcasts over the batch.
+            weight.reshape_dims(&[o, k])?.matmul(&cols)?
+        } else {
+            // [G, O/G, K] @ [N, G, K, L] -> [N, G, O/G, L]: one product per group.
+            let cols = cols.reshape_dims(&[n, groups, k, oh * ow])?;
+            weight.reshape_dims(&[groups, o / groups, k])?.matmul(&cols)?
+        };
+        let y = y.reshape_dims(&[n, o, oh, ow])?;
+        match bias {
+            Some(b) => y.add(&b.reshape_dims(&[o, 1, 1])?),
+            None => Ok(y),
+        }
+    }
+
+    /// Max over each window (PyTorch's `F.max_pool2d`, floor mode): padding
+    /// never wins. The gradient goes to the first maximum of each window, as
+    /// in PyTorch. Composed as a gather at `max_pool2d_indices`, so it costs
+    /// one pass forward and one scatter backward, and is differentiable again.
+    pub fn max_pool2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
+        let idx = window_argmax("max_pool2d", self, Params { kernel, stride, padding, dilation: [1, 1] })?;
+        let (s, o) = (self.shape(), idx.shape());
+        let planes = s[0] * s[1];
+        let flat_idx = idx.reshape_dims(&[planes, o[2] * o[3]])?;
+        self.reshape_dims(&[planes, s[2] * s[3]])?.gather(1, &flat_idx)?.reshape_dims(o)
+    }
+
+    /// Where each window's maximum is (PyTorch's `return_indices`): an i32
+    /// [N, C, out_h, out_w] tensor of flat indices into each H*W plane.
+    pub fn max_pool2d_indices(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
+        window_argmax("max_pool2d_indices", self, Params { kernel, stride, padding, dilation: [1, 1] })
+    }
+
+    /// Mean over each window (PyTorch's `F.avg_pool2d`, floor mode,
+    /// count_include_pad = true: zero padding counts toward the divisor).
+    pub fn avg_pool2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
+        const OP: &str = "avg_pool2d";
+        let p = Params { kernel, stride, padding, dilation: [1, 1] };
+        let [oh, ow] = pool_out(OP, self, &p)?;
+        let s = self.shape();
+        pool_windows(self, p)?.mean(&[2], false)?.reshape_dims(&[s[0], s[1], oh, ow])
+    }
 }

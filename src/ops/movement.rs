@@ -223,7 +223,7 @@ fn infer_shape(op: &'static str, from: &[usize], to: &[isize]) -> Result<Dims> {
     }
     let out: Dims = to
         .iter()
-        .map(|&d| if d == -1 { if known == 0 { 0 } else { n / known } } else { d as usize })
+        .map(|&d| if d == -1 { n.checked_div(known).unwrap_or(0) } else { d as usize })
         .collect();
     if numel(&out) != n {
         return Err(bad());
@@ -290,10 +290,16 @@ impl Tensor {
             return Err(Error::shape("expand", format!("cannot expand shape {:?} to fewer dims {shape:?}", self.shape())));
         }
         let lead = nd - self.ndim();
+        if let Some((i, &d)) = shape.iter().enumerate().find(|&(i, &d)| d < -1 || (d == -1 && i < lead)) {
+            return Err(Error::shape(
+                "expand",
+                format!("size {d} at position {i} of {shape:?} is invalid for shape {:?} (-1 only keeps an existing size)", self.shape()),
+            ));
+        }
         let dims: Dims = shape
             .iter()
             .enumerate()
-            .map(|(i, &d)| if d == -1 && i >= lead { self.shape()[i - lead] } else { d.max(0) as usize })
+            .map(|(i, &d)| if d == -1 { self.shape()[i - lead] } else { d as usize })
             .collect();
         self.expand_dims(&dims)
     }

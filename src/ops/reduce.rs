@@ -77,8 +77,8 @@ static MAX: OpDef = OpDef {
     backward: Some(extreme_backward),
     second_order: true,
     cases: || {
-        let mut v = reduce_cases("max axis 1", |x| x[0].max(&[1], false), |s| Input::Distinct(s));
-        v.extend(reduce_cases("max all keepdim", |x| x[0].max(&[], true), |s| Input::Distinct(s)));
+        let mut v = reduce_cases("max axis 1", |x| x[0].max(&[1], false), Input::Distinct);
+        v.extend(reduce_cases("max all keepdim", |x| x[0].max(&[], true), Input::Distinct));
         v
     },
 };
@@ -88,7 +88,7 @@ static MIN: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
-    cases: || reduce_cases("min axes 0,2", |x| x[0].min(&[0, 2], false), |s| Input::Distinct(s)),
+    cases: || reduce_cases("min axes 0,2", |x| x[0].min(&[0, 2], false), Input::Distinct),
 };
 
 static ARGMAX: OpDef = OpDef {
@@ -96,7 +96,7 @@ static ARGMAX: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
-    cases: || reduce_cases("argmax axis 1", |x| x[0].argmax(Some(1), false), |s| Input::Distinct(s)),
+    cases: || reduce_cases("argmax axis 1", |x| x[0].argmax(Some(1), false), Input::Distinct),
 };
 
 static ARGMIN: OpDef = OpDef {
@@ -104,7 +104,7 @@ static ARGMIN: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
-    cases: || reduce_cases("argmin all", |x| x[0].argmin(None, false), |s| Input::Distinct(s)),
+    cases: || reduce_cases("argmin all", |x| x[0].argmin(None, false), Input::Distinct),
 };
 
 static MEAN: OpDef = OpDef {

@@ -27,15 +27,31 @@ pub struct UnaryDef {
 /// Scalar math both float widths share (erf is not in std).
 pub trait Real: Copy {
     fn erf_(self) -> Self;
+    /// The standard normal CDF, 0.5 * (1 + erf(x / sqrt(2))).
+    fn normal_cdf(self) -> Self;
+    /// GELU's tanh approximation, with sqrt(2/pi) at the width's full precision.
+    fn gelu_tanh(self) -> Self;
 }
 impl Real for f32 {
     fn erf_(self) -> f32 {
         libm::erff(self)
     }
+    fn normal_cdf(self) -> f32 {
+        0.5 * (1.0 + libm::erff(self * std::f32::consts::FRAC_1_SQRT_2))
+    }
+    fn gelu_tanh(self) -> f32 {
+        0.5 * self * (1.0 + (SQRT_2_OVER_PI as f32 * (self + GELU_K as f32 * self * self * self)).tanh())
+    }
 }
 impl Real for f64 {
     fn erf_(self) -> f64 {
         libm::erf(self)
+    }
+    fn normal_cdf(self) -> f64 {
+        0.5 * (1.0 + libm::erf(self * std::f64::consts::FRAC_1_SQRT_2))
+    }
+    fn gelu_tanh(self) -> f64 {
+        0.5 * self * (1.0 + (SQRT_2_OVER_PI * (self + GELU_K * self * self * self)).tanh())
     }
 }
 
@@ -92,7 +108,6 @@ macro_rules! cases {
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 const GELU_K: f64 = 0.044715;
 const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
-const TWO_OVER_SQRT_PI: f64 = 1.128_379_167_095_512_6;
 
 unary_row!(NEG, "neg", |x, p| -x, saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].neg()),
@@ -138,10 +153,10 @@ unary_row!(LEAKY_RELU, "leaky_relu", |x, p| if x > 0.0 { x } else { p[0] * x }, 
         one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
     },
     cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1)));
-unary_row!(GELU, "gelu", |x, p| 0.5 * x * (1.0 + (0.797_884_6 * (x + 0.044715 * x * x * x)).tanh()), saves: Input, second_order: true,
+unary_row!(GELU, "gelu", |x, p| x.gelu_tanh(), saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
     cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu()));
-unary_row!(GELU_ERF, "gelu_erf", |x, p| 0.5 * x * (1.0 + (0.707_106_781_186_547_6 * x).erf_()), saves: Input, second_order: true,
+unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
@@ -150,7 +165,7 @@ unary_row!(GELU_ERF, "gelu_erf", |x, p| 0.5 * x * (1.0 + (0.707_106_781_186_547_
     },
     cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf()));
 unary_row!(ERF, "erf", |x, p| x.erf_(), saves: Input, second_order: true,
-    backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(TWO_OVER_SQRT_PI)?)) },
+    backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?)) },
     cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf()));
 unary_row!(SILU, "silu", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) },
     saves: Input, second_order: true,

@@ -21,6 +21,8 @@ pub trait Elem: Copy + Default + PartialOrd + Send + Sync + std::fmt::Debug + 's
     fn slice(buf: &CpuBuffer) -> Option<&[Self]>;
     fn slice_mut(buf: &mut CpuBuffer) -> Option<&mut [Self]>;
     fn wrap(v: Vec<Self>) -> CpuBuffer;
+    /// Moves the Vec out of a buffer of this dtype.
+    fn unwrap(b: CpuBuffer) -> Option<Vec<Self>>;
 }
 
 macro_rules! impl_elem {
@@ -49,6 +51,12 @@ macro_rules! impl_elem {
             }
             fn wrap(v: Vec<Self>) -> CpuBuffer {
                 CpuBuffer::$variant(v)
+            }
+            fn unwrap(b: CpuBuffer) -> Option<Vec<Self>> {
+                match b {
+                    CpuBuffer::$variant(v) => Some(v),
+                    _ => None,
+                }
             }
         }
     };
@@ -105,11 +113,12 @@ impl CpuBuffer {
     }
     /// A buffer of `n` copies of `value` (converted to `dtype`).
     pub fn filled(dtype: DType, n: usize, value: f64) -> CpuBuffer {
+        use super::pool::take_filled;
         match dtype {
-            DType::F32 => CpuBuffer::F32(vec![value as f32; n]),
-            DType::F64 => CpuBuffer::F64(vec![value; n]),
-            DType::I32 => CpuBuffer::I32(vec![value as i32; n]),
-            DType::Bool => CpuBuffer::Bool(vec![(value != 0.0) as u8; n]),
+            DType::F32 => CpuBuffer::F32(take_filled(n, value as f32)),
+            DType::F64 => CpuBuffer::F64(take_filled(n, value)),
+            DType::I32 => CpuBuffer::I32(take_filled(n, value as i32)),
+            DType::Bool => CpuBuffer::Bool(take_filled(n, (value != 0.0) as u8)),
         }
     }
 }
@@ -158,16 +167,22 @@ pub fn for_each_row<const N: usize>(
 /// Copies the strided view `layout` of `src` into a new contiguous Vec.
 pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
     let n = layout.numel();
+    let mut out = super::pool::take::<T>(n);
     if layout.is_contiguous() {
-        return src[layout.offset..layout.offset + n].to_vec();
+        out.copy_from_slice(&src[layout.offset..layout.offset + n]);
+        return out;
     }
-    let mut out = Vec::with_capacity(n);
+    let mut pos = 0;
     for_each_row(&layout.shape, [&layout.strides], [layout.offset], |[o], len, [s]| {
+        let dst = &mut out[pos..pos + len];
         if s == 1 {
-            out.extend_from_slice(&src[o..o + len]);
+            dst.copy_from_slice(&src[o..o + len]);
         } else {
-            out.extend((0..len).map(|i| src[o + i * s]));
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = src[o + i * s];
+            }
         }
+        pos += len;
     });
     out
 }
@@ -175,9 +190,17 @@ pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
 /// Writes contiguous `src` (in row-major order of `layout.shape`) into the strided view `layout` of `dst`.
 pub fn scatter_strided<T: Elem>(dst: &mut [T], layout: &Layout, src: &[T]) {
     let mut pos = 0;
+    if layout.is_contiguous() {
+        dst[layout.offset..layout.offset + src.len()].copy_from_slice(src);
+        return;
+    }
     for_each_row(&layout.shape, [&layout.strides], [layout.offset], |[o], len, [s]| {
-        for i in 0..len {
-            dst[o + i * s] = src[pos + i];
+        if s == 1 {
+            dst[o..o + len].copy_from_slice(&src[pos..pos + len]);
+        } else {
+            for i in 0..len {
+                dst[o + i * s] = src[pos + i];
+            }
         }
         pos += len;
     });
@@ -190,7 +213,7 @@ mod tests {
     fn gather_transposed_view() {
         let src: Vec<f32> = (0..6).map(|x| x as f32).collect();
         // [2,3] transposed to [3,2]
-        let l = Layout { shape: [3, 2].into(), strides: [1, 3].into(), offset: 0 };
+        let l = Layout { shape: smallvec::smallvec![3, 2], strides: smallvec::smallvec![1, 3], offset: 0 };
         assert_eq!(gather_strided(&src, &l), vec![0., 3., 1., 4., 2., 5.]);
         let mut dst = vec![0f32; 6];
         scatter_strided(&mut dst, &l, &[0., 3., 1., 4., 2., 5.]);

@@ -26,7 +26,7 @@ impl<T, U> Copy for BinarySlices<T, U> {}
 
 pub fn unary_map<T: Elem>(x: &[T], layout: &Layout, k: UnarySlice<T>, p: [T; 2]) -> Vec<T> {
     let n = layout.numel();
-    let mut out = vec![T::default(); n];
+    let mut out = super::pool::take::<T>(n);
     if layout.is_contiguous() {
         k(&x[layout.offset..layout.offset + n], &mut out, p);
     } else {
@@ -45,7 +45,7 @@ pub fn binary_map<T: Elem, U: Elem>(
     k: BinarySlices<T, U>,
 ) -> Vec<U> {
     let n: usize = out_shape.iter().product();
-    let mut out = vec![U::default(); n];
+    let mut out = super::pool::take::<U>(n);
     if la.is_contiguous() && lb.is_contiguous() && la.shape.as_slice() == out_shape && lb.shape.as_slice() == out_shape {
         (k.vv)(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], &mut out);
         return out;
@@ -72,7 +72,7 @@ pub fn binary_map<T: Elem, U: Elem>(
 /// `out = cond ? a : b` with broadcasting of all three.
 pub fn where_map<T: Elem>(c: &[u8], lc: &Layout, a: &[T], la: &Layout, b: &[T], lb: &Layout, out_shape: &[usize]) -> Vec<T> {
     let n: usize = out_shape.iter().product();
-    let mut out = vec![T::default(); n];
+    let mut out = super::pool::take::<T>(n);
     let so = contiguous_strides(out_shape);
     let sc = lc.broadcast_strides(out_shape);
     let sa = la.broadcast_strides(out_shape);

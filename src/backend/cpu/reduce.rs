@@ -66,7 +66,7 @@ pub fn reduce<T: Float + super::Elem>(x: &[T], layout: &Layout, axes: &[usize], 
         let outer: usize = axes.iter().map(|&d| layout.shape[d]).product();
         let inner = layout.numel() / outer.max(1);
         let data = &x[layout.offset..layout.offset + layout.numel()];
-        let mut out = vec![T::zero(); inner];
+        let mut out = super::pool::take_filled::<T>(inner, T::zero());
         for row in data.chunks_exact(inner.max(1)).take(outer) {
             for (o, &v) in out.iter_mut().zip(row) {
                 *o = *o + v;

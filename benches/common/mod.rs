@@ -1,0 +1,63 @@
+//! Helpers shared by the benchmarks (not a bench target itself: cargo only
+//! discovers `benches/*.rs` and `benches/*/main.rs`).
+
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+/// True under `cargo bench`; false when `cargo test --all-targets` runs the
+/// benches once as a smoke test (criterion's test mode), where the largest
+/// sizes are skipped to keep debug builds fast.
+pub fn full_run() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+thread_local! {
+    static SAMPLES: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Times `iters` calls of `f` for criterion's `iter_custom`, and keeps the
+/// per-call time of each sample so `median_seconds` can print derived units
+/// (GFLOP/s, per-op time) from the very measurements criterion reports.
+pub fn timed<R>(iters: u64, mut f: impl FnMut() -> R) -> Duration {
+    let start = Instant::now();
+    for _ in 0..iters {
+        std::hint::black_box(f());
+    }
+    let d = start.elapsed();
+    SAMPLES.with(|s| s.borrow_mut().push(d.as_secs_f64() / iters.max(1) as f64));
+    d
+}
+
+/// Forgets the samples of the previous benchmark.
+pub fn reset() {
+    SAMPLES.with(|s| s.borrow_mut().clear());
+}
+
+/// Median per-call seconds over the last `n` samples since `reset` (None if
+/// none). Pass the group's sample size: criterion's warm-up calls come first.
+pub fn median_seconds(n: usize) -> Option<f64> {
+    SAMPLES.with(|s| {
+        let all = s.borrow();
+        let mut v = all[all.len().saturating_sub(n)..].to_vec();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(|a, b| a.total_cmp(b));
+        Some(v[v.len() / 2])
+    })
+}
+
+/// Human-readable seconds.
+pub fn fmt_secs(s: f64) -> String {
+    if s < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if s < 1e-3 {
+        format!("{:.2} us", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything `npm test` checks, in order of how fast it fails. Each step prints
+# its own summary (cargo test prints one 'test result:' line per test binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
+cargo test --all-targets
+# --all-targets leaves out doc tests: the crate docs carry a compiled example.
+step "cargo test --doc"
+cargo test --doc
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets -- -D warnings
+step "cargo fmt --check"
+cargo fmt --check
+# Insurance that the crate keeps building for WebAssembly (TOOLCHAIN.md).
+step "cargo check --lib --target wasm32-unknown-unknown"
+cargo check --lib --target wasm32-unknown-unknown
+
+printf '\nAll checks passed.\n'

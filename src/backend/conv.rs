@@ -1,0 +1,52 @@
+//! Device dispatch for the 2-D sliding-window kernels: im2col / col2im and
+//! the per-window argmax that max pooling gathers through.
+
+use super::cpu::conv::{self as k, Window2d};
+use super::cpu::{gather_strided, CpuBuffer, Elem};
+use super::Buffer;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::borrow::Cow;
+
+/// The elements of `x` in row-major order, borrowed when already contiguous.
+fn contiguous<'a, T: Elem>(v: &'a [T], x: &Tensor) -> Cow<'a, [T]> {
+    let l = x.layout();
+    if l.is_contiguous() {
+        Cow::Borrowed(&v[l.offset..l.offset + l.numel()])
+    } else {
+        Cow::Owned(gather_strided(v, l))
+    }
+}
+
+/// [n, c, h, w] -> [n, c * kh * kw, out_h * out_w].
+pub fn unfold2d(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let guard = x.storage().read();
+    let out = match &*guard {
+        Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::unfold(&contiguous(v, x), g)),
+        Buffer::Cpu(CpuBuffer::F64(v)) => CpuBuffer::F64(k::unfold(&contiguous(v, x), g)),
+        _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
+    };
+    Ok(Tensor::from_buffer(Buffer::Cpu(out), &[g.n, g.col_rows(), g.windows()]))
+}
+
+/// [n, c * kh * kw, out_h * out_w] -> [n, c, h, w], summing overlaps.
+pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let guard = cols.storage().read();
+    let out = match &*guard {
+        Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::fold(&contiguous(v, cols), g)),
+        Buffer::Cpu(CpuBuffer::F64(v)) => CpuBuffer::F64(k::fold(&contiguous(v, cols), g)),
+        _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", cols.dtype()))),
+    };
+    Ok(Tensor::from_buffer(Buffer::Cpu(out), &[g.n, g.c, g.h, g.w]))
+}
+
+/// [n, c, h, w] -> i32 [n, c, out_h, out_w]: where in its [h, w] plane each window's maximum is.
+pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let guard = x.storage().read();
+    let out = match &*guard {
+        Buffer::Cpu(CpuBuffer::F32(v)) => k::window_argmax(&contiguous(v, x), g),
+        Buffer::Cpu(CpuBuffer::F64(v)) => k::window_argmax(&contiguous(v, x), g),
+        _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
+    };
+    Ok(Tensor::from_buffer(Buffer::Cpu(CpuBuffer::I32(out)), &[g.n, g.c, g.out_h, g.out_w]))
+}

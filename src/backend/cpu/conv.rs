@@ -1,0 +1,229 @@
+//! im2col (`unfold`) and col2im (`fold`) for 2-D sliding windows. Both walk
+//! the same (batch, channel, ki, kj) rows of the column matrix; for each row
+//! the output positions whose input falls inside the unpadded image are worked
+//! out once (`valid`), so the inner loops are plain slice copies / adds with
+//! no per-element bounds tests, and padding is simply never touched.
+
+use super::Elem;
+use std::ops::Add;
+
+/// The geometry of one unfold/fold: input [n, c, h, w], kernel, stride,
+/// padding, dilation, and the resulting grid of out_h x out_w windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window2d {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+    pub out_h: usize,
+    pub out_w: usize,
+}
+
+impl Window2d {
+    /// Rows of the column matrix per image (c * kh * kw).
+    pub fn col_rows(&self) -> usize {
+        self.c * self.kernel[0] * self.kernel[1]
+    }
+    /// Windows per image (out_h * out_w).
+    pub fn windows(&self) -> usize {
+        self.out_h * self.out_w
+    }
+}
+
+/// The output positions `o` in `0..out` whose input coordinate
+/// `o * stride + offset - pad` lies in `0..size`, as a half-open range
+/// (the coordinate grows with `o`, so the valid set is contiguous).
+fn valid(out: usize, stride: usize, offset: usize, pad: usize, size: usize) -> (usize, usize) {
+    // First o with o * stride + offset >= pad.
+    let lo = if offset >= pad { 0 } else { (pad - offset).div_ceil(stride) };
+    // Last o with o * stride + offset <= pad + size - 1.
+    let hi = match (pad + size).checked_sub(offset + 1) {
+        Some(room) => (room / stride + 1).min(out),
+        None => 0,
+    };
+    (lo.min(hi), hi)
+}
+
+/// Calls `f(row, plane, ki, kj)` for every row of the column matrix, with
+/// `row` its index in [n * c * kh * kw] and `plane` the index of the
+/// [h, w] input plane it reads (n * c + channel).
+fn for_each_col_row(g: &Window2d, mut f: impl FnMut(usize, usize, usize, usize)) {
+    let [kh, kw] = g.kernel;
+    let mut row = 0;
+    for plane in 0..g.n * g.c {
+        for ki in 0..kh {
+            for kj in 0..kw {
+                f(row, plane, ki, kj);
+                row += 1;
+            }
+        }
+    }
+}
+
+/// im2col: `x` is a contiguous [n, c, h, w] slice; returns the contiguous
+/// [n, c * kh * kw, out_h * out_w] column matrix (zeros where a window
+/// reaches into the padding).
+pub fn unfold<T: Elem>(x: &[T], g: &Window2d) -> Vec<T> {
+    let (l, hw) = (g.windows(), g.h * g.w);
+    let mut out = vec![T::default(); g.n * g.col_rows() * l];
+    if l == 0 || hw == 0 {
+        return out;
+    }
+    let ([sh, sw], [ph, pw], [dh, dw]) = (g.stride, g.padding, g.dilation);
+    for_each_col_row(g, |row, plane, ki, kj| {
+        let src = &x[plane * hw..(plane + 1) * hw];
+        let dst = &mut out[row * l..(row + 1) * l];
+        let (oh_lo, oh_hi) = valid(g.out_h, sh, ki * dh, ph, g.h);
+        let (ow_lo, ow_hi) = valid(g.out_w, sw, kj * dw, pw, g.w);
+        if ow_lo == ow_hi {
+            return;
+        }
+        let iw0 = ow_lo * sw + kj * dw - pw;
+        let len = ow_hi - ow_lo;
+        for oh in oh_lo..oh_hi {
+            let ih = oh * sh + ki * dh - ph;
+            let s = &src[ih * g.w + iw0..(ih + 1) * g.w];
+            let d = &mut dst[oh * g.out_w + ow_lo..oh * g.out_w + ow_hi];
+            if sw == 1 {
+                d.copy_from_slice(&s[..len]);
+            } else {
+                for (d, &s) in d.iter_mut().zip(s.iter().step_by(sw)) {
+                    *d = s;
+                }
+            }
+        }
+    });
+    out
+}
+
+/// col2im, the adjoint of `unfold`: `cols` is a contiguous
+/// [n, c * kh * kw, out_h * out_w] slice; every entry is added back onto the
+/// input position it was read from (overlapping windows sum, padding drops).
+pub fn fold<T: Elem + Add<Output = T>>(cols: &[T], g: &Window2d) -> Vec<T> {
+    let (l, hw) = (g.windows(), g.h * g.w);
+    let mut out = vec![T::default(); g.n * g.c * hw];
+    if l == 0 || hw == 0 {
+        return out;
+    }
+    let ([sh, sw], [ph, pw], [dh, dw]) = (g.stride, g.padding, g.dilation);
+    for_each_col_row(g, |row, plane, ki, kj| {
+        let src = &cols[row * l..(row + 1) * l];
+        let dst = &mut out[plane * hw..(plane + 1) * hw];
+        let (oh_lo, oh_hi) = valid(g.out_h, sh, ki * dh, ph, g.h);
+        let (ow_lo, ow_hi) = valid(g.out_w, sw, kj * dw, pw, g.w);
+        if ow_lo == ow_hi {
+            return;
+        }
+        let iw0 = ow_lo * sw + kj * dw - pw;
+        let len = ow_hi - ow_lo;
+        for oh in oh_lo..oh_hi {
+            let ih = oh * sh + ki * dh - ph;
+            let s = &src[oh * g.out_w + ow_lo..oh * g.out_w + ow_hi];
+            let d = &mut dst[ih * g.w + iw0..(ih + 1) * g.w];
+            if sw == 1 {
+                for (d, &s) in d[..len].iter_mut().zip(s) {
+                    *d = *d + s;
+                }
+            } else {
+                for (d, &s) in d.iter_mut().step_by(sw).zip(s) {
+                    *d = *d + s;
+                }
+            }
+        }
+    });
+    out
+}
+
+/// The taps `t` in `0..k` whose input coordinate `o * stride + t * dilation - pad`
+/// lies in `0..size`, as a half-open range (the dual of `valid`).
+fn taps(o: usize, stride: usize, dilation: usize, pad: usize, k: usize, size: usize) -> (usize, usize) {
+    let start = o * stride;
+    let lo = if start >= pad { 0 } else { (pad - start).div_ceil(dilation) };
+    let hi = match (pad + size).checked_sub(start + 1) {
+        Some(room) => (room / dilation + 1).min(k),
+        None => 0,
+    };
+    (lo.min(hi), hi)
+}
+
+/// For every window of every [h, w] plane of the contiguous [n, c, h, w] `x`,
+/// the flat index (into its plane) of its first maximum; NaN counts as the
+/// maximum. Taps in the padding are skipped, so they never win; a window
+/// lying wholly in the padding (callers rule this out) gets index 0.
+pub fn window_argmax<T: Elem>(x: &[T], g: &Window2d) -> Vec<i32> {
+    let hw = g.h * g.w;
+    let mut out = Vec::with_capacity(g.n * g.c * g.windows());
+    let ([kh, kw], [sh, sw], [ph, pw], [dh, dw]) = (g.kernel, g.stride, g.padding, g.dilation);
+    let col_taps: Vec<(usize, usize)> = (0..g.out_w).map(|ow| taps(ow, sw, dw, pw, kw, g.w)).collect();
+    for plane in x.chunks_exact(hw.max(1)).take(g.n * g.c) {
+        for oh in 0..g.out_h {
+            let (ki_lo, ki_hi) = taps(oh, sh, dh, ph, kh, g.h);
+            for (ow, &(kj_lo, kj_hi)) in col_taps.iter().enumerate() {
+                if ki_lo == ki_hi || kj_lo == kj_hi {
+                    out.push(0);
+                    continue;
+                }
+                let at = |ki: usize, kj: usize| (oh * sh + ki * dh - ph) * g.w + ow * sw + kj * dw - pw;
+                let mut best = at(ki_lo, kj_lo);
+                let mut best_v = plane[best];
+                for ki in ki_lo..ki_hi {
+                    for kj in kj_lo..kj_hi {
+                        let i = at(ki, kj);
+                        let v = plane[i];
+                        // Branch-free select (random data mispredicts a branch half the
+                        // time); `v != v` is NaN: the first NaN wins, and then stays.
+                        #[allow(clippy::eq_op)]
+                        let take = (v > best_v) | ((v != v) & (best_v == best_v));
+                        best = if take { i } else { best };
+                        best_v = if take { v } else { best_v };
+                    }
+                }
+                out.push(best as i32);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_ranges() {
+        // 5 outputs, stride 1, no offset, pad 1, size 5: o = 0 reads -1.
+        assert_eq!(valid(5, 1, 0, 1, 5), (1, 5));
+        // Offset 2 (last tap of a 3-wide kernel): o = 4 reads 5, out of range.
+        assert_eq!(valid(5, 1, 2, 1, 5), (0, 4));
+        // Stride 2, pad 2: o = 0 reads -2, o = 1 reads 0, o = 3 reads 4.
+        assert_eq!(valid(4, 2, 0, 2, 5), (1, 4));
+        // A tap entirely in the padding.
+        assert_eq!(valid(3, 1, 0, 9, 2), (3, 3));
+        // Taps of window 0 (stride 2, dilation 2, pad 3, size 5): 0 -> -3, 1 -> -1, 2 -> 1.
+        assert_eq!(taps(0, 2, 2, 3, 3, 5), (2, 3));
+        // Window 3 starts at 6 - 3 = 3: taps read 3, 5 (out), 7 (out).
+        assert_eq!(taps(3, 2, 2, 3, 3, 5), (0, 1));
+    }
+
+    #[test]
+    fn unfold_then_fold_counts_overlaps() {
+        // A 3x3 image of ones, 2x2 kernel, stride 1: fold(unfold(1)) counts
+        // how many windows cover each pixel.
+        let g = Window2d { n: 1, c: 1, h: 3, w: 3, kernel: [2, 2], stride: [1, 1], padding: [0, 0], dilation: [1, 1], out_h: 2, out_w: 2 };
+        let cols = unfold(&[1.0f64; 9], &g);
+        assert_eq!(cols, vec![1.0; 16]);
+        assert_eq!(fold(&cols, &g), vec![1., 2., 1., 2., 4., 2., 1., 2., 1.]);
+    }
+
+    #[test]
+    fn argmax_skips_padding_and_keeps_the_first_tie() {
+        // [[-1, -2], [-3, -3]], 2x2 windows, stride 1, padding 1: 3x3 windows.
+        let g = Window2d { n: 1, c: 1, h: 2, w: 2, kernel: [2, 2], stride: [1, 1], padding: [1, 1], dilation: [1, 1], out_h: 3, out_w: 3 };
+        assert_eq!(window_argmax(&[-1.0f64, -2.0, -3.0, -3.0], &g), vec![0, 0, 1, 0, 0, 1, 2, 2, 3]);
+        assert_eq!(window_argmax(&[1.0f64, f64::NAN, 3.0, 0.0], &g)[4], 1);
+    }
+}
