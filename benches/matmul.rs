@@ -4,9 +4,7 @@
 
 mod common;
 
-use criterion::{
-    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
-};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use skiff::{manual_seed, DType, Tensor};
 use std::time::Duration;
 
@@ -20,11 +18,7 @@ fn bench_matmul(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     manual_seed(0);
-    let sizes: &[usize] = if common::full_run() {
-        &[256, 1024]
-    } else {
-        &[256]
-    };
+    let sizes: &[usize] = if common::full_run() { &[256, 1024] } else { &[256] };
     for &n in sizes {
         let a = Tensor::randn(&[n, n], DType::F32);
         let b = Tensor::randn(&[n, n], DType::F32);
@@ -36,11 +30,7 @@ fn bench_matmul(c: &mut Criterion) {
         });
         if common::full_run() {
             if let Some(s) = common::median_seconds(SAMPLES) {
-                println!(
-                    "matmul {n}^3: {} per product, {:.1} GFLOP/s",
-                    common::fmt_secs(s),
-                    flops as f64 / s / 1e9
-                );
+                println!("matmul {n}^3: {} per product, {:.1} GFLOP/s", common::fmt_secs(s), flops as f64 / s / 1e9);
             }
         }
     }

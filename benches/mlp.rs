@@ -4,9 +4,7 @@
 
 mod common;
 
-use criterion::{
-    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
-};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
 use skiff::{manual_seed, no_grad, DType, Reduction, Result, Tensor};
 use std::time::Duration;
 
@@ -22,11 +20,7 @@ impl Mlp {
         let mut params = Vec::new();
         for w in sizes.windows(2) {
             let scale = (2.0 / w[0] as f64).sqrt();
-            params.push(
-                Tensor::randn(&[w[0], w[1]], DType::F32)
-                    .mul_scalar(scale)?
-                    .requires_grad_(true)?,
-            );
+            params.push(Tensor::randn(&[w[0], w[1]], DType::F32).mul_scalar(scale)?.requires_grad_(true)?);
             params.push(Tensor::zeros(&[w[1]], DType::F32).requires_grad_(true)?);
         }
         Ok(Mlp { params })
@@ -68,11 +62,7 @@ fn bench_mlp(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     manual_seed(0);
-    let batches: &[usize] = if common::full_run() {
-        &[64, 256]
-    } else {
-        &[64]
-    };
+    let batches: &[usize] = if common::full_run() { &[64, 256] } else { &[64] };
     for &batch in batches {
         let model = Mlp::new(&[784, 256, 128, 10]).expect("model");
         let x = Tensor::randn(&[batch, 784], DType::F32);

@@ -21,26 +21,19 @@ fn spirals(n: usize) -> Result<(Tensor, Tensor)> {
     let mut points = Vec::new();
     for class in 0..2 {
         // Radius (and angle) grows along the arm; sqrt spreads points evenly.
-        let t = Tensor::rand(&[n, 1], DType::F32)
-            .sqrt()?
-            .mul_scalar(3.0 * PI)?;
+        let t = Tensor::rand(&[n, 1], DType::F32).sqrt()?.mul_scalar(3.0 * PI)?;
         let angle = t.add_scalar(class as f64 * PI)?;
         let arm = Tensor::concat(&[t.mul(&angle.cos()?)?, t.mul(&angle.sin()?)?], 1)?;
         let noise = Tensor::randn(&[n, 2], DType::F32).mul_scalar(0.3)?;
         points.push(arm.add(&noise)?.div_scalar(3.0 * PI)?);
     }
     let labels: Vec<i32> = (0..2 * n).map(|i| (i >= n) as i32).collect();
-    Ok((
-        Tensor::concat(&points, 0)?,
-        Tensor::from_vec(labels, &[2 * n])?,
-    ))
+    Ok((Tensor::concat(&points, 0)?, Tensor::from_vec(labels, &[2 * n])?))
 }
 
 /// A weight matrix with He-style scaling, as a leaf that requires grad.
 fn weight(fan_in: usize, fan_out: usize) -> Result<Tensor> {
-    Tensor::randn(&[fan_in, fan_out], DType::F32)
-        .mul_scalar((2.0 / fan_in as f64).sqrt())?
-        .requires_grad_(true)
+    Tensor::randn(&[fan_in, fan_out], DType::F32).mul_scalar((2.0 / fan_in as f64).sqrt())?.requires_grad_(true)
 }
 
 fn bias(n: usize) -> Result<Tensor> {
@@ -56,12 +49,7 @@ struct Mlp {
 
 impl Mlp {
     fn new(inputs: usize, hidden: usize, classes: usize) -> Result<Mlp> {
-        Ok(Mlp {
-            w1: weight(inputs, hidden)?,
-            b1: bias(hidden)?,
-            w2: weight(hidden, classes)?,
-            b2: bias(classes)?,
-        })
+        Ok(Mlp { w1: weight(inputs, hidden)?, b1: bias(hidden)?, w2: weight(hidden, classes)?, b2: bias(classes)? })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -96,10 +84,7 @@ fn main() -> Result<()> {
     manual_seed(42);
     let (x, y) = spirals(POINTS_PER_CLASS)?;
     let model = Mlp::new(2, HIDDEN, 2)?;
-    println!(
-        "two spirals: {} points, MLP 2-{HIDDEN}-2 (ReLU), full-batch SGD lr {LR}, {STEPS} steps",
-        x.shape()[0]
-    );
+    println!("two spirals: {} points, MLP 2-{HIDDEN}-2 (ReLU), full-batch SGD lr {LR}, {STEPS} steps", x.shape()[0]);
 
     let start = Instant::now();
     for step in 1..=STEPS {
@@ -115,10 +100,6 @@ fn main() -> Result<()> {
     let logits = no_grad(|| model.forward(&x))?;
     let loss = logits.cross_entropy(&y, Reduction::Mean, 0.0)?.item()?;
     let acc = accuracy(&logits, &y)?;
-    println!(
-        "final: loss {loss:.4}, accuracy {:.1}% ({:.2} s)",
-        acc * 100.0,
-        start.elapsed().as_secs_f64()
-    );
+    println!("final: loss {loss:.4}, accuracy {:.1}% ({:.2} s)", acc * 100.0, start.elapsed().as_secs_f64());
     Ok(())
 }

@@ -18,12 +18,7 @@ pub enum Error {
     DType { op: &'static str, msg: String },
     /// An axis index is out of range for the tensor's rank.
     #[error("{op}: axis {axis} is out of range for a tensor of rank {ndim} (shape {shape:?})")]
-    Axis {
-        op: &'static str,
-        axis: isize,
-        ndim: usize,
-        shape: Vec<usize>,
-    },
+    Axis { op: &'static str, axis: isize, ndim: usize, shape: Vec<usize> },
     /// Inputs live on different devices.
     #[error("{op}: expected all tensors on one device, found {found}")]
     Device { op: &'static str, found: String },

@@ -216,7 +216,8 @@ fn seed_example_gradient_of_a_gradient() -> Result<()> {
     // y = x*x; dx = grad(y, x, create_graph); z = y + dx; z.backward() => 2x + 2
     let x = leaf(&X, &[4]);
     let y = x.mul(&x)?;
-    let dx = grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[y.ones_like()]), CREATE)?.remove(0).unwrap();
+    let dx =
+        grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[y.ones_like()]), CREATE)?.remove(0).unwrap();
     assert_close(&vals(&dx), &X.iter().map(|x| 2.0 * x).collect::<Vec<_>>(), 1e-12);
     assert!(x.grad().is_none());
     let z = y.add(&dx)?;
@@ -240,7 +241,12 @@ fn second_derivatives_of_elementwise_functions() -> Result<()> {
         ("tanh", |x| x.tanh(), |x| 1.0 - x.tanh().powi(2), |x| -2.0 * x.tanh() * (1.0 - x.tanh().powi(2))),
         ("sigmoid", |x| x.sigmoid(), |x| sig(x) * (1.0 - sig(x)), |x| sig(x) * (1.0 - sig(x)) * (1.0 - 2.0 * sig(x))),
         ("exp", |x| x.exp(), f64::exp, f64::exp),
-        ("log", |x| x.abs()?.add_scalar(0.5)?.log(), |x| x.signum() / (x.abs() + 0.5), |x| -1.0 / (x.abs() + 0.5).powi(2)),
+        (
+            "log",
+            |x| x.abs()?.add_scalar(0.5)?.log(),
+            |x| x.signum() / (x.abs() + 0.5),
+            |x| -1.0 / (x.abs() + 0.5).powi(2),
+        ),
         ("sin", |x| x.sin(), f64::cos, |x| -x.sin()),
     ];
     for (name, f, d1, d2) in cases {
@@ -282,7 +288,9 @@ fn check_hvp(f: impl Fn(&Tensor) -> Result<Tensor>, x0: &[f64], shape: &[usize],
     };
     let x = leaf(x0, shape);
     let g = grad(&[f(&x)?], std::slice::from_ref(&x), None, CREATE)?.remove(0).unwrap();
-    let hvp = grad(&[g.mul(&t(u, shape))?.sum_all()?], std::slice::from_ref(&x), None, GradOptions::default())?.remove(0).unwrap();
+    let hvp = grad(&[g.mul(&t(u, shape))?.sum_all()?], std::slice::from_ref(&x), None, GradOptions::default())?
+        .remove(0)
+        .unwrap();
     let eps = 1e-5;
     let shifted = |s: f64| x0.iter().zip(u).map(|(x, u)| x + s * u).collect::<Vec<f64>>();
     let (gp, gm) = (vals(&first(&shifted(eps), false)?), vals(&first(&shifted(-eps), false)?));

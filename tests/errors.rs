@@ -28,7 +28,9 @@ fn err_with<T: std::fmt::Debug>(r: Result<T>, needles: &[&str]) -> Error {
 #[test]
 fn broadcast_mismatch_names_the_op_and_both_shapes() {
     let (a, b) = (f32s(&[2, 3]), f32s(&[4]));
-    for (op, r) in [("add", a.add(&b)), ("sub", a.sub(&b)), ("mul", a.mul(&b)), ("div", a.div(&b)), ("maximum", a.maximum(&b))] {
+    for (op, r) in
+        [("add", a.add(&b)), ("sub", a.sub(&b)), ("mul", a.mul(&b)), ("div", a.div(&b)), ("maximum", a.maximum(&b))]
+    {
         let e = err_with(r, &[op, "[2, 3]", "[4]"]);
         assert!(matches!(e, Error::Shape { .. }), "{e:?}");
     }
@@ -108,20 +110,33 @@ fn backward_on_a_non_scalar_needs_an_output_gradient() {
     let e = err_with(y.backward(), &["backward", "scalar", "[2, 3]"]);
     assert!(matches!(e, Error::Autograd { .. }));
     // grad() needs one too.
-    err_with(grad(std::slice::from_ref(&y), std::slice::from_ref(&x), None, GradOptions::default()), &["grad", "[2, 3]"]);
+    err_with(
+        grad(std::slice::from_ref(&y), std::slice::from_ref(&x), None, GradOptions::default()),
+        &["grad", "[2, 3]"],
+    );
     // And a tensor without history cannot be differentiated at all.
     err_with(f32s(&[]).backward(), &["backward", "does not require grad"]);
-    err_with(grad(&[y.sum_all().unwrap()], &[f32s(&[2])], None, GradOptions::default()), &["grad", "input 0", "does not require grad"]);
+    err_with(
+        grad(&[y.sum_all().unwrap()], &[f32s(&[2])], None, GradOptions::default()),
+        &["grad", "input 0", "does not require grad"],
+    );
 }
 
 #[test]
 fn output_gradient_of_the_wrong_shape() {
     let x = f32s(&[2, 3]).requires_grad_(true).unwrap();
     let y = x.exp().unwrap();
-    let e = err_with(y.backward_with(Some(&f32s(&[3, 2])), BackwardOptions::default()), &["backward", "[3, 2]", "[2, 3]"]);
+    let e =
+        err_with(y.backward_with(Some(&f32s(&[3, 2])), BackwardOptions::default()), &["backward", "[3, 2]", "[2, 3]"]);
     assert!(matches!(e, Error::Shape { .. }));
-    err_with(grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[f32s(&[6])]), GradOptions::default()), &["grad", "[6]", "[2, 3]"]);
-    err_with(grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[]), GradOptions::default()), &["grad", "0 grad_outputs for 1 outputs"]);
+    err_with(
+        grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[f32s(&[6])]), GradOptions::default()),
+        &["grad", "[6]", "[2, 3]"],
+    );
+    err_with(
+        grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[]), GradOptions::default()),
+        &["grad", "0 grad_outputs for 1 outputs"],
+    );
 }
 
 #[test]
@@ -146,7 +161,10 @@ fn inplace_overwrite_of_a_saved_tensor() {
 #[test]
 fn cross_entropy_label_out_of_range() {
     let logits = f32s(&[2, 3]);
-    let e = err_with(logits.cross_entropy(&ints(&[0, 3], &[2]), Reduction::Mean, 0.0), &["cross_entropy", "label 3", "[0, 3)", "[2, 3]"]);
+    let e = err_with(
+        logits.cross_entropy(&ints(&[0, 3], &[2]), Reduction::Mean, 0.0),
+        &["cross_entropy", "label 3", "[0, 3)", "[2, 3]"],
+    );
     assert!(matches!(e, Error::Value { .. }));
     err_with(logits.cross_entropy(&ints(&[-1, 0], &[2]), Reduction::Sum, 0.0), &["cross_entropy", "label -1"]);
     err_with(logits.cross_entropy(&ints(&[0, 1, 2], &[3]), Reduction::Mean, 0.0), &["cross_entropy", "[3]", "[2, 3]"]);
@@ -272,7 +290,10 @@ fn gradients_of_the_wrong_dtype_are_rejected() {
     let g32 = f32s(&[3]);
     err_with(y.backward_with(Some(&g32), BackwardOptions::default()), &["backward", "f32", "f64"]);
     assert!(x.grad().is_none(), "a rejected backward leaves .grad alone");
-    err_with(grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[g32]), GradOptions::default()), &["grad", "f32", "f64"]);
+    err_with(
+        grad(std::slice::from_ref(&y), std::slice::from_ref(&x), Some(&[g32]), GradOptions::default()),
+        &["grad", "f32", "f64"],
+    );
     // A hook that returns another dtype.
     x.register_hook(|g| Some(g.to_dtype(DType::F32).unwrap())).unwrap();
     let r = x.add_scalar(1.0).unwrap().sum_all().unwrap().backward();

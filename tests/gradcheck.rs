@@ -20,7 +20,11 @@ fn make_input(spec: &Input, dtype: DType, g: &mut Generator) -> Tensor {
             let v: Vec<f64> = (0..n)
                 .map(|_| {
                     let m = lo + (hi - lo) * g.uniform();
-                    if g.uniform() < 0.5 { -m } else { m }
+                    if g.uniform() < 0.5 {
+                        -m
+                    } else {
+                        m
+                    }
                 })
                 .collect();
             Tensor::from_vec(v, s)
@@ -36,7 +40,8 @@ fn make_input(spec: &Input, dtype: DType, g: &mut Generator) -> Tensor {
         Input::Int(s, lo, hi) => {
             let n: usize = s.iter().product();
             let span = (*hi - *lo) as u64;
-            return Tensor::from_vec((0..n).map(|_| lo + (g.next_u64() % span) as i32).collect::<Vec<i32>>(), s).unwrap();
+            return Tensor::from_vec((0..n).map(|_| lo + (g.next_u64() % span) as i32).collect::<Vec<i32>>(), s)
+                .unwrap();
         }
         Input::Mask(s) => {
             let n: usize = s.iter().product();
@@ -131,8 +136,10 @@ fn check_case(def: &OpDef, case: &Case, k: usize) -> std::result::Result<(), Str
 fn second_order(case: &Case, xs: &[Tensor], w: &Tensor, seed: u64) -> std::result::Result<(), String> {
     let pos = float_positions(xs);
     let mut g = Generator::new(seed ^ 11);
-    let vs: Vec<Tensor> =
-        pos.iter().map(|&i| make_input(&Input::Uniform(xs[i].shape().to_vec(), -1.0, 1.0), DType::F64, &mut g)).collect();
+    let vs: Vec<Tensor> = pos
+        .iter()
+        .map(|&i| make_input(&Input::Uniform(xs[i].shape().to_vec(), -1.0, 1.0), DType::F64, &mut g))
+        .collect();
     let s_of = |gs: &[Tensor]| -> Result<Tensor> {
         let mut s = Tensor::scalar(0.0, DType::F64);
         for (gi, v) in gs.iter().zip(&vs) {
@@ -152,8 +159,10 @@ fn second_order(case: &Case, xs: &[Tensor], w: &Tensor, seed: u64) -> std::resul
     for (gi, &i) in pos.iter().enumerate() {
         let a = analytic[gi].as_ref().map(|t| t.to_vec::<f64>().unwrap()).unwrap_or_else(|| vec![0.0; xs[i].numel()]);
         for (j, aj) in a.iter().enumerate() {
-            let sp = s_of(&first_grads(case, &with_element(xs, i, j, EPS), w, false).unwrap().1).unwrap().item().unwrap();
-            let sm = s_of(&first_grads(case, &with_element(xs, i, j, -EPS), w, false).unwrap().1).unwrap().item().unwrap();
+            let sp =
+                s_of(&first_grads(case, &with_element(xs, i, j, EPS), w, false).unwrap().1).unwrap().item().unwrap();
+            let sm =
+                s_of(&first_grads(case, &with_element(xs, i, j, -EPS), w, false).unwrap().1).unwrap().item().unwrap();
             let num = (sp - sm) / (2.0 * EPS);
             if !close(*aj, num, 1e-4 * case.tol, 1e-3 * case.tol) {
                 return Err(format!("second order, input {i} element {j}: analytic {aj} vs numeric {num}"));
@@ -165,10 +174,7 @@ fn second_order(case: &Case, xs: &[Tensor], w: &Tensor, seed: u64) -> std::resul
 
 fn selected() -> Vec<&'static OpDef> {
     let filter = std::env::var("SKIFF_OPS").ok();
-    registry()
-        .into_iter()
-        .filter(|d| filter.as_ref().is_none_or(|f| f.split(',').any(|n| n == d.name)))
-        .collect()
+    registry().into_iter().filter(|d| filter.as_ref().is_none_or(|f| f.split(',').any(|n| n == d.name))).collect()
 }
 
 #[test]

@@ -42,9 +42,30 @@ fn gelu_matches_known_constants_for_both_approximations() {
 #[test]
 fn smooth_activations_match_known_values() {
     let x = t(&[0.0, 1.0, -1.0, -20.0, 30.0], &[5]);
-    check("softplus", x.softplus(), &[std::f64::consts::LN_2, 1.3132616875182228, 0.31326168751822286, 2.061153622438558e-9, 30.0], 1e-14);
-    check("silu", x.silu(), &[0.0, 0.7310585786300049, -0.2689414213699951, -20.0 * 2.0611536181902037e-9, 30.0 / (1.0 + 9.357622968840175e-14)], 1e-14);
-    check("sigmoid", x.sigmoid(), &[0.5, 0.7310585786300049, 0.2689414213699951, 2.0611536181902037e-9, 1.0 / (1.0 + 9.357622968840175e-14)], 1e-14);
+    check(
+        "softplus",
+        x.softplus(),
+        &[std::f64::consts::LN_2, 1.3132616875182228, 0.31326168751822286, 2.061153622438558e-9, 30.0],
+        1e-14,
+    );
+    check(
+        "silu",
+        x.silu(),
+        &[
+            0.0,
+            0.7310585786300049,
+            -0.2689414213699951,
+            -20.0 * 2.0611536181902037e-9,
+            30.0 / (1.0 + 9.357622968840175e-14),
+        ],
+        1e-14,
+    );
+    check(
+        "sigmoid",
+        x.sigmoid(),
+        &[0.5, 0.7310585786300049, 0.2689414213699951, 2.0611536181902037e-9, 1.0 / (1.0 + 9.357622968840175e-14)],
+        1e-14,
+    );
     check("tanh", t(&[0.5], &[1]).tanh(), &[0.46211715726000974], 1e-15);
     let e = t(&[0.0, 0.5, 1.0, -2.0], &[4]);
     check("erf", e.erf(), &[0.0, 0.5204998778130465, 0.8427007929497149, -0.9953222650189527], 1e-14);
@@ -73,7 +94,12 @@ fn piecewise_and_basic_unary_ops() {
     check("sin cos", t(&[std::f64::consts::FRAC_PI_2], &[1]).sin(), &[1.0], 1e-15);
     check("pow_scalar", p.pow_scalar(1.5), &[0.125, 1.0, 8.0], 1e-15);
     check("pow_scalar negative base", t(&[-2.0], &[1]).pow_scalar(3.0), &[-8.0], 0.0);
-    check("scalar arithmetic", p.add_scalar(1.0).and_then(|y| y.mul_scalar(2.0)?.sub_scalar(0.5)?.div_scalar(2.0)), &[1.0, 1.75, 4.75], 1e-15);
+    check(
+        "scalar arithmetic",
+        p.add_scalar(1.0).and_then(|y| y.mul_scalar(2.0)?.sub_scalar(0.5)?.div_scalar(2.0)),
+        &[1.0, 1.75, 4.75],
+        1e-15,
+    );
     // f32 results are f32 tensors.
     let y = Tensor::from_slice(&[4.0f32], &[1]).unwrap().sqrt().unwrap();
     assert_eq!(y.dtype(), DType::F32);
@@ -224,7 +250,12 @@ fn var_std_with_correction_and_logsumexp() {
     let all: f64 = M.iter().map(|v| v.exp()).sum::<f64>().ln();
     check("logsumexp all", x.logsumexp(&[], false), &[all], 1e-14);
     // Stable for large inputs, and for -inf rows.
-    check("logsumexp large", t(&[1000.0, 1000.0], &[2]).logsumexp(&[0], false), &[1000.0 + std::f64::consts::LN_2], 1e-15);
+    check(
+        "logsumexp large",
+        t(&[1000.0, 1000.0], &[2]).logsumexp(&[0], false),
+        &[1000.0 + std::f64::consts::LN_2],
+        1e-15,
+    );
     check("logsumexp -inf", t(&[f64::NEG_INFINITY, 0.0], &[2]).logsumexp(&[0], false), &[0.0], 0.0);
     let ninf = t(&[f64::NEG_INFINITY; 2], &[2]).logsumexp(&[0], false).unwrap().item().unwrap();
     assert_eq!(ninf, f64::NEG_INFINITY);

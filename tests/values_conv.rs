@@ -33,10 +33,18 @@ struct Conv {
 }
 
 /// Direct cross-correlation with explicit bounds tests: [n, c, h, w] x [o, c/g, kh, kw] (+ bias).
-fn naive_conv(x: &[f64], xs: [usize; 4], w: &[f64], ws: [usize; 4], bias: Option<&[f64]>, p: Conv) -> (Vec<f64>, [usize; 4]) {
+fn naive_conv(
+    x: &[f64],
+    xs: [usize; 4],
+    w: &[f64],
+    ws: [usize; 4],
+    bias: Option<&[f64]>,
+    p: Conv,
+) -> (Vec<f64>, [usize; 4]) {
     let [n, c, h, wd] = xs;
     let [o, cg, kh, kw] = ws;
-    let out = |size: usize, k: usize, i: usize| (size + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1;
+    let out =
+        |size: usize, k: usize, i: usize| (size + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1;
     let (oh, ow) = (out(h, kh, 0), out(wd, kw, 1));
     let og = o / p.groups;
     let mut y = vec![0.0; n * o * oh * ow];
@@ -158,7 +166,10 @@ fn fold_is_the_adjoint_of_unfold() {
         assert_eq!(fy.shape(), &xs);
         let lhs = fy.mul(&x).unwrap().sum_all().unwrap().item().unwrap();
         let rhs = y.mul(&ux).unwrap().sum_all().unwrap().item().unwrap();
-        assert!((lhs - rhs).abs() < 1e-10, "{xs:?} k{k:?} s{s:?} p{p:?} d{d:?}: <fold y, x> = {lhs}, <y, unfold x> = {rhs}");
+        assert!(
+            (lhs - rhs).abs() < 1e-10,
+            "{xs:?} k{k:?} s{s:?} p{p:?} d{d:?}: <fold y, x> = {lhs}, <y, unfold x> = {rhs}"
+        );
     }
 }
 
@@ -204,9 +215,19 @@ fn pools_match_direct_loops() {
         let xv = rand_vec(xs.iter().product(), &mut g);
         let x = t(xv.clone(), &xs);
         let mx = x.max_pool2d(k, s, p).unwrap();
-        assert_close(&mx.to_f64_vec(), &naive_pool(&xv, xs, k, s, p, true), 1e-12, &format!("max_pool2d {xs:?} {k:?} {s:?} {p:?}"));
+        assert_close(
+            &mx.to_f64_vec(),
+            &naive_pool(&xv, xs, k, s, p, true),
+            1e-12,
+            &format!("max_pool2d {xs:?} {k:?} {s:?} {p:?}"),
+        );
         let av = x.avg_pool2d(k, s, p).unwrap();
-        assert_close(&av.to_f64_vec(), &naive_pool(&xv, xs, k, s, p, false), 1e-12, &format!("avg_pool2d {xs:?} {k:?} {s:?} {p:?}"));
+        assert_close(
+            &av.to_f64_vec(),
+            &naive_pool(&xv, xs, k, s, p, false),
+            1e-12,
+            &format!("avg_pool2d {xs:?} {k:?} {s:?} {p:?}"),
+        );
         assert_eq!(mx.shape(), av.shape());
     }
 }
@@ -264,7 +285,10 @@ fn conv2d_errors_name_op_and_shapes() {
     let w = Tensor::zeros(&[4, 3, 3, 3], DType::F32);
     // Channel mismatch.
     let w2 = Tensor::zeros(&[4, 2, 3, 3], DType::F32);
-    assert_mentions(&err_text(x.conv2d(&w2, None, [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "[4, 2, 3, 3]", "[2, 3, 5, 5]"]);
+    assert_mentions(
+        &err_text(x.conv2d(&w2, None, [1, 1], [0, 0], [1, 1], 1)),
+        &["conv2d", "[4, 2, 3, 3]", "[2, 3, 5, 5]"],
+    );
     // Groups that do not divide the channels, and zero groups.
     assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 2)), &["conv2d", "groups 2", "[2, 3, 5, 5]"]);
     assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 0)), &["conv2d", "groups 0"]);
@@ -273,14 +297,20 @@ fn conv2d_errors_name_op_and_shapes() {
     assert_mentions(&err_text(x4.conv2d(&w3, None, [1, 1], [0, 0], [1, 1], 2)), &["conv2d", "output channels (3"]);
     // Kernel larger than the padded input.
     let small = Tensor::zeros(&[1, 3, 2, 2], DType::F32);
-    assert_mentions(&err_text(small.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "larger than the padded input", "[1, 3, 2, 2]"]);
+    assert_mentions(
+        &err_text(small.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1)),
+        &["conv2d", "larger than the padded input", "[1, 3, 2, 2]"],
+    );
     assert!(small.conv2d(&w, None, [1, 1], [1, 1], [1, 1], 1).is_ok(), "padding 1 makes a 3x3 kernel fit a 2x2 input");
     assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [3, 3], 1)), &["conv2d", "dilation [3, 3]"]);
     // Wrong rank of input or weight.
     let x3 = Tensor::zeros(&[3, 5, 5], DType::F32);
     assert_mentions(&err_text(x3.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "4-D input", "[3, 5, 5]"]);
     let w_flat = Tensor::zeros(&[4, 27], DType::F32);
-    assert_mentions(&err_text(x.conv2d(&w_flat, None, [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "4-D weight", "[4, 27]"]);
+    assert_mentions(
+        &err_text(x.conv2d(&w_flat, None, [1, 1], [0, 0], [1, 1], 1)),
+        &["conv2d", "4-D weight", "[4, 27]"],
+    );
     // Bias shape, zero stride, dtype mismatch.
     let b = Tensor::zeros(&[3], DType::F32);
     assert_mentions(&err_text(x.conv2d(&w, Some(&b), [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "bias", "[3]"]);
@@ -296,16 +326,28 @@ fn unfold_fold_and_pool_errors() {
     let x = Tensor::zeros(&[1, 2, 4, 4], DType::F32);
     assert_mentions(&err_text(x.unfold2d([5, 5], [1, 1], [0, 0], [1, 1])), &["unfold2d", "[1, 2, 4, 4]"]);
     assert_mentions(&err_text(x.unfold2d([0, 2], [1, 1], [0, 0], [1, 1])), &["unfold2d", "kernel"]);
-    assert_mentions(&err_text(Tensor::zeros(&[4, 4], DType::F32).unfold2d([2, 2], [1, 1], [0, 0], [1, 1])), &["unfold2d", "[4, 4]"]);
+    assert_mentions(
+        &err_text(Tensor::zeros(&[4, 4], DType::F32).unfold2d([2, 2], [1, 1], [0, 0], [1, 1])),
+        &["unfold2d", "[4, 4]"],
+    );
     // fold: channel rows not a multiple of kh*kw, window count that does not match.
     let cols = Tensor::zeros(&[1, 6, 9], DType::F32);
     assert_mentions(&err_text(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])), &["fold2d", "[1, 6, 9]"]);
     let cols = Tensor::zeros(&[1, 8, 8], DType::F32);
     assert_mentions(&err_text(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])), &["fold2d", "[1, 8, 8]", "9"]);
-    assert_mentions(&err_text(cols.reshape(&[64]).unwrap().fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])), &["fold2d", "[64]"]);
+    assert_mentions(
+        &err_text(cols.reshape(&[64]).unwrap().fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])),
+        &["fold2d", "[64]"],
+    );
     // Pools: rank, too much padding, window larger than the input.
-    assert_mentions(&err_text(Tensor::zeros(&[2, 4, 4], DType::F32).max_pool2d([2, 2], [2, 2], [0, 0])), &["max_pool2d", "[2, 4, 4]"]);
-    assert_mentions(&err_text(x.max_pool2d([2, 2], [2, 2], [2, 2])), &["max_pool2d", "padding [2, 2]", "kernel [2, 2]"]);
+    assert_mentions(
+        &err_text(Tensor::zeros(&[2, 4, 4], DType::F32).max_pool2d([2, 2], [2, 2], [0, 0])),
+        &["max_pool2d", "[2, 4, 4]"],
+    );
+    assert_mentions(
+        &err_text(x.max_pool2d([2, 2], [2, 2], [2, 2])),
+        &["max_pool2d", "padding [2, 2]", "kernel [2, 2]"],
+    );
     assert_mentions(&err_text(x.avg_pool2d([5, 5], [1, 1], [0, 0])), &["avg_pool2d", "[1, 2, 4, 4]"]);
     assert_mentions(&err_text(x.avg_pool2d([2, 2], [1, 0], [0, 0])), &["avg_pool2d", "stride"]);
 }

@@ -73,7 +73,9 @@ fn gather_and_scatter_add_hand_cases() {
     let out = base.scatter_add(1, &ix(&[2, 2, 0, 1], &[2, 2]), &t(&[1., 2., 3., 4.], &[2, 2])).unwrap();
     assert_eq!(vals(&out), vec![10., 10., 13., 13., 14., 10.]);
     // src larger than index: only the index's positions are used.
-    let out = Tensor::zeros(&[2, 3], DType::F64).scatter_add(0, &ix(&[1, 1], &[1, 2]), &t(&[1., 2., 3., 4.], &[2, 2])).unwrap();
+    let out = Tensor::zeros(&[2, 3], DType::F64)
+        .scatter_add(0, &ix(&[1, 1], &[1, 2]), &t(&[1., 2., 3., 4.], &[2, 2]))
+        .unwrap();
     assert_eq!(vals(&out), vec![0., 0., 0., 1., 2., 0.]);
 
     let x = leaf(&[0., 1., 2., 3., 4., 5.], &[2, 3]);
@@ -81,7 +83,14 @@ fn gather_and_scatter_add_hand_cases() {
     assert_eq!(vals(&x.grad().unwrap()), vec![0., 0., 2., 1., 1., 0.]);
     let src = leaf(&[1., 2., 3., 4.], &[2, 2]);
     let w = t(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
-    base.scatter_add(1, &ix(&[2, 2, 0, 1], &[2, 2]), &src).unwrap().mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+    base.scatter_add(1, &ix(&[2, 2, 0, 1], &[2, 2]), &src)
+        .unwrap()
+        .mul(&w)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(vals(&src.grad().unwrap()), vec![3., 3., 4., 5.]);
 }
 
@@ -105,11 +114,17 @@ fn index_errors_are_errors_not_panics() {
     let src = t(&[1.; 4], &[2, 2]);
     assert!(matches!(x.scatter_add(0, &ix(&[5, 0, 0, 0], &[2, 2]), &src), Err(Error::Value { op: "scatter_add", .. })));
     assert!(matches!(x.scatter_add(0, &ix(&[0; 3], &[3, 1]), &src), Err(Error::Shape { .. })), "index larger than src");
-    assert!(matches!(x.scatter_add(0, &ix(&[0; 4], &[2, 2]), &src.to_dtype(DType::F32).unwrap()), Err(Error::DType { .. })));
+    assert!(matches!(
+        x.scatter_add(0, &ix(&[0; 4], &[2, 2]), &src.to_dtype(DType::F32).unwrap()),
+        Err(Error::DType { .. })
+    ));
     assert!(matches!(x.index_add(0, &ix(&[0], &[1]), &src), Err(Error::Shape { op: "index_add", .. })), "source shape");
     assert!(matches!(x.index_add(0, &ix(&[7], &[1]), &t(&[1., 1.], &[1, 2])), Err(Error::Value { .. })));
     let mask = Tensor::from_bools(&[true, false], &[2]).unwrap();
-    assert!(matches!(mask.index_add(0, &ix(&[0], &[1]), &mask.index_select(0, &ix(&[0], &[1])).unwrap()), Err(Error::DType { .. })));
+    assert!(matches!(
+        mask.index_add(0, &ix(&[0], &[1]), &mask.index_select(0, &ix(&[0], &[1])).unwrap()),
+        Err(Error::DType { .. })
+    ));
 }
 
 // ---- softmax family ----------------------------------------------------------
@@ -164,7 +179,11 @@ fn cross_entropy_by_hand() {
         .map(|(r, y)| (1.0 - s) * (lse(r) - r[y]) + s * r.iter().map(|v| lse(r) - v).sum::<f64>() / 3.0)
         .collect();
     assert_close(&vals(&x.cross_entropy(&labels, Reduction::None, s).unwrap()), &smooth, 1e-12);
-    assert_close(&vals(&x.cross_entropy(&labels, Reduction::Mean, s).unwrap()), &[(smooth[0] + smooth[1]) / 2.0], 1e-12);
+    assert_close(
+        &vals(&x.cross_entropy(&labels, Reduction::Mean, s).unwrap()),
+        &[(smooth[0] + smooth[1]) / 2.0],
+        1e-12,
+    );
 
     // d(mean CE)/dlogits = (softmax - onehot) / N.
     let x = leaf(&logits.concat(), &[2, 3]);
@@ -220,9 +239,15 @@ fn mse_and_bce_with_logits() {
     assert_close(&vals(&xt.binary_cross_entropy_with_logits(&yt, Reduction::Mean).unwrap()), &[mean], 1e-12);
     // Large logits: the naive formula overflows, the stable one does not (f32 too).
     let big = t(&[100.0, -100.0], &[2]).to_dtype(DType::F32).unwrap();
-    let l = vals(&big.binary_cross_entropy_with_logits(&t(&[0.0, 0.0], &[2]).to_dtype(DType::F32).unwrap(), Reduction::None).unwrap());
+    let l = vals(
+        &big.binary_cross_entropy_with_logits(&t(&[0.0, 0.0], &[2]).to_dtype(DType::F32).unwrap(), Reduction::None)
+            .unwrap(),
+    );
     assert_close(&l, &[100.0, 0.0], 1e-6);
-    assert!(matches!(xt.binary_cross_entropy_with_logits(&yt.to_dtype(DType::F32).unwrap(), Reduction::Sum), Err(Error::DType { .. })));
+    assert!(matches!(
+        xt.binary_cross_entropy_with_logits(&yt.to_dtype(DType::F32).unwrap(), Reduction::Sum),
+        Err(Error::DType { .. })
+    ));
 }
 
 // ---- layer norm, dropout, embedding ------------------------------------------

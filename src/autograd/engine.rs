@@ -172,11 +172,8 @@ pub(crate) fn run_backward(
             Some(n) => n.get(&id).copied().unwrap_or(false),
             None => true,
         };
-        let input_grads = if run && grads.iter().any(|g| g.is_some()) {
-            execute(&node, grads, create_graph)?
-        } else {
-            Vec::new()
-        };
+        let input_grads =
+            if run && grads.iter().any(|g| g.is_some()) { execute(&node, grads, create_graph)? } else { Vec::new() };
         if run && !retain_graph && !matches!(node.kind, NodeKind::Accumulate { .. }) {
             node.release();
         }
@@ -276,7 +273,9 @@ fn accumulate_leaf(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
         Some(old) => old.add(&g)?,
         // Never alias a tensor someone else holds: later in-place updates of
         // `.grad` (optimizers) must not write into it.
-        None if std::sync::Arc::strong_count(&g.0) > 1 || std::sync::Arc::strong_count(g.storage()) > 1 => g.contiguous_copy()?,
+        None if std::sync::Arc::strong_count(&g.0) > 1 || std::sync::Arc::strong_count(g.storage()) > 1 => {
+            g.contiguous_copy()?
+        }
         None => g,
     };
     leaf.set_grad(Some(new));
@@ -296,12 +295,20 @@ fn check_root(op: &'static str, t: &Tensor, grad: Option<&Tensor>) -> Result<(Ed
                 ));
             }
             if g.device() != t.device() {
-                return Err(Error::Device { op, found: format!("output on {}, gradient on {}", t.device(), g.device()) });
+                return Err(Error::Device {
+                    op,
+                    found: format!("output on {}, gradient on {}", t.device(), g.device()),
+                });
             }
             if g.dtype() != t.dtype() {
                 return Err(Error::dtype(
                     op,
-                    format!("output gradient has dtype {} but the output has dtype {} (shape {:?})", g.dtype(), t.dtype(), t.shape()),
+                    format!(
+                        "output gradient has dtype {} but the output has dtype {} (shape {:?})",
+                        g.dtype(),
+                        t.dtype(),
+                        t.shape()
+                    ),
                 ));
             }
             g.clone()
@@ -366,7 +373,10 @@ pub fn grad(
         if let Some(i) = res.iter().position(|g| g.is_none()) {
             return Err(Error::autograd(
                 "grad",
-                format!("input {i} (shape {:?}) was not used to compute the outputs; pass allow_unused=true", inputs[i].shape()),
+                format!(
+                    "input {i} (shape {:?}) was not used to compute the outputs; pass allow_unused=true",
+                    inputs[i].shape()
+                ),
             ));
         }
     }

@@ -47,10 +47,14 @@ pub fn apply_function(func: Arc<dyn Function>, inputs: &[Tensor]) -> Result<Vec<
     let name = func.name();
     if let Some(first) = inputs.first() {
         if let Some(bad) = inputs.iter().find(|t| t.device() != first.device()) {
-            return Err(Error::Device { op: "custom function", found: format!("{} and {} in {name}", first.device(), bad.device()) });
+            return Err(Error::Device {
+                op: "custom function",
+                found: format!("{} and {} in {name}", first.device(), bad.device()),
+            });
         }
     }
-    let mut ctx = FunctionCtx { saved: Vec::new(), needs_input_grad: inputs.iter().map(|t| t.requires_grad()).collect() };
+    let mut ctx =
+        FunctionCtx { saved: Vec::new(), needs_input_grad: inputs.iter().map(|t| t.requires_grad()).collect() };
     let raw = super::no_grad(|| func.forward(&mut ctx, inputs))?;
     let refs: Vec<&Tensor> = inputs.iter().collect();
     // Fresh handles, so recording history never touches a tensor the user passed in.

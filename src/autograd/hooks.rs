@@ -30,7 +30,10 @@ impl HookHandle {
 impl Tensor {
     /// Registers `hook` to run on this tensor's gradient during backward, in
     /// registration order. The tensor must require grad.
-    pub fn register_hook(&self, hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static) -> Result<HookHandle> {
+    pub fn register_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
         let edge = self.grad_edge().ok_or_else(|| {
             Error::autograd("register_hook", "cannot register a hook on a tensor that does not require grad")
         })?;

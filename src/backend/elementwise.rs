@@ -52,8 +52,12 @@ pub fn binary(op: &'static str, a: &Tensor, b: &Tensor, out_shape: &[usize], ker
     let ga = a.storage().read();
     let gb = b.storage().read();
     let out = match (cpu_of(&ga), cpu_of(&gb)) {
-        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(k::binary_map(x, a.layout(), y, b.layout(), out_shape, kern.f32)),
-        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(k::binary_map(x, a.layout(), y, b.layout(), out_shape, kern.f64)),
+        (CpuBuffer::F32(x), CpuBuffer::F32(y)) => {
+            CpuBuffer::F32(k::binary_map(x, a.layout(), y, b.layout(), out_shape, kern.f32))
+        }
+        (CpuBuffer::F64(x), CpuBuffer::F64(y)) => {
+            CpuBuffer::F64(k::binary_map(x, a.layout(), y, b.layout(), out_shape, kern.f64))
+        }
         _ => return Err(internal(op, "binary")),
     };
     Ok(Tensor::from_buffer(Buffer::Cpu(out), out_shape))
@@ -115,7 +119,11 @@ pub fn copy(x: &Tensor) -> Tensor {
 /// Writes `src` (same shape and dtype, contiguous or not) into `dst`'s view of its storage.
 pub fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     // Reading and writing one storage at once would need both locks: copy first then.
-    let src = if std::sync::Arc::ptr_eq(dst.storage(), src.storage()) || !src.is_contiguous() { copy(src) } else { src.clone() };
+    let src = if std::sync::Arc::ptr_eq(dst.storage(), src.storage()) || !src.is_contiguous() {
+        copy(src)
+    } else {
+        src.clone()
+    };
     let gs = src.storage().read();
     let mut gd = dst.storage().write();
     let off = src.layout().offset;

@@ -26,7 +26,13 @@ fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
 }
 
 /// Reads `index` (I32, checked by the caller) and checks every value is in `0..dim`.
-fn checked_indices(op: &'static str, index: &Tensor, dim: usize, axis: usize, data_shape: &[usize]) -> Result<Vec<usize>> {
+fn checked_indices(
+    op: &'static str,
+    index: &Tensor,
+    dim: usize,
+    axis: usize,
+    data_shape: &[usize],
+) -> Result<Vec<usize>> {
     let g = index.storage().read();
     let CpuBuffer::I32(v) = cpu_of(&g) else {
         return Err(Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape())));

@@ -76,9 +76,9 @@ impl StorageInner {
     }
 }
 
-pub mod elementwise;
-pub mod reduce;
-pub mod movement;
-pub mod matmul;
 pub mod conv;
+pub mod elementwise;
 pub mod index;
+pub mod matmul;
+pub mod movement;
+pub mod reduce;

@@ -10,17 +10,33 @@ use crate::tensor::Tensor;
 /// Builds a new contiguous tensor of `shape` filled with `fill`, then writes
 /// each piece into its region (a strided sub-layout of the new tensor).
 /// Concat, pad and the backward of slice are all this one primitive.
-pub fn assemble(op: &'static str, shape: &[usize], dtype: DType, fill: f64, pieces: &[(Layout, &Tensor)]) -> Result<Tensor> {
+pub fn assemble(
+    op: &'static str,
+    shape: &[usize],
+    dtype: DType,
+    fill: f64,
+    pieces: &[(Layout, &Tensor)],
+) -> Result<Tensor> {
     let mut out = CpuBuffer::filled(dtype, shape.iter().product(), fill);
     for (region, src) in pieces {
         let g = src.storage().read();
         let Buffer::Cpu(s) = &*g;
         match (&mut out, s) {
-            (CpuBuffer::F32(d), CpuBuffer::F32(s)) => cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout())),
-            (CpuBuffer::F64(d), CpuBuffer::F64(s)) => cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout())),
-            (CpuBuffer::I32(d), CpuBuffer::I32(s)) => cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout())),
-            (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout())),
-            _ => return Err(Error::dtype(op, format!("pieces must share one dtype, got {} and {}", dtype, src.dtype()))),
+            (CpuBuffer::F32(d), CpuBuffer::F32(s)) => {
+                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
+            }
+            (CpuBuffer::F64(d), CpuBuffer::F64(s)) => {
+                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
+            }
+            (CpuBuffer::I32(d), CpuBuffer::I32(s)) => {
+                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
+            }
+            (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => {
+                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
+            }
+            _ => {
+                return Err(Error::dtype(op, format!("pieces must share one dtype, got {} and {}", dtype, src.dtype())))
+            }
         }
     }
     Ok(Tensor::from_buffer(Buffer::Cpu(out), shape))

@@ -52,8 +52,8 @@ macro_rules! binary_row {
         pub static $NAME: BinaryDef = BinaryDef {
             op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: true, cases: $cases },
             kernel: BinaryKernel {
-                f32: binary_slices!(f32 => f32, |$a, $b| $e),
-                f64: binary_slices!(f64 => f64, |$a, $b| $e),
+        f32: binary_slices!(f32 => f32, |$a, $b| $e),
+        f64: binary_slices!(f64 => f64, |$a, $b| $e),
             },
             saves_inputs: $si,
             saves_output: $so,

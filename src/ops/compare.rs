@@ -32,10 +32,10 @@ macro_rules! compare_row {
                 },
             },
             kernel: CompareKernel {
-                f32: binary_slices!(f32 => u8, |$a, $b| ($e) as u8),
-                f64: binary_slices!(f64 => u8, |$a, $b| ($e) as u8),
-                i32: binary_slices!(i32 => u8, |$a, $b| ($e) as u8),
-                bool: binary_slices!(u8 => u8, |$a, $b| ($e) as u8),
+        f32: binary_slices!(f32 => u8, |$a, $b| ($e) as u8),
+        f64: binary_slices!(f64 => u8, |$a, $b| ($e) as u8),
+        i32: binary_slices!(i32 => u8, |$a, $b| ($e) as u8),
+        bool: binary_slices!(u8 => u8, |$a, $b| ($e) as u8),
             },
         };
     };
@@ -62,8 +62,16 @@ static WHERE: OpDef = OpDef {
     backward: Some(|c, g| {
         let cond = c.saved(0);
         let zero = g[0].zeros_scalar();
-        let ga = if c.needs_input_grad(1) { Some(Tensor::where_(cond, &g[0], &zero)?.sum_to(c.input_shape(1))?) } else { None };
-        let gb = if c.needs_input_grad(2) { Some(Tensor::where_(cond, &zero, &g[0])?.sum_to(c.input_shape(2))?) } else { None };
+        let ga = if c.needs_input_grad(1) {
+            Some(Tensor::where_(cond, &g[0], &zero)?.sum_to(c.input_shape(1))?)
+        } else {
+            None
+        };
+        let gb = if c.needs_input_grad(2) {
+            Some(Tensor::where_(cond, &zero, &g[0])?.sum_to(c.input_shape(2))?)
+        } else {
+            None
+        };
         Ok(vec![None, ga, gb])
     }),
     second_order: true,
@@ -71,12 +79,20 @@ static WHERE: OpDef = OpDef {
         vec![
             Case::new(
                 "where",
-                vec![Input::Mask(vec![3, 4]), Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Uniform(vec![3, 4], -1.0, 1.0)],
+                vec![
+                    Input::Mask(vec![3, 4]),
+                    Input::Uniform(vec![3, 4], -1.0, 1.0),
+                    Input::Uniform(vec![3, 4], -1.0, 1.0),
+                ],
                 |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
             ),
             Case::new(
                 "where broadcast",
-                vec![Input::Mask(vec![3, 1]), Input::Uniform(vec![4], -1.0, 1.0), Input::Uniform(vec![3, 4], -1.0, 1.0)],
+                vec![
+                    Input::Mask(vec![3, 1]),
+                    Input::Uniform(vec![4], -1.0, 1.0),
+                    Input::Uniform(vec![3, 4], -1.0, 1.0),
+                ],
                 |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
             ),
         ]
@@ -132,7 +148,10 @@ impl Tensor {
     pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         same_device("where", &[cond, a, b])?;
         if cond.dtype() != DType::Bool {
-            return Err(Error::dtype("where", format!("condition must be bool, got {} {:?}", cond.dtype(), cond.shape())));
+            return Err(Error::dtype(
+                "where",
+                format!("condition must be bool, got {} {:?}", cond.dtype(), cond.shape()),
+            ));
         }
         same_dtype("where", a, b)?;
         let shape = broadcast_shapes("where", a.shape(), b.shape())?;

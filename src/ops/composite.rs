@@ -37,14 +37,23 @@ fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Res
         return Err(Error::shape(op, format!("expects [N, C] scores, got shape {:?}", scores.shape())));
     }
     if labels.dtype() != DType::I32 {
-        return Err(Error::dtype(op, format!("labels must be i32 class indices, got {} of shape {:?}", labels.dtype(), labels.shape())));
+        return Err(Error::dtype(
+            op,
+            format!("labels must be i32 class indices, got {} of shape {:?}", labels.dtype(), labels.shape()),
+        ));
     }
     let (n, c) = (scores.shape()[0], scores.shape()[1]);
     if labels.shape() != [n] {
-        return Err(Error::shape(op, format!("labels must have shape [{n}] for scores of shape {:?}, got {:?}", scores.shape(), labels.shape())));
+        return Err(Error::shape(
+            op,
+            format!("labels must have shape [{n}] for scores of shape {:?}, got {:?}", scores.shape(), labels.shape()),
+        ));
     }
     if let Some((i, l)) = labels.to_vec::<i32>()?.into_iter().enumerate().find(|&(_, l)| l < 0 || l as usize >= c) {
-        return Err(Error::value(op, format!("label {l} at position {i} is out of range [0, {c}) for scores of shape {:?}", scores.shape())));
+        return Err(Error::value(
+            op,
+            format!("label {l} at position {i} is out of range [0, {c}) for scores of shape {:?}", scores.shape()),
+        ));
     }
     Ok(())
 }
@@ -134,12 +143,24 @@ impl Tensor {
 
     /// Normalises over the trailing `normalized_shape` dims to mean 0 and
     /// (biased) variance 1, then applies the optional elementwise affine.
-    pub fn layer_norm(&self, normalized_shape: &[usize], weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+    pub fn layer_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
         let op = "layer_norm";
         expect_float(op, self)?;
         let k = normalized_shape.len();
         if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
-            return Err(Error::shape(op, format!("normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}", self.shape())));
+            return Err(Error::shape(
+                op,
+                format!(
+                    "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
+                    self.shape()
+                ),
+            ));
         }
         if eps.is_nan() || eps < 0.0 {
             return Err(Error::value(op, format!("eps must be non-negative, got {eps}")));
@@ -149,7 +170,10 @@ impl Tensor {
             same_device(op, &[self, p])?;
             same_dtype(op, self, p)?;
             if p.shape() != normalized_shape {
-                return Err(Error::shape(op, format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape())));
+                return Err(Error::shape(
+                    op,
+                    format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape()),
+                ));
             }
         }
         let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
@@ -188,10 +212,16 @@ impl Tensor {
     pub fn embedding(&self, indices: &Tensor) -> Result<Tensor> {
         let op = "embedding";
         if self.ndim() != 2 {
-            return Err(Error::shape(op, format!("weight must be [num_embeddings, dim], got shape {:?}", self.shape())));
+            return Err(Error::shape(
+                op,
+                format!("weight must be [num_embeddings, dim], got shape {:?}", self.shape()),
+            ));
         }
         if indices.dtype() != DType::I32 {
-            return Err(Error::dtype(op, format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape())));
+            return Err(Error::dtype(
+                op,
+                format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape()),
+            ));
         }
         let rows = self.index_select(0, &indices.reshape(&[-1])?).map_err(|e| renamed(op, e))?;
         let mut shape = indices.dims();
@@ -202,7 +232,8 @@ impl Tensor {
 
 macro_rules! composite {
     ($NAME:ident, $name:literal, second_order: $so:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef { name: $name, kind: OpKind::Composite, backward: None, second_order: $so, cases: $cases };
+        static $NAME: OpDef =
+            OpDef { name: $name, kind: OpKind::Composite, backward: None, second_order: $so, cases: $cases };
     };
 }
 
@@ -270,5 +301,15 @@ composite!(EMBEDDING, "embedding", second_order: true, cases: || vec![
 ]);
 
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![&SOFTMAX, &LOG_SOFTMAX, &CROSS_ENTROPY, &NLL_LOSS, &MSE_LOSS, &BCE_WITH_LOGITS, &LAYER_NORM, &DROPOUT, &EMBEDDING]
+    vec![
+        &SOFTMAX,
+        &LOG_SOFTMAX,
+        &CROSS_ENTROPY,
+        &NLL_LOSS,
+        &MSE_LOSS,
+        &BCE_WITH_LOGITS,
+        &LAYER_NORM,
+        &DROPOUT,
+        &EMBEDDING,
+    ]
 }

@@ -26,11 +26,19 @@ struct Params {
 
 impl Params {
     fn from_attrs(a: &Attrs) -> (Params, [usize; 2]) {
-        let Attrs::Window { kernel, stride, padding, dilation, input } = *a else { unreachable!("window op without Window attrs") };
+        let Attrs::Window { kernel, stride, padding, dilation, input } = *a else {
+            unreachable!("window op without Window attrs")
+        };
         (Params { kernel, stride, padding, dilation }, input)
     }
     fn attrs(&self, input: [usize; 2]) -> Attrs {
-        Attrs::Window { kernel: self.kernel, stride: self.stride, padding: self.padding, dilation: self.dilation, input }
+        Attrs::Window {
+            kernel: self.kernel,
+            stride: self.stride,
+            padding: self.padding,
+            dilation: self.dilation,
+            input,
+        }
     }
     /// Rejects zero kernel, stride or dilation (which would divide by zero or loop forever).
     fn check(&self, op: &'static str) -> Result<()> {
@@ -273,7 +281,13 @@ impl Tensor {
     /// im2col, PyTorch's `F.unfold`: [N, C, H, W] -> [N, C*kh*kw, L], one
     /// column per window position (L = out_h * out_w, row-major), rows
     /// ordered (channel, ki, kj); zero padding.
-    pub fn unfold2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]) -> Result<Tensor> {
+    pub fn unfold2d(
+        &self,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+    ) -> Result<Tensor> {
         unfold_impl("unfold2d", self, Params { kernel, stride, padding, dilation })
     }
 
@@ -320,13 +334,22 @@ impl Tensor {
         if cg * groups != c {
             return Err(Error::shape(
                 OP,
-                format!("weight {ws:?} expects {} input channels ({cg} per group x {groups} groups), input {s:?} has {c}", cg * groups),
+                format!(
+                    "weight {ws:?} expects {} input channels ({cg} per group x {groups} groups), input {s:?} has {c}",
+                    cg * groups
+                ),
             ));
         }
         if let Some(b) = bias {
             same_dtype(OP, self, b)?;
             if b.shape() != [o] {
-                return Err(Error::shape(OP, format!("bias must have shape [{o}] (one per output channel of weight {ws:?}), got {:?}", b.shape())));
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "bias must have shape [{o}] (one per output channel of weight {ws:?}), got {:?}",
+                        b.shape()
+                    ),
+                ));
             }
         }
         let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };

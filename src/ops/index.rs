@@ -34,15 +34,21 @@ static INDEX_SELECT: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("index_select axis 0 with repeats", vec![Input::Uniform(vec![4, 3], -1.0, 1.0), Input::Int(vec![6], 0, 4)], |x| {
-                x[0].index_select(0, &x[1])
-            }),
-            Case::new("index_select last axis", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![3], 0, 4)], |x| {
-                x[0].index_select(-1, &x[1])
-            }),
-            Case::new("index_select of a transposed view", vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5], 0, 3)], |x| {
-                x[0].transpose(0, 1)?.index_select(1, &x[1])
-            }),
+            Case::new(
+                "index_select axis 0 with repeats",
+                vec![Input::Uniform(vec![4, 3], -1.0, 1.0), Input::Int(vec![6], 0, 4)],
+                |x| x[0].index_select(0, &x[1]),
+            ),
+            Case::new(
+                "index_select last axis",
+                vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![3], 0, 4)],
+                |x| x[0].index_select(-1, &x[1]),
+            ),
+            Case::new(
+                "index_select of a transposed view",
+                vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5], 0, 3)],
+                |x| x[0].transpose(0, 1)?.index_select(1, &x[1]),
+            ),
         ]
     },
 };
@@ -60,12 +66,20 @@ static INDEX_ADD: OpDef = OpDef {
         vec![
             Case::new(
                 "index_add axis 0 with repeats",
-                vec![Input::Uniform(vec![4, 3], -1.0, 1.0), Input::Int(vec![5], 0, 4), Input::Uniform(vec![5, 3], -1.0, 1.0)],
+                vec![
+                    Input::Uniform(vec![4, 3], -1.0, 1.0),
+                    Input::Int(vec![5], 0, 4),
+                    Input::Uniform(vec![5, 3], -1.0, 1.0),
+                ],
                 |x| x[0].index_add(0, &x[1], &x[2]),
             ),
             Case::new(
                 "index_add middle axis",
-                vec![Input::Uniform(vec![2, 3, 2], -1.0, 1.0), Input::Int(vec![4], 0, 3), Input::Uniform(vec![2, 4, 2], -1.0, 1.0)],
+                vec![
+                    Input::Uniform(vec![2, 3, 2], -1.0, 1.0),
+                    Input::Int(vec![4], 0, 3),
+                    Input::Uniform(vec![2, 4, 2], -1.0, 1.0),
+                ],
                 |x| x[0].index_add(1, &x[1], &x[2]),
             ),
         ]
@@ -82,13 +96,21 @@ static GATHER: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("gather axis 1", vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![3, 2], 0, 4)], |x| x[0].gather(1, &x[1])),
-            Case::new("gather axis 0 with repeats", vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5, 3], 0, 3)], |x| {
-                x[0].gather(0, &x[1])
-            }),
-            Case::new("gather of a permuted view", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![4, 2, 2], 0, 3)], |x| {
-                x[0].permute(&[2, 0, 1])?.gather(-1, &x[1])
-            }),
+            Case::new(
+                "gather axis 1",
+                vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![3, 2], 0, 4)],
+                |x| x[0].gather(1, &x[1]),
+            ),
+            Case::new(
+                "gather axis 0 with repeats",
+                vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5, 3], 0, 3)],
+                |x| x[0].gather(0, &x[1]),
+            ),
+            Case::new(
+                "gather of a permuted view",
+                vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![4, 2, 2], 0, 3)],
+                |x| x[0].permute(&[2, 0, 1])?.gather(-1, &x[1]),
+            ),
         ]
     },
 };
@@ -101,7 +123,8 @@ static SCATTER_ADD: OpDef = OpDef {
         let gs = if c.needs_input_grad(2) {
             // src may be larger than the index: its unused elements get zero gradient.
             let picked = g[0].gather(axis_of(c) as isize, c.saved(0))?;
-            let pads: Vec<(usize, usize)> = c.input_shape(2).iter().zip(picked.shape()).map(|(&s, &i)| (0, s - i)).collect();
+            let pads: Vec<(usize, usize)> =
+                c.input_shape(2).iter().zip(picked.shape()).map(|(&s, &i)| (0, s - i)).collect();
             Some(if pads.iter().any(|&(_, a)| a > 0) { picked.pad(&pads, 0.0)? } else { picked })
         } else {
             None
@@ -113,12 +136,20 @@ static SCATTER_ADD: OpDef = OpDef {
         vec![
             Case::new(
                 "scatter_add axis 0 with repeats",
-                vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![4, 4], 0, 3), Input::Uniform(vec![4, 4], -1.0, 1.0)],
+                vec![
+                    Input::Uniform(vec![3, 4], -1.0, 1.0),
+                    Input::Int(vec![4, 4], 0, 3),
+                    Input::Uniform(vec![4, 4], -1.0, 1.0),
+                ],
                 |x| x[0].scatter_add(0, &x[1], &x[2]),
             ),
             Case::new(
                 "scatter_add src larger than index",
-                vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![3, 2], 0, 4), Input::Uniform(vec![3, 3], -1.0, 1.0)],
+                vec![
+                    Input::Uniform(vec![3, 4], -1.0, 1.0),
+                    Input::Int(vec![3, 2], 0, 4),
+                    Input::Uniform(vec![3, 3], -1.0, 1.0),
+                ],
                 |x| x[0].scatter_add(1, &x[1], &x[2]),
             ),
         ]
@@ -161,14 +192,30 @@ fn expect_1d(op: &'static str, index: &Tensor) -> Result<()> {
 
 /// PyTorch's gather/scatter rule: same rank, and the index no larger than
 /// `data` in every dim (except `axis`, unless `including_axis`).
-fn index_fits(op: &'static str, what: &str, index: &Tensor, data: &Tensor, axis: usize, including_axis: bool) -> Result<()> {
+fn index_fits(
+    op: &'static str,
+    what: &str,
+    index: &Tensor,
+    data: &Tensor,
+    axis: usize,
+    including_axis: bool,
+) -> Result<()> {
     let fits = index.ndim() == data.ndim()
-        && index.shape().iter().zip(data.shape()).enumerate().all(|(d, (&i, &s))| i <= s || (d == axis && !including_axis));
+        && index
+            .shape()
+            .iter()
+            .zip(data.shape())
+            .enumerate()
+            .all(|(d, (&i, &s))| i <= s || (d == axis && !including_axis));
     if !fits {
         let rule = if including_axis { "in every dim" } else { "in every dim but the axis" };
         return Err(Error::shape(
             op,
-            format!("index of shape {:?} must have the rank of {what} {:?} and be no larger {rule} (axis {axis})", index.shape(), data.shape()),
+            format!(
+                "index of shape {:?} must have the rank of {what} {:?} and be no larger {rule} (axis {axis})",
+                index.shape(),
+                data.shape()
+            ),
         ));
     }
     Ok(())
@@ -205,7 +252,12 @@ impl Tensor {
         if source.shape() != want.as_slice() {
             return Err(Error::shape(
                 op,
-                format!("source must have shape {want:?} (input {:?} with {} index entries on axis {ax}), got {:?}", self.shape(), index.numel(), source.shape()),
+                format!(
+                    "source must have shape {want:?} (input {:?} with {} index entries on axis {ax}), got {:?}",
+                    self.shape(),
+                    index.numel(),
+                    source.shape()
+                ),
             ));
         }
         let out = be::index_add(op, self, ax, index, source)?;

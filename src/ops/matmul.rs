@@ -14,8 +14,16 @@ static MATMUL: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (a, b) = (c.saved(0), c.saved(1));
-        let ga = if c.needs_input_grad(0) { Some(g[0].matmul(&b.transpose(-1, -2)?)?.sum_to(c.input_shape(0))?) } else { None };
-        let gb = if c.needs_input_grad(1) { Some(a.transpose(-1, -2)?.matmul(&g[0])?.sum_to(c.input_shape(1))?) } else { None };
+        let ga = if c.needs_input_grad(0) {
+            Some(g[0].matmul(&b.transpose(-1, -2)?)?.sum_to(c.input_shape(0))?)
+        } else {
+            None
+        };
+        let gb = if c.needs_input_grad(1) {
+            Some(a.transpose(-1, -2)?.matmul(&g[0])?.sum_to(c.input_shape(1))?)
+        } else {
+            None
+        };
         Ok(vec![ga, gb])
     }),
     second_order: true,
@@ -28,7 +36,9 @@ static MATMUL: OpDef = OpDef {
             Case::new("vector @ matrix", vec![u(&[3]), u(&[3, 4])], |x| x[0].matmul(&x[1])),
             Case::new("matrix @ vector", vec![u(&[2, 3]), u(&[3])], |x| x[0].matmul(&x[1])),
             Case::new("vector @ vector", vec![u(&[4]), u(&[4])], |x| x[0].matmul(&x[1])),
-            Case::new("transposed operands", vec![u(&[4, 3]), u(&[5, 4])], |x| x[0].transpose(0, 1)?.matmul(&x[1].transpose(0, 1)?)),
+            Case::new("transposed operands", vec![u(&[4, 3]), u(&[5, 4])], |x| {
+                x[0].transpose(0, 1)?.matmul(&x[1].transpose(0, 1)?)
+            }),
             Case::new("chain", vec![u(&[2, 3]), u(&[3, 3]), u(&[3, 2])], |x| x[0].matmul(&x[1])?.tanh()?.matmul(&x[2])),
         ]
     },
@@ -51,7 +61,10 @@ impl Tensor {
         expect_float("matmul", self)?;
         same_dtype("matmul", self, other)?;
         if self.ndim() == 0 || other.ndim() == 0 {
-            return Err(Error::shape("matmul", format!("operands must be at least 1-D, got {:?} x {:?}", self.shape(), other.shape())));
+            return Err(Error::shape(
+                "matmul",
+                format!("operands must be at least 1-D, got {:?} x {:?}", self.shape(), other.shape()),
+            ));
         }
         let a = if self.ndim() == 1 { self.unsqueeze(0)? } else { self.clone() };
         let b = if other.ndim() == 1 { other.unsqueeze(-1)? } else { other.clone() };

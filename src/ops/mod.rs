@@ -92,7 +92,10 @@ pub enum Attrs {
     /// Scalar parameters (exponent, slope, clamp bounds, ...).
     Scalars([f64; 2]),
     /// Reduced axes (sorted, normalised) and keepdim.
-    Reduce { axes: Dims, keepdim: bool },
+    Reduce {
+        axes: Dims,
+        keepdim: bool,
+    },
     /// A single axis (index_select, gather, concat, argmax, ...).
     Axis(usize),
     /// A target shape (reshape, expand) or a source shape (sum_to).
@@ -101,13 +104,31 @@ pub enum Attrs {
     Perm(Dims),
     /// A strided slice along one axis: elements start, start+step, ... (len of
     /// them) of an axis of size `dim`.
-    Slice { axis: usize, start: usize, step: usize, len: usize, dim: usize },
+    Slice {
+        axis: usize,
+        start: usize,
+        step: usize,
+        len: usize,
+        dim: usize,
+    },
     /// Sizes of consecutive pieces along an axis (concat).
-    Sizes { axis: usize, sizes: Dims },
+    Sizes {
+        axis: usize,
+        sizes: Dims,
+    },
     /// Constant padding: (before, after) per axis, from the first axis.
-    Pad { pads: Vec<(usize, usize)>, value: f64 },
+    Pad {
+        pads: Vec<(usize, usize)>,
+        value: f64,
+    },
     /// 2-D sliding windows: kernel, stride, padding, dilation and the input's spatial size.
-    Window { kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], input: [usize; 2] },
+    Window {
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+        input: [usize; 2],
+    },
     /// A target dtype (cast).
     DType(DType),
 }
@@ -151,7 +172,13 @@ pub(crate) fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()>
     if a.dtype() != b.dtype() {
         return Err(Error::dtype(
             op,
-            format!("dtypes differ: {} {:?} vs {} {:?} (cast one with to_dtype)", a.dtype(), a.shape(), b.dtype(), b.shape()),
+            format!(
+                "dtypes differ: {} {:?} vs {} {:?} (cast one with to_dtype)",
+                a.dtype(),
+                a.shape(),
+                b.dtype(),
+                b.shape()
+            ),
         ));
     }
     Ok(())

@@ -34,7 +34,9 @@ static RESHAPE: OpDef = OpDef {
     cases: || {
         vec![
             Case::new("reshape", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].reshape(&[4, -1])),
-            Case::new("reshape of a transposed view", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1)?.reshape(&[2, 6])),
+            Case::new("reshape of a transposed view", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| {
+                x[0].transpose(0, 1)?.reshape(&[2, 6])
+            }),
         ]
     },
 };
@@ -53,7 +55,9 @@ static PERMUTE: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].permute(&[2, 0, 1])?.mul_scalar(1.0)),
+            Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
+                x[0].permute(&[2, 0, 1])?.mul_scalar(1.0)
+            }),
             Case::new("transpose", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1)),
         ]
     },
@@ -84,7 +88,9 @@ static SLICE: OpDef = OpDef {
         vec![
             Case::new("slice step 2", vec![Input::Uniform(vec![5, 4], -1.0, 1.0)], |x| x[0].slice(0, 1, 5, 2)),
             Case::new("narrow", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].narrow(1, 2, 3)),
-            Case::new("slice negative bounds", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].slice(-1, -4, -1, 1)),
+            Case::new("slice negative bounds", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| {
+                x[0].slice(-1, -4, -1, 1)
+            }),
         ]
     },
 };
@@ -99,7 +105,9 @@ static SLICE_BACKWARD: OpDef = OpDef {
     }),
     second_order: true,
     cases: || {
-        vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| slice_backward(&x[0], 0, 1, 2, 2, 5))]
+        vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| {
+            slice_backward(&x[0], 0, 1, 2, 2, 5)
+        })]
     },
 };
 
@@ -141,12 +149,16 @@ static CONCAT: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("concat axis 1", vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 2], -1.0, 1.0)], |x| {
-                Tensor::concat(&[x[0].clone(), x[1].clone()], 1)
-            }),
-            Case::new("stack", vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| {
-                Tensor::stack(&[x[0].clone(), x[1].clone()], 0)
-            }),
+            Case::new(
+                "concat axis 1",
+                vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 2], -1.0, 1.0)],
+                |x| Tensor::concat(&[x[0].clone(), x[1].clone()], 1),
+            ),
+            Case::new(
+                "stack",
+                vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 3], -1.0, 1.0)],
+                |x| Tensor::stack(&[x[0].clone(), x[1].clone()], 0),
+            ),
             Case::new("split then concat", vec![Input::Uniform(vec![5, 2], -1.0, 1.0)], |x| {
                 let parts = x[0].split(2, 0)?;
                 Tensor::concat(&[parts[2].clone(), parts[0].mul_scalar(2.0)?], 0)
@@ -221,10 +233,7 @@ fn infer_shape(op: &'static str, from: &[usize], to: &[isize]) -> Result<Dims> {
     if holes > 1 || to.iter().any(|&d| d < -1) {
         return Err(bad());
     }
-    let out: Dims = to
-        .iter()
-        .map(|&d| if d == -1 { n.checked_div(known).unwrap_or(0) } else { d as usize })
-        .collect();
+    let out: Dims = to.iter().map(|&d| if d == -1 { n.checked_div(known).unwrap_or(0) } else { d as usize }).collect();
     if numel(&out) != n {
         return Err(bad());
     }
@@ -261,7 +270,10 @@ impl Tensor {
     pub fn permute(&self, perm: &[isize]) -> Result<Tensor> {
         let nd = self.ndim();
         if perm.len() != nd {
-            return Err(Error::shape("permute", format!("permutation {perm:?} does not match rank {nd} (shape {:?})", self.shape())));
+            return Err(Error::shape(
+                "permute",
+                format!("permutation {perm:?} does not match rank {nd} (shape {:?})", self.shape()),
+            ));
         }
         let mut p = Dims::new();
         for &a in perm {
@@ -272,7 +284,11 @@ impl Tensor {
             p.push(a);
         }
         let l = self.layout();
-        let layout = Layout { shape: p.iter().map(|&d| l.shape[d]).collect(), strides: p.iter().map(|&d| l.strides[d]).collect(), offset: l.offset };
+        let layout = Layout {
+            shape: p.iter().map(|&d| l.shape[d]).collect(),
+            strides: p.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        };
         view_op(&PERMUTE, self, layout, Attrs::Perm(p))
     }
     /// Swaps two axes (a view).
@@ -287,20 +303,23 @@ impl Tensor {
     pub fn expand(&self, shape: &[isize]) -> Result<Tensor> {
         let nd = shape.len();
         if nd < self.ndim() {
-            return Err(Error::shape("expand", format!("cannot expand shape {:?} to fewer dims {shape:?}", self.shape())));
+            return Err(Error::shape(
+                "expand",
+                format!("cannot expand shape {:?} to fewer dims {shape:?}", self.shape()),
+            ));
         }
         let lead = nd - self.ndim();
         if let Some((i, &d)) = shape.iter().enumerate().find(|&(i, &d)| d < -1 || (d == -1 && i < lead)) {
             return Err(Error::shape(
                 "expand",
-                format!("size {d} at position {i} of {shape:?} is invalid for shape {:?} (-1 only keeps an existing size)", self.shape()),
+                format!(
+                    "size {d} at position {i} of {shape:?} is invalid for shape {:?} (-1 only keeps an existing size)",
+                    self.shape()
+                ),
             ));
         }
-        let dims: Dims = shape
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| if d == -1 { self.shape()[i - lead] } else { d as usize })
-            .collect();
+        let dims: Dims =
+            shape.iter().enumerate().map(|(i, &d)| if d == -1 { self.shape()[i - lead] } else { d as usize }).collect();
         self.expand_dims(&dims)
     }
     /// `expand` with explicit sizes.
@@ -313,7 +332,11 @@ impl Tensor {
         if !ok {
             return Err(Error::shape("expand", format!("cannot expand shape {:?} to {:?}", self.shape(), shape)));
         }
-        let layout = Layout { shape: shape.into(), strides: self.layout().broadcast_strides(shape), offset: self.layout().offset };
+        let layout = Layout {
+            shape: shape.into(),
+            strides: self.layout().broadcast_strides(shape),
+            offset: self.layout().offset,
+        };
         view_op(&EXPAND, self, layout, Attrs::Shape(shape.into()))
     }
     /// NumPy's `broadcast_to`.
@@ -340,7 +363,11 @@ impl Tensor {
         if start + len > self.shape()[ax] {
             return Err(Error::shape(
                 "narrow",
-                format!("start {start} + length {len} exceeds size {} of axis {ax} (shape {:?})", self.shape()[ax], self.shape()),
+                format!(
+                    "start {start} + length {len} exceeds size {} of axis {ax} (shape {:?})",
+                    self.shape()[ax],
+                    self.shape()
+                ),
             ));
         }
         self.slice(ax as isize, start as isize, (start + len) as isize, 1)
@@ -419,7 +446,10 @@ impl Tensor {
     pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
         let first = tensors.first().ok_or_else(|| Error::value("stack", "needs at least one tensor"))?;
         if let Some(bad) = tensors.iter().find(|t| t.shape() != first.shape()) {
-            return Err(Error::shape("stack", format!("all tensors need one shape, got {:?} and {:?}", first.shape(), bad.shape())));
+            return Err(Error::shape(
+                "stack",
+                format!("all tensors need one shape, got {:?} and {:?}", first.shape(), bad.shape()),
+            ));
         }
         let parts = tensors.iter().map(|t| t.unsqueeze(axis)).collect::<Result<Vec<_>>>()?;
         Tensor::concat(&parts, axis)
@@ -437,7 +467,10 @@ impl Tensor {
     pub fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
         let ax = normalize_axis("split", axis, self.shape())?;
         if sizes.iter().sum::<usize>() != self.shape()[ax] {
-            return Err(Error::shape("split", format!("sizes {sizes:?} do not add up to axis {ax} of shape {:?}", self.shape())));
+            return Err(Error::shape(
+                "split",
+                format!("sizes {sizes:?} do not add up to axis {ax} of shape {:?}", self.shape()),
+            ));
         }
         let mut off = 0;
         sizes
@@ -461,10 +494,14 @@ impl Tensor {
     /// `pads.len()` axes in order (so `[(1, 1), (2, 2)]` pads H by 1 and W by 2).
     pub fn pad(&self, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
         if pads.len() > self.ndim() {
-            return Err(Error::shape("pad", format!("{} pad pairs for a tensor of rank {} (shape {:?})", pads.len(), self.ndim(), self.shape())));
+            return Err(Error::shape(
+                "pad",
+                format!("{} pad pairs for a tensor of rank {} (shape {:?})", pads.len(), self.ndim(), self.shape()),
+            ));
         }
         let lead = self.ndim() - pads.len();
-        let full_pads: Vec<(usize, usize)> = (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
+        let full_pads: Vec<(usize, usize)> =
+            (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
         let shape: Dims = self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d + b + a).collect();
         let mut region = Layout::contiguous(&shape);
         for (ax, &(b, _)) in full_pads.iter().enumerate() {

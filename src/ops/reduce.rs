@@ -12,7 +12,11 @@ use crate::tensor::Tensor;
 /// The reduced result's shape, and the same shape with reduced axes kept as 1.
 fn reduced_shapes(shape: &[usize], axes: &[usize], keepdim: bool) -> (Dims, Dims) {
     let kept: Dims = shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-    let out = if keepdim { kept.clone() } else { shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect() };
+    let out = if keepdim {
+        kept.clone()
+    } else {
+        shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
+    };
     (out, kept)
 }
 
@@ -125,8 +129,13 @@ static VAR: OpDef = OpDef {
     backward: None,
     second_order: true,
     cases: || {
-        let mut v = reduce_cases("var axis 1 unbiased", |x| x[0].var(&[1], 1.0, false), |s| Input::Uniform(s, -1.0, 1.0));
-        v.extend(reduce_cases("var axes 0,2 biased keepdim", |x| x[0].var(&[0, 2], 0.0, true), |s| Input::Uniform(s, -1.0, 1.0)));
+        let mut v =
+            reduce_cases("var axis 1 unbiased", |x| x[0].var(&[1], 1.0, false), |s| Input::Uniform(s, -1.0, 1.0));
+        v.extend(reduce_cases(
+            "var axes 0,2 biased keepdim",
+            |x| x[0].var(&[0, 2], 0.0, true),
+            |s| Input::Uniform(s, -1.0, 1.0),
+        ));
         v
     },
 };
@@ -146,7 +155,11 @@ static LOGSUMEXP: OpDef = OpDef {
     second_order: true,
     cases: || {
         let mut v = reduce_cases("logsumexp axis 1", |x| x[0].logsumexp(&[1], false), |s| Input::Uniform(s, -3.0, 3.0));
-        v.extend(reduce_cases("logsumexp all keepdim", |x| x[0].logsumexp(&[], true), |s| Input::Uniform(s, -3.0, 3.0)));
+        v.extend(reduce_cases(
+            "logsumexp all keepdim",
+            |x| x[0].logsumexp(&[], true),
+            |s| Input::Uniform(s, -3.0, 3.0),
+        ));
         v
     },
 };

@@ -179,12 +179,12 @@ unary_row!(SOFTPLUS, "softplus", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), s
     backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
     cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus()));
 unary_row!(POW_SCALAR, "pow_scalar", |x, p| x.powf(p[0]), saves: Input, second_order: true,
-    backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
-    cases: || vec![
-        Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)),
-        Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0)),
-        Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5)),
-    ]);
+backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
+cases: || vec![
+    Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)),
+    Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0)),
+    Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5)),
+]);
 unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], saves: Nothing, second_order: true,
     backward: |_, g| one(Ok(g[0].clone())),
     cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5)));
@@ -192,17 +192,17 @@ unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], saves: Nothing, second_ord
     backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
     cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5)));
 unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, saves: Input, second_order: true,
-    backward: |c, g| {
-        let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
-        let x = c.saved(0);
-        let dt = g[0].dtype();
-        let m = x.ge_scalar(lo)?.to_dtype(dt)?.mul(&x.le_scalar(hi)?.to_dtype(dt)?)?;
-        one(g[0].mul(&m))
-    },
-    cases: || vec![
-        Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))),
-        Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None)),
-    ]);
+backward: |c, g| {
+    let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
+    let x = c.saved(0);
+    let dt = g[0].dtype();
+    let m = x.ge_scalar(lo)?.to_dtype(dt)?.mul(&x.le_scalar(hi)?.to_dtype(dt)?)?;
+    one(g[0].mul(&m))
+},
+cases: || vec![
+    Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))),
+    Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None)),
+]);
 
 fn gelu_tanh_derivative(x: &Tensor) -> Result<Tensor> {
     let x2 = x.mul(x)?;
@@ -233,55 +233,123 @@ static TO_DTYPE: OpDef = OpDef {
         Ok(vec![Some(g[0].to_dtype(back)?)])
     }),
     second_order: true,
-    cases: || vec![Case::new("to_dtype f32 round trip", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |xs| {
-        let other = if xs[0].dtype() == DType::F64 { DType::F32 } else { DType::F64 };
-        xs[0].to_dtype(other)?.mul_scalar(2.0)?.to_dtype(xs[0].dtype())
-    })
-    // Finite differences through f32 keep only ~3 significant digits.
-    .tolerance(1e3)],
+    cases: || {
+        vec![Case::new("to_dtype f32 round trip", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |xs| {
+            let other = if xs[0].dtype() == DType::F64 { DType::F32 } else { DType::F64 };
+            xs[0].to_dtype(other)?.mul_scalar(2.0)?.to_dtype(xs[0].dtype())
+        })
+        // Finite differences through f32 keep only ~3 significant digits.
+        .tolerance(1e3)]
+    },
 };
 
 pub fn ops() -> Vec<&'static OpDef> {
     vec![
-        &NEG.op, &EXP.op, &LOG.op, &SQRT.op, &RSQRT.op, &ABS.op, &SIGN.op, &SIN.op, &COS.op, &TANH.op,
-        &SIGMOID.op, &RELU.op, &LEAKY_RELU.op, &GELU.op, &GELU_ERF.op, &ERF.op, &SILU.op, &SOFTPLUS.op,
-        &POW_SCALAR.op, &ADD_SCALAR.op, &MUL_SCALAR.op, &CLAMP.op, &TO_DTYPE,
+        &NEG.op,
+        &EXP.op,
+        &LOG.op,
+        &SQRT.op,
+        &RSQRT.op,
+        &ABS.op,
+        &SIGN.op,
+        &SIN.op,
+        &COS.op,
+        &TANH.op,
+        &SIGMOID.op,
+        &RELU.op,
+        &LEAKY_RELU.op,
+        &GELU.op,
+        &GELU_ERF.op,
+        &ERF.op,
+        &SILU.op,
+        &SOFTPLUS.op,
+        &POW_SCALAR.op,
+        &ADD_SCALAR.op,
+        &MUL_SCALAR.op,
+        &CLAMP.op,
+        &TO_DTYPE,
     ]
 }
 
 impl Tensor {
-    pub fn neg(&self) -> Result<Tensor> { unary(&NEG, self, [0.0; 2]) }
-    pub fn exp(&self) -> Result<Tensor> { unary(&EXP, self, [0.0; 2]) }
+    pub fn neg(&self) -> Result<Tensor> {
+        unary(&NEG, self, [0.0; 2])
+    }
+    pub fn exp(&self) -> Result<Tensor> {
+        unary(&EXP, self, [0.0; 2])
+    }
     /// Natural logarithm.
-    pub fn log(&self) -> Result<Tensor> { unary(&LOG, self, [0.0; 2]) }
-    pub fn sqrt(&self) -> Result<Tensor> { unary(&SQRT, self, [0.0; 2]) }
+    pub fn log(&self) -> Result<Tensor> {
+        unary(&LOG, self, [0.0; 2])
+    }
+    pub fn sqrt(&self) -> Result<Tensor> {
+        unary(&SQRT, self, [0.0; 2])
+    }
     /// 1 / sqrt(x).
-    pub fn rsqrt(&self) -> Result<Tensor> { unary(&RSQRT, self, [0.0; 2]) }
-    pub fn abs(&self) -> Result<Tensor> { unary(&ABS, self, [0.0; 2]) }
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        unary(&RSQRT, self, [0.0; 2])
+    }
+    pub fn abs(&self) -> Result<Tensor> {
+        unary(&ABS, self, [0.0; 2])
+    }
     /// -1, 0 or 1 (gradient zero).
-    pub fn sign(&self) -> Result<Tensor> { unary(&SIGN, self, [0.0; 2]) }
-    pub fn sin(&self) -> Result<Tensor> { unary(&SIN, self, [0.0; 2]) }
-    pub fn cos(&self) -> Result<Tensor> { unary(&COS, self, [0.0; 2]) }
-    pub fn tanh(&self) -> Result<Tensor> { unary(&TANH, self, [0.0; 2]) }
-    pub fn sigmoid(&self) -> Result<Tensor> { unary(&SIGMOID, self, [0.0; 2]) }
-    pub fn relu(&self) -> Result<Tensor> { unary(&RELU, self, [0.0; 2]) }
+    pub fn sign(&self) -> Result<Tensor> {
+        unary(&SIGN, self, [0.0; 2])
+    }
+    pub fn sin(&self) -> Result<Tensor> {
+        unary(&SIN, self, [0.0; 2])
+    }
+    pub fn cos(&self) -> Result<Tensor> {
+        unary(&COS, self, [0.0; 2])
+    }
+    pub fn tanh(&self) -> Result<Tensor> {
+        unary(&TANH, self, [0.0; 2])
+    }
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        unary(&SIGMOID, self, [0.0; 2])
+    }
+    pub fn relu(&self) -> Result<Tensor> {
+        unary(&RELU, self, [0.0; 2])
+    }
     /// `x` where positive, `slope * x` elsewhere.
-    pub fn leaky_relu(&self, slope: f64) -> Result<Tensor> { unary(&LEAKY_RELU, self, [slope, 0.0]) }
+    pub fn leaky_relu(&self, slope: f64) -> Result<Tensor> {
+        unary(&LEAKY_RELU, self, [slope, 0.0])
+    }
     /// GELU, tanh approximation (PyTorch's `approximate='tanh'`).
-    pub fn gelu(&self) -> Result<Tensor> { unary(&GELU, self, [0.0; 2]) }
+    pub fn gelu(&self) -> Result<Tensor> {
+        unary(&GELU, self, [0.0; 2])
+    }
     /// GELU, exact form with erf (PyTorch's default).
-    pub fn gelu_erf(&self) -> Result<Tensor> { unary(&GELU_ERF, self, [0.0; 2]) }
-    pub fn erf(&self) -> Result<Tensor> { unary(&ERF, self, [0.0; 2]) }
+    pub fn gelu_erf(&self) -> Result<Tensor> {
+        unary(&GELU_ERF, self, [0.0; 2])
+    }
+    pub fn erf(&self) -> Result<Tensor> {
+        unary(&ERF, self, [0.0; 2])
+    }
     /// x * sigmoid(x).
-    pub fn silu(&self) -> Result<Tensor> { unary(&SILU, self, [0.0; 2]) }
+    pub fn silu(&self) -> Result<Tensor> {
+        unary(&SILU, self, [0.0; 2])
+    }
     /// log(1 + exp(x)), computed stably.
-    pub fn softplus(&self) -> Result<Tensor> { unary(&SOFTPLUS, self, [0.0; 2]) }
+    pub fn softplus(&self) -> Result<Tensor> {
+        unary(&SOFTPLUS, self, [0.0; 2])
+    }
     /// x raised to a scalar power.
-    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> { unary(&POW_SCALAR, self, [exponent, 0.0]) }
-    pub fn add_scalar(&self, c: f64) -> Result<Tensor> { unary(&ADD_SCALAR, self, [c, 0.0]) }
-    pub fn sub_scalar(&self, c: f64) -> Result<Tensor> { unary(&ADD_SCALAR, self, [-c, 0.0]) }
-    pub fn mul_scalar(&self, c: f64) -> Result<Tensor> { unary(&MUL_SCALAR, self, [c, 0.0]) }
-    pub fn div_scalar(&self, c: f64) -> Result<Tensor> { unary(&MUL_SCALAR, self, [1.0 / c, 0.0]) }
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        unary(&POW_SCALAR, self, [exponent, 0.0])
+    }
+    pub fn add_scalar(&self, c: f64) -> Result<Tensor> {
+        unary(&ADD_SCALAR, self, [c, 0.0])
+    }
+    pub fn sub_scalar(&self, c: f64) -> Result<Tensor> {
+        unary(&ADD_SCALAR, self, [-c, 0.0])
+    }
+    pub fn mul_scalar(&self, c: f64) -> Result<Tensor> {
+        unary(&MUL_SCALAR, self, [c, 0.0])
+    }
+    pub fn div_scalar(&self, c: f64) -> Result<Tensor> {
+        unary(&MUL_SCALAR, self, [1.0 / c, 0.0])
+    }
     /// Clamps into [min, max]; either bound may be absent.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         unary(&CLAMP, self, [min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)])

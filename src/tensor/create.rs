@@ -100,7 +100,8 @@ impl Tensor {
         }
         let n = numel(shape);
         let span = (hi as i64 - lo as i64) as u64;
-        let v: Vec<i32> = with_generator(|g| (0..n).map(|_| (lo as i64 + (g.next_u64() % span) as i64) as i32).collect());
+        let v: Vec<i32> =
+            with_generator(|g| (0..n).map(|_| (lo as i64 + (g.next_u64() % span) as i64) as i32).collect());
         Tensor::from_vec(v, shape)
     }
     /// Takes ownership of `data` (row-major) as a tensor of `shape`.

@@ -28,7 +28,12 @@ fn renamed(op: &'static str, e: Error) -> Error {
 }
 
 impl Tensor {
-    fn inplace(&self, op: &'static str, others: &[&Tensor], compute: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    fn inplace(
+        &self,
+        op: &'static str,
+        others: &[&Tensor],
+        compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         let l = self.layout();
         if l.shape.iter().zip(&l.strides).any(|(&d, &s)| d > 1 && s == 0) {
             return Err(Error::shape(
@@ -123,8 +128,16 @@ impl Tensor {
     }
     /// Copies `src` (broadcast to self's shape, converted to self's dtype and device) into self.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
-        let src = src.to(&self.device())?.to_dtype(self.dtype())?.expand_dims(self.shape()).map_err(|e| renamed("copy_", e))?;
+        let src = src
+            .to(&self.device())?
+            .to_dtype(self.dtype())?
+            .expand_dims(self.shape())
+            .map_err(|e| renamed("copy_", e))?;
         let keep_graph = is_grad_enabled() && self.requires_grad();
-        self.inplace("copy_", &[&src], |s| if keep_graph { s.mul_scalar(0.0)?.add(&src) } else { src.contiguous_copy() })
+        self.inplace(
+            "copy_",
+            &[&src],
+            |s| if keep_graph { s.mul_scalar(0.0)?.add(&src) } else { src.contiguous_copy() },
+        )
     }
 }

@@ -116,7 +116,11 @@ impl Tensor {
         if on && !self.dtype().is_float() {
             return Err(Error::dtype(
                 "requires_grad_",
-                format!("only floating-point tensors can require gradients, got {} tensor of shape {:?}", self.dtype(), self.shape()),
+                format!(
+                    "only floating-point tensors can require gradients, got {} tensor of shape {:?}",
+                    self.dtype(),
+                    self.shape()
+                ),
             ));
         }
         let mut m = self.meta();

@@ -46,7 +46,8 @@ pub fn binary_map<T: Elem, U: Elem>(
 ) -> Vec<U> {
     let n: usize = out_shape.iter().product();
     let mut out = super::pool::take::<U>(n);
-    if la.is_contiguous() && lb.is_contiguous() && la.shape.as_slice() == out_shape && lb.shape.as_slice() == out_shape {
+    if la.is_contiguous() && lb.is_contiguous() && la.shape.as_slice() == out_shape && lb.shape.as_slice() == out_shape
+    {
         (k.vv)(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], &mut out);
         return out;
     }
@@ -70,7 +71,15 @@ pub fn binary_map<T: Elem, U: Elem>(
 }
 
 /// `out = cond ? a : b` with broadcasting of all three.
-pub fn where_map<T: Elem>(c: &[u8], lc: &Layout, a: &[T], la: &Layout, b: &[T], lb: &Layout, out_shape: &[usize]) -> Vec<T> {
+pub fn where_map<T: Elem>(
+    c: &[u8],
+    lc: &Layout,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    out_shape: &[usize],
+) -> Vec<T> {
     let n: usize = out_shape.iter().product();
     let mut out = super::pool::take::<T>(n);
     let so = contiguous_strides(out_shape);

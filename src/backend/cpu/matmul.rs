@@ -12,17 +12,53 @@ pub trait Gemm: super::Elem {
     /// # Safety
     /// The pointers and strides must describe valid matrices of these sizes.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(m: usize, k: usize, n: usize, a: *const Self, rsa: isize, csa: isize, b: *const Self, rsb: isize, csb: isize, c: *mut Self, rsc: isize);
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        rsa: isize,
+        csa: isize,
+        b: *const Self,
+        rsb: isize,
+        csb: isize,
+        c: *mut Self,
+        rsc: isize,
+    );
 }
 
 impl Gemm for f32 {
-    unsafe fn gemm(m: usize, k: usize, n: usize, a: *const f32, rsa: isize, csa: isize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize) {
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        c: *mut f32,
+        rsc: isize,
+    ) {
         matrixmultiply::sgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1);
     }
 }
 
 impl Gemm for f64 {
-    unsafe fn gemm(m: usize, k: usize, n: usize, a: *const f64, rsa: isize, csa: isize, b: *const f64, rsb: isize, csb: isize, c: *mut f64, rsc: isize) {
+    unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        rsa: isize,
+        csa: isize,
+        b: *const f64,
+        rsb: isize,
+        csb: isize,
+        c: *mut f64,
+        rsc: isize,
+    ) {
         matrixmultiply::dgemm(m, k, n, 1.0, a, rsa, csa, b, rsb, csb, 0.0, c, rsc, 1);
     }
 }
@@ -52,7 +88,19 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
             // SAFETY: offsets and strides come from layouts validated against
             // their buffers; `c` is exactly m*n contiguous elements.
             unsafe {
-                T::gemm(m, k, n, a.as_ptr().add(oa), rsa, csa, b.as_ptr().add(ob), rsb, csb, c.as_mut_ptr(), n as isize);
+                T::gemm(
+                    m,
+                    k,
+                    n,
+                    a.as_ptr().add(oa),
+                    rsa,
+                    csa,
+                    b.as_ptr().add(ob),
+                    rsb,
+                    csb,
+                    c.as_mut_ptr(),
+                    n as isize,
+                );
             }
         }
         for d in (0..batch.len()).rev() {

@@ -3,9 +3,9 @@
 pub mod buffer;
 
 pub use buffer::{for_each_row, gather_strided, scatter_strided, CpuBuffer, Elem};
-pub mod elementwise;
-pub mod reduce;
-pub mod matmul;
 pub mod conv;
+pub mod elementwise;
 pub mod index;
+pub mod matmul;
 pub mod pool;
+pub mod reduce;

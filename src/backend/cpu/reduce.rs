@@ -1,7 +1,7 @@
-//! Reductions over any set of axes. The input is viewed as [kept..., reduced...]
-//! (a permuted strided layout) and gathered into rows, then each row is
-//! reduced; when the reduced axes lead a contiguous input (a bias gradient),
-//! rows are accumulated column-wise instead, with no gather.
+//! Reductions over any set of axes. When the reduced axes form one block of a
+//! contiguous input (the common case: bias gradients, softmax rows, pooling
+//! windows) the input is read in place as [outer, reduced, inner]; otherwise
+//! it is gathered as [kept..., reduced...] rows first.
 
 use super::buffer::gather_strided;
 use crate::shape::{Dims, Layout};
@@ -61,35 +61,67 @@ fn extreme_row<T: Float>(r: &[T], max: bool) -> T {
 
 /// Reduces `axes` (sorted, distinct) of the strided `x`; the result has the kept dims in order.
 pub fn reduce<T: Float + super::Elem>(x: &[T], layout: &Layout, axes: &[usize], kind: ReduceKind) -> Vec<T> {
-    let lead = axes.iter().enumerate().all(|(i, &a)| a == i);
-    if kind == ReduceKind::Sum && lead && layout.is_contiguous() && !axes.is_empty() {
-        let outer: usize = axes.iter().map(|&d| layout.shape[d]).product();
-        let inner = layout.numel() / outer.max(1);
+    let block = !axes.is_empty() && axes.windows(2).all(|w| w[1] == w[0] + 1);
+    if block && layout.is_contiguous() {
+        let (a, b) = (axes[0], axes[axes.len() - 1] + 1);
+        let outer: usize = layout.shape[..a].iter().product();
+        let k: usize = layout.shape[a..b].iter().product();
+        let inner: usize = layout.shape[b..].iter().product();
         let data = &x[layout.offset..layout.offset + layout.numel()];
-        let mut out = super::pool::take_filled::<T>(inner, T::zero());
-        for row in data.chunks_exact(inner.max(1)).take(outer) {
-            for (o, &v) in out.iter_mut().zip(row) {
-                *o = *o + v;
-            }
-        }
-        return out;
+        return reduce_block(data, outer, k, inner, kind);
     }
     let (data, outer, inner) = rows(x, layout, axes);
-    if inner == 0 {
-        let init = match kind {
-            ReduceKind::Sum => T::zero(),
-            ReduceKind::Max => T::neg_infinity(),
-            ReduceKind::Min => T::infinity(),
-        };
-        return vec![init; outer];
+    reduce_block(&data, outer, inner, 1, kind)
+}
+
+fn init<T: Float>(kind: ReduceKind) -> T {
+    match kind {
+        ReduceKind::Sum => T::zero(),
+        ReduceKind::Max => T::neg_infinity(),
+        ReduceKind::Min => T::infinity(),
     }
-    data.chunks_exact(inner)
-        .map(|r| match kind {
-            ReduceKind::Sum => sum_row(r),
-            ReduceKind::Max => extreme_row(r, true),
-            ReduceKind::Min => extreme_row(r, false),
-        })
-        .collect()
+}
+
+/// Reduces the middle axis of a contiguous [outer, k, inner] array.
+/// With inner == 1 each output is one row reduction; otherwise whole rows of
+/// `inner` elements are combined at once, which vectorises (bias gradients,
+/// pooling windows) and needs no transposing copy.
+fn reduce_block<T: Float + super::Elem>(data: &[T], outer: usize, k: usize, inner: usize, kind: ReduceKind) -> Vec<T> {
+    if k == 0 {
+        return vec![init(kind); outer * inner];
+    }
+    if inner == 1 {
+        return data
+            .chunks_exact(k)
+            .map(|r| match kind {
+                ReduceKind::Sum => sum_row(r),
+                ReduceKind::Max => extreme_row(r, true),
+                ReduceKind::Min => extreme_row(r, false),
+            })
+            .collect();
+    }
+    let mut out = super::pool::take::<T>(outer * inner);
+    for (o, dst) in out.chunks_exact_mut(inner).enumerate() {
+        let slab = &data[o * k * inner..(o + 1) * k * inner];
+        dst.copy_from_slice(&slab[..inner]);
+        for row in slab.chunks_exact(inner).skip(1) {
+            match kind {
+                ReduceKind::Sum => dst.iter_mut().zip(row).for_each(|(d, &v)| *d = *d + v),
+                // NaN wins and then stays (v > NaN is false).
+                ReduceKind::Max => dst.iter_mut().zip(row).for_each(|(d, &v)| {
+                    if v > *d || v.is_nan() {
+                        *d = v
+                    }
+                }),
+                ReduceKind::Min => dst.iter_mut().zip(row).for_each(|(d, &v)| {
+                    if v < *d || v.is_nan() {
+                        *d = v
+                    }
+                }),
+            }
+        }
+    }
+    out
 }
 
 /// Index of the first max (or min) along `axis`; NaN counts as the extreme.
@@ -109,4 +141,67 @@ pub fn arg_reduce<T: Float + super::Elem>(x: &[T], layout: &Layout, axis: usize,
             best as i32
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Naive reference: reduce `axes` of a contiguous array by visiting every element.
+    fn naive(x: &[f64], shape: &[usize], axes: &[usize], kind: ReduceKind) -> Vec<f64> {
+        let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+        let out_n: usize = kept.iter().map(|&d| shape[d]).product();
+        let mut out = vec![init::<f64>(kind); out_n];
+        let strides = crate::shape::contiguous_strides(shape);
+        for (flat, &v) in x.iter().enumerate() {
+            let idx: Vec<usize> = (0..shape.len()).map(|d| flat / strides[d] % shape[d]).collect();
+            let o = kept.iter().fold(0, |acc, &d| acc * shape[d] + idx[d]);
+            out[o] = match kind {
+                ReduceKind::Sum => out[o] + v,
+                ReduceKind::Max => {
+                    if v > out[o] || v.is_nan() || out[o].is_nan() {
+                        if out[o].is_nan() {
+                            out[o]
+                        } else {
+                            v
+                        }
+                    } else {
+                        out[o]
+                    }
+                }
+                ReduceKind::Min => {
+                    if v < out[o] || v.is_nan() || out[o].is_nan() {
+                        if out[o].is_nan() {
+                            out[o]
+                        } else {
+                            v
+                        }
+                    } else {
+                        out[o]
+                    }
+                }
+            };
+        }
+        out
+    }
+
+    #[test]
+    fn every_path_matches_a_naive_reduction() {
+        let shape = [3usize, 4, 5, 2];
+        let n: usize = shape.iter().product();
+        let mut x: Vec<f64> = (0..n).map(|i| ((i * 37 % 101) as f64) - 50.0).collect();
+        x[17] = f64::NAN;
+        let layout = Layout::contiguous(&shape);
+        let axis_sets: [&[usize]; 7] = [&[0], &[1], &[3], &[1, 2], &[0, 2], &[0, 1, 2, 3], &[2, 3]];
+        for axes in axis_sets {
+            for kind in [ReduceKind::Sum, ReduceKind::Max, ReduceKind::Min] {
+                let got = reduce(&x, &layout, axes, kind);
+                let want = naive(&x, &shape, axes, kind);
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!((g.is_nan() && w.is_nan()) || (g - w).abs() < 1e-9, "{axes:?} {kind:?}: {g} vs {w}");
+                }
+            }
+        }
+    }
 }
