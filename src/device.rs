@@ -1,8 +1,13 @@
-//! Where a tensor lives. Only the cpu backend exists today; the GPU backend adds
-//! a variant here and an arm in `backend`, without touching op definitions.
+//! Where a tensor lives, and how the default device is chosen.
+//!
+//! An op runs on its inputs' device; all inputs must share one device (else a
+//! clear error); `tensor.to(device)` moves data explicitly.
 
 use crate::error::{Error, Result};
 use std::fmt;
+
+#[cfg(feature = "gpu")]
+pub use crate::backend::gpu::{GpuCounters, GpuDevice};
 
 /// A compute device.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -10,19 +15,57 @@ pub enum Device {
     /// The ndarray cpu backend (native and WebAssembly).
     #[default]
     Cpu,
+    /// A wgpu adapter (Vulkan, Metal, DX12 natively; WebGPU in browsers).
+    #[cfg(feature = "gpu")]
+    Gpu(GpuDevice),
 }
 
 impl Device {
     /// The best device available: a GPU adapter when one exists, else the cpu.
-    /// `SKIFF_DEVICE=cpu` forces the cpu; `SKIFF_DEVICE=gpu` is an error until
-    /// the GPU backend lands.
+    /// `SKIFF_DEVICE=cpu` or `SKIFF_DEVICE=gpu` forces one (forcing `gpu`
+    /// without an adapter is an error).
     pub fn best() -> Result<Device> {
-        match std::env::var("SKIFF_DEVICE").ok().as_deref() {
-            None | Some("") | Some("cpu") | Some("auto") => Ok(Device::Cpu),
-            Some(other) => Err(Error::value(
-                "Device::best",
-                format!("SKIFF_DEVICE={other:?} is not available in this build (available: cpu)"),
-            )),
+        match std::env::var("SKIFF_DEVICE").ok().as_deref().map(str::trim) {
+            Some("cpu") => Ok(Device::Cpu),
+            Some("gpu") => Device::gpu(),
+            None | Some("") | Some("auto") => Ok(Device::gpu().unwrap_or(Device::Cpu)),
+            Some(other) => {
+                Err(Error::value("Device::best", format!("SKIFF_DEVICE={other:?} is not one of cpu, gpu, auto")))
+            }
+        }
+    }
+
+    /// The default GPU, or an error saying why there is none.
+    pub fn gpu() -> Result<Device> {
+        #[cfg(feature = "gpu")]
+        {
+            crate::backend::gpu::default_device().map(Device::Gpu)
+        }
+        #[cfg(not(feature = "gpu"))]
+        {
+            Err(Error::value("Device::gpu", "skiff was built without the `gpu` feature"))
+        }
+    }
+
+    pub fn is_gpu(&self) -> bool {
+        !matches!(self, Device::Cpu)
+    }
+
+    /// Submits queued GPU work and waits for it (a no-op on the cpu).
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => g.synchronize(),
+        }
+    }
+
+    /// A one-line description: "cpu", or the adapter's name and backend.
+    pub fn describe(&self) -> String {
+        match self {
+            Device::Cpu => "cpu (ndarray)".to_string(),
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => format!("gpu: {} ({:?}, {:?})", g.name(), g.backend(), g.info().device_type),
         }
     }
 }
@@ -31,6 +74,8 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Device::Cpu => f.write_str("cpu"),
+            #[cfg(feature = "gpu")]
+            Device::Gpu(_) => f.write_str("gpu"),
         }
     }
 }

@@ -175,23 +175,35 @@ fn cross_entropy_label_out_of_range() {
 
 #[test]
 fn device_errors_are_clear() {
-    // Only the cpu backend exists, so a real mixed-device op cannot be built
-    // yet; check the error's format and Device::best()'s refusal instead.
-    let e = Error::Device { op: "add", found: "cpu and gpu:0".into() };
-    assert_eq!(e.to_string(), "add: expected all tensors on one device, found cpu and gpu:0");
     assert_eq!(Device::Cpu.to_string(), "cpu");
-
     let prev = std::env::var("SKIFF_DEVICE").ok();
-    std::env::set_var("SKIFF_DEVICE", "gpu");
-    let r = Device::best();
+    std::env::set_var("SKIFF_DEVICE", "tpu");
+    let bogus = Device::best();
     std::env::set_var("SKIFF_DEVICE", "cpu");
     let cpu = Device::best();
     match prev {
         Some(v) => std::env::set_var("SKIFF_DEVICE", v),
         None => std::env::remove_var("SKIFF_DEVICE"),
     }
-    err_with(r, &["Device::best", "gpu", "cpu"]);
+    err_with(bogus, &["Device::best", "tpu", "cpu", "gpu"]);
     assert_eq!(cpu.unwrap(), Device::Cpu);
+
+    // Mixing devices needs a second device: the GPU when one exists.
+    let Ok(gpu) = Device::gpu() else {
+        eprintln!("SKIPPED mixed-device checks: no GPU adapter on this machine");
+        return;
+    };
+    let a = f32s(&[2, 3]);
+    let b = a.to(&gpu).unwrap();
+    for (op, r) in [
+        ("add", a.add(&b)),
+        ("matmul", a.matmul(&b.transpose(0, 1).unwrap())),
+        ("where", Tensor::where_(&a.gt_scalar(0.0).unwrap(), &a, &b)),
+    ] {
+        let e = err_with(r, &[op, "cpu", "gpu"]);
+        assert!(matches!(e, Error::Device { .. }), "{op}: {e:?}");
+    }
+    err_with(Tensor::concat(&[a.clone(), b.clone()], 0), &["concat", "cpu", "gpu"]);
 }
 
 #[test]

@@ -12,7 +12,7 @@ fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_f64_vec()
+    x.to_f64_vec().unwrap()
 }
 
 #[test]
@@ -27,9 +27,9 @@ fn filled_tensors() {
     assert_eq!(Tensor::full(&[2], 7.0, DType::I32).to_vec::<i32>().unwrap(), vec![7, 7]);
     assert_eq!(Tensor::ones(&[2], DType::Bool).to_vec::<u8>().unwrap(), vec![1, 1]);
     let like = Tensor::zeros(&[2, 2], DType::F64);
-    assert_eq!(like.ones_like().to_vec::<f64>().unwrap(), vec![1.0; 4]);
-    assert_eq!(like.full_like(-3.0).to_vec::<f64>().unwrap(), vec![-3.0; 4]);
-    assert_eq!(like.ones_like().zeros_like().dtype(), DType::F64);
+    assert_eq!(like.ones_like().unwrap().to_vec::<f64>().unwrap(), vec![1.0; 4]);
+    assert_eq!(like.full_like(-3.0).unwrap().to_vec::<f64>().unwrap(), vec![-3.0; 4]);
+    assert_eq!(like.ones_like().unwrap().zeros_like().unwrap().dtype(), DType::F64);
     let e = Tensor::zeros(&[0, 3], DType::F32);
     assert_eq!((e.numel(), e.shape()), (0, &[0usize, 3][..]));
     assert!(e.to_vec::<f32>().unwrap().is_empty());
@@ -47,7 +47,7 @@ fn scalars() {
     let d: Tensor = 2.0f64.into();
     assert_eq!(d.dtype(), DType::F64);
     assert_eq!(Tensor::scalar(1.0, DType::I32).item().unwrap(), 1.0);
-    assert_eq!(s.scalar_like(1.0).dtype(), DType::F64);
+    assert_eq!(s.scalar_like(1.0).unwrap().dtype(), DType::F64);
     assert_eq!(Tensor::ones(&[1, 1, 1], DType::F32).item().unwrap(), 1.0);
 }
 
@@ -90,10 +90,10 @@ fn from_vec_and_from_slice() {
     assert_eq!((b.dtype(), b.to_vec::<f64>().unwrap()), (DType::F64, vec![1.5, -2.0]));
     let i = Tensor::from_slice(&[3i32, -4], &[2]).unwrap();
     assert_eq!(i.dtype(), DType::I32);
-    assert_eq!(i.to_f32_vec(), vec![3.0, -4.0]);
+    assert_eq!(i.to_f32_vec().unwrap(), vec![3.0, -4.0]);
     let m = Tensor::from_bools(&[true, false, true], &[3]).unwrap();
     assert_eq!(m.dtype(), DType::Bool);
-    assert_eq!(m.to_f64_vec(), vec![1.0, 0.0, 1.0]);
+    assert_eq!(m.to_f64_vec().unwrap(), vec![1.0, 0.0, 1.0]);
     assert_eq!(Tensor::from_vec(vec![7.0f64], &[]).unwrap().item().unwrap(), 7.0);
     assert!(Tensor::from_vec(Vec::<f32>::new(), &[0, 5]).is_ok());
     // Clones share the tensor; detach makes a new handle on the same data.
@@ -111,8 +111,8 @@ fn to_vec_checks_the_dtype() {
     assert!(Tensor::ones(&[2], DType::I32).to_vec::<f32>().is_err());
     assert!(Tensor::ones(&[2], DType::Bool).to_vec::<i32>().is_err());
     // to_f64_vec / to_f32_vec convert any dtype.
-    assert_eq!(a.to_f64_vec(), vec![1.0, 1.0]);
-    assert_eq!(Tensor::ones(&[2], DType::F64).to_f32_vec(), vec![1.0, 1.0]);
+    assert_eq!(a.to_f64_vec().unwrap(), vec![1.0, 1.0]);
+    assert_eq!(Tensor::ones(&[2], DType::F64).to_f32_vec().unwrap(), vec![1.0, 1.0]);
     // Conversions between dtypes.
     let f = Tensor::from_slice(&[1.7f64, -1.7, 0.0], &[3]).unwrap();
     assert_eq!(f.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap(), vec![1, -1, 0]);

@@ -9,7 +9,7 @@ fn t(v: &[f64], shape: &[usize]) -> Tensor {
 }
 
 fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_f64_vec()
+    x.to_f64_vec().unwrap()
 }
 
 fn range(shape: &[usize]) -> Tensor {

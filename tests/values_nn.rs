@@ -16,7 +16,7 @@ fn ix(v: &[i32], s: &[usize]) -> Tensor {
     Tensor::from_slice(v, s).unwrap()
 }
 fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_f64_vec()
+    x.to_f64_vec().unwrap()
 }
 fn assert_close(got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "lengths differ: {got:?} vs {want:?}");

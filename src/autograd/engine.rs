@@ -210,14 +210,14 @@ fn execute(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> 
             let backward = def.backward.ok_or_else(|| {
                 Error::autograd(def.name, "op has no backward rule but was recorded (internal error)")
             })?;
-            let grads = fill_missing(node, grads);
+            let grads = fill_missing(node, grads)?;
             let ctx = BackwardCtx { node, saved, attrs };
             backward(&ctx, &grads)?
         }
         NodeKind::Custom { func, .. } => {
             let saved = node.unpack_saved()?;
             let ctx = FunctionCtx::for_backward(saved, node);
-            let grads = fill_missing(node, grads);
+            let grads = fill_missing(node, grads)?;
             func.backward(&ctx, &grads)?
         }
     };
@@ -226,15 +226,16 @@ fn execute(node: &Arc<Node>, grads: Vec<Option<Tensor>>, create_graph: bool) -> 
 }
 
 /// Outputs that received no gradient get zeros, so rules always see every output's gradient.
-fn fill_missing(node: &Node, grads: Vec<Option<Tensor>>) -> Vec<Tensor> {
+fn fill_missing(node: &Node, grads: Vec<Option<Tensor>>) -> Result<Vec<Tensor>> {
     grads
         .into_iter()
         .enumerate()
-        .map(|(i, g)| {
-            g.unwrap_or_else(|| {
+        .map(|(i, g)| match g {
+            Some(g) => Ok(g),
+            None => {
                 let m = &node.outputs[i];
                 Tensor::full_on(&m.shape, 0.0, m.dtype, &m.device)
-            })
+            }
         })
         .collect()
 }
@@ -320,7 +321,7 @@ fn check_root(op: &'static str, t: &Tensor, grad: Option<&Tensor>) -> Result<(Ed
                     format!("gradient can be implicitly created only for scalar outputs; got shape {:?}: pass an output gradient", t.shape()),
                 ));
             }
-            Tensor::full_on(t.shape(), 1.0, t.dtype(), &t.device())
+            Tensor::full_on(t.shape(), 1.0, t.dtype(), &t.device())?
         }
     };
     Ok((edge, g))

@@ -237,6 +237,9 @@ impl<'a> BackwardCtx<'a> {
     pub fn input_dtype(&self, i: usize) -> DType {
         self.node.inputs[i].dtype
     }
+    pub fn input_device(&self, i: usize) -> &Device {
+        &self.node.inputs[i].device
+    }
     pub fn output_shape(&self, i: usize) -> &[usize] {
         &self.node.outputs[i].shape
     }

@@ -10,9 +10,11 @@ use crate::shape::Layout;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
 
-fn cpu_of(buf: &Buffer) -> &CpuBuffer {
+fn cpu_of(buf: &Buffer) -> Result<&CpuBuffer> {
     match buf {
-        Buffer::Cpu(b) => b,
+        Buffer::Cpu(b) => Ok(b),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(_) => Err(Error::value("index", "index kernels are not available on the GPU yet")),
     }
 }
 
@@ -34,7 +36,7 @@ fn checked_indices(
     data_shape: &[usize],
 ) -> Result<Vec<usize>> {
     let g = index.storage().read();
-    let CpuBuffer::I32(v) = cpu_of(&g) else {
+    let CpuBuffer::I32(v) = cpu_of(&g)? else {
         return Err(Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape())));
     };
     let vals = contiguous(v, index.layout());
@@ -81,7 +83,7 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     let (outer, dim, inner) = split3(x.shape(), axis);
     let g = x.storage().read();
-    let out = crate::with_cpu_buffer!(cpu_of(&g), v, T => {
+    let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => {
         T::wrap(k::index_select(&contiguous(v, x.layout()), outer, dim, inner, &idx))
     });
     let mut shape = x.dims();
@@ -94,7 +96,7 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     let (outer, dim, inner) = split3(base.shape(), axis);
     let (gb, gs) = (base.storage().read(), src.storage().read());
-    let out = addable_pair!(op, cpu_of(&gb), cpu_of(&gs), |b, s| {
+    let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
         let mut out = gather_strided(b, base.layout());
         k::index_add(&mut out, outer, dim, inner, &idx, &contiguous(s, src.layout()));
         out
@@ -106,7 +108,8 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
 pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     let g = x.storage().read();
-    let out = crate::with_cpu_buffer!(cpu_of(&g), v, T => T::wrap(k::gather(v, x.layout(), axis, &idx, index.shape())));
+    let out =
+        crate::with_cpu_buffer!(cpu_of(&g)?, v, T => T::wrap(k::gather(v, x.layout(), axis, &idx, index.shape())));
     Ok(Tensor::from_buffer(Buffer::Cpu(out), index.shape()))
 }
 
@@ -114,7 +117,7 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
 pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     let (gb, gs) = (base.storage().read(), src.storage().read());
-    let out = addable_pair!(op, cpu_of(&gb), cpu_of(&gs), |b, s| {
+    let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
         let mut out = gather_strided(b, base.layout());
         k::scatter_add(&mut out, base.shape(), axis, &idx, index.shape(), s, src.layout());
         out

@@ -6,6 +6,8 @@
 //! device and run the cpu kernel (today) or, in the next issue, a WGSL kernel.
 
 pub mod cpu;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 
 use crate::device::Device;
 use crate::dtype::DType;
@@ -18,17 +20,23 @@ pub use cpu::CpuBuffer;
 #[derive(Debug)]
 pub enum Buffer {
     Cpu(CpuBuffer),
+    #[cfg(feature = "gpu")]
+    Gpu(gpu::GpuBuffer),
 }
 
 impl Buffer {
     pub fn device(&self) -> Device {
         match self {
             Buffer::Cpu(_) => Device::Cpu,
+            #[cfg(feature = "gpu")]
+            Buffer::Gpu(b) => Device::Gpu(b.device()),
         }
     }
     pub fn dtype(&self) -> DType {
         match self {
             Buffer::Cpu(b) => b.dtype(),
+            #[cfg(feature = "gpu")]
+            Buffer::Gpu(b) => b.dtype,
         }
     }
 }
@@ -53,8 +61,10 @@ pub fn new_storage(buf: Buffer) -> Storage {
 impl Drop for StorageInner {
     fn drop(&mut self) {
         let buf = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
-        let Buffer::Cpu(b) = std::mem::replace(buf, Buffer::Cpu(CpuBuffer::F32(Vec::new())));
-        cpu::pool::give(b);
+        // A GpuBuffer returns itself to its device's pool when dropped.
+        if let Buffer::Cpu(b) = std::mem::replace(buf, Buffer::Cpu(CpuBuffer::F32(Vec::new()))) {
+            cpu::pool::give(b);
+        }
     }
 }
 
@@ -82,3 +92,35 @@ pub mod index;
 pub mod matmul;
 pub mod movement;
 pub mod reduce;
+
+/// A copy of `x` on `device` (contiguous), converting the storage format as needed.
+pub fn transfer(x: &crate::tensor::Tensor, device: &Device) -> crate::error::Result<crate::tensor::Tensor> {
+    let g = x.storage().read();
+    let buf = match (&*g, device) {
+        (Buffer::Cpu(b), Device::Cpu) => {
+            Buffer::Cpu(crate::with_cpu_buffer!(b, v, T => <T as cpu::Elem>::wrap(cpu::gather_strided(v, x.layout()))))
+        }
+        #[cfg(feature = "gpu")]
+        (Buffer::Cpu(b), Device::Gpu(d)) => Buffer::Gpu(gpu::elementwise::upload(d.context(), b, x.layout())?),
+        #[cfg(feature = "gpu")]
+        (Buffer::Gpu(b), Device::Cpu) => Buffer::Cpu(gpu::elementwise::download(b, x.layout())?),
+        #[cfg(feature = "gpu")]
+        (Buffer::Gpu(b), Device::Gpu(d)) => {
+            let host = gpu::elementwise::download(b, x.layout())?;
+            Buffer::Gpu(gpu::elementwise::upload(d.context(), &host, &crate::shape::Layout::contiguous(x.shape()))?)
+        }
+    };
+    Ok(crate::tensor::Tensor::from_buffer(buf, x.shape()))
+}
+
+/// The elements of `x` in row-major order as a host buffer (reads back from a GPU).
+pub fn host_copy(x: &crate::tensor::Tensor) -> crate::error::Result<CpuBuffer> {
+    let g = x.storage().read();
+    match &*g {
+        Buffer::Cpu(b) => {
+            Ok(crate::with_cpu_buffer!(b, v, T => <T as cpu::Elem>::wrap(cpu::gather_strided(v, x.layout()))))
+        }
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => gpu::elementwise::download(b, x.layout()),
+    }
+}

@@ -17,10 +17,18 @@ pub fn assemble(
     fill: f64,
     pieces: &[(Layout, &Tensor)],
 ) -> Result<Tensor> {
+    #[cfg(feature = "gpu")]
+    if let Some((_, first)) = pieces.first() {
+        if let crate::device::Device::Gpu(dev) = first.device() {
+            return assemble_gpu(op, dev.context(), shape, dtype, fill, pieces);
+        }
+    }
     let mut out = CpuBuffer::filled(dtype, shape.iter().product(), fill);
     for (region, src) in pieces {
         let g = src.storage().read();
-        let Buffer::Cpu(s) = &*g;
+        let Buffer::Cpu(s) = &*g else {
+            return Err(Error::Device { op, found: format!("pieces on {} and cpu", src.device()) });
+        };
         match (&mut out, s) {
             (CpuBuffer::F32(d), CpuBuffer::F32(s)) => {
                 cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
@@ -40,4 +48,26 @@ pub fn assemble(
         }
     }
     Ok(Tensor::from_buffer(Buffer::Cpu(out), shape))
+}
+
+#[cfg(feature = "gpu")]
+fn assemble_gpu(
+    op: &'static str,
+    ctx: &std::sync::Arc<super::gpu::GpuContext>,
+    shape: &[usize],
+    dtype: DType,
+    fill: f64,
+    pieces: &[(Layout, &Tensor)],
+) -> Result<Tensor> {
+    use super::gpu::elementwise as g;
+    let n: usize = shape.iter().product();
+    let out = g::full(ctx, dtype, n, fill)?;
+    for (region, src) in pieces {
+        let gs = src.storage().read();
+        let Buffer::Gpu(s) = &*gs else {
+            return Err(Error::Device { op, found: format!("pieces on gpu and {}", src.device()) });
+        };
+        g::copy_into(s, src.layout(), &out, region)?;
+    }
+    Ok(Tensor::from_buffer(Buffer::Gpu(out), shape))
 }

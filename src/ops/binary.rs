@@ -47,13 +47,14 @@ macro_rules! binary_slices {
 }
 
 macro_rules! binary_row {
-    ($NAME:ident, $name:literal, |$a:ident, $b:ident| $e:expr, saves_inputs: $si:expr, saves_output: $so:expr,
-     backward: $bw:expr, cases: $cases:expr) => {
+    ($NAME:ident, $name:literal, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal, saves_inputs: $si:expr,
+     saves_output: $so:expr, backward: $bw:expr, cases: $cases:expr) => {
         pub static $NAME: BinaryDef = BinaryDef {
             op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: true, cases: $cases },
             kernel: BinaryKernel {
         f32: binary_slices!(f32 => f32, |$a, $b| $e),
         f64: binary_slices!(f64 => f64, |$a, $b| $e),
+                wgsl: $wgsl,
             },
             saves_inputs: $si,
             saves_output: $so,
@@ -85,34 +86,34 @@ fn broadcast_cases(name: &'static str, lo: f64, hi: f64, run: fn(&[Tensor]) -> R
     ]
 }
 
-binary_row!(ADD, "add", |a, b| a + b, saves_inputs: false, saves_output: false,
+binary_row!(ADD, "add", |a, b| a + b, wgsl: "a + b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || Ok(g[0].clone())),
     cases: || broadcast_cases("add", -2.0, 2.0, |xs| xs[0].add(&xs[1])));
-binary_row!(SUB, "sub", |a, b| a - b, saves_inputs: false, saves_output: false,
+binary_row!(SUB, "sub", |a, b| a - b, wgsl: "a - b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || g[0].neg()),
     cases: || broadcast_cases("sub", -2.0, 2.0, |xs| xs[0].sub(&xs[1])));
-binary_row!(MUL, "mul", |a, b| a * b, saves_inputs: true, saves_output: false,
+binary_row!(MUL, "mul", |a, b| a * b, wgsl: "a * b", saves_inputs: true, saves_output: false,
     backward: |c, g| grads(c, || g[0].mul(c.saved(1)), || g[0].mul(c.saved(0))),
     cases: || broadcast_cases("mul", -2.0, 2.0, |xs| xs[0].mul(&xs[1])));
-binary_row!(DIV, "div", |a, b| a / b, saves_inputs: true, saves_output: false,
+binary_row!(DIV, "div", |a, b| a / b, wgsl: "a / b", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (a, b) = (c.saved(0), c.saved(1));
         grads(c, || g[0].div(b), || g[0].mul(a)?.div(&b.mul(b)?)?.neg())
     },
     cases: || broadcast_cases("div", 0.5, 2.0, |xs| xs[0].div(&xs[1])));
-binary_row!(POW, "pow", |a, b| a.powf(b), saves_inputs: true, saves_output: true,
+binary_row!(POW, "pow", |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
     backward: |c, g| {
         let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
         grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))
     },
     cases: || broadcast_cases("pow", 0.5, 2.0, |xs| xs[0].pow(&xs[1])));
-binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, saves_inputs: true, saves_output: false,
+binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, wgsl: "select(b, a, a >= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (wa, wb) = tie_weights(c.saved(0), c.saved(1))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
     cases: || broadcast_cases("maximum", -2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
-binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, saves_inputs: true, saves_output: false,
+binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, wgsl: "select(b, a, a <= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         // a gets the gradient where b > a: the weight of the larger of (b, a) goes to a.
         let (wa, wb) = tie_weights(c.saved(1), c.saved(0))?;

@@ -16,7 +16,7 @@ pub struct CompareDef {
 }
 
 macro_rules! compare_row {
-    ($NAME:ident, $name:literal, $method:ident, |$a:ident, $b:ident| $e:expr) => {
+    ($NAME:ident, $name:literal, $method:ident, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal) => {
         pub static $NAME: CompareDef = CompareDef {
             op: OpDef {
                 name: $name,
@@ -36,17 +36,18 @@ macro_rules! compare_row {
         f64: binary_slices!(f64 => u8, |$a, $b| ($e) as u8),
         i32: binary_slices!(i32 => u8, |$a, $b| ($e) as u8),
         bool: binary_slices!(u8 => u8, |$a, $b| ($e) as u8),
+                wgsl: $wgsl,
             },
         };
     };
 }
 
-compare_row!(EQ, "eq", eq, |a, b| a == b);
-compare_row!(NE, "ne", ne, |a, b| a != b);
-compare_row!(LT, "lt", lt, |a, b| a < b);
-compare_row!(LE, "le", le, |a, b| a <= b);
-compare_row!(GT, "gt", gt, |a, b| a > b);
-compare_row!(GE, "ge", ge, |a, b| a >= b);
+compare_row!(EQ, "eq", eq, |a, b| a == b, wgsl: "a == b");
+compare_row!(NE, "ne", ne, |a, b| a != b, wgsl: "a != b");
+compare_row!(LT, "lt", lt, |a, b| a < b, wgsl: "a < b");
+compare_row!(LE, "le", le, |a, b| a <= b, wgsl: "a <= b");
+compare_row!(GT, "gt", gt, |a, b| a > b, wgsl: "a > b");
+compare_row!(GE, "ge", ge, |a, b| a >= b, wgsl: "a >= b");
 
 fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let name = def.op.name;
@@ -61,7 +62,7 @@ static WHERE: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let cond = c.saved(0);
-        let zero = g[0].zeros_scalar();
+        let zero = g[0].zeros_scalar()?;
         let ga = if c.needs_input_grad(1) {
             Some(Tensor::where_(cond, &g[0], &zero)?.sum_to(c.input_shape(1))?)
         } else {
@@ -123,26 +124,26 @@ impl Tensor {
         compare(&GE, self, other)
     }
     /// A rank-0 tensor holding `v` with this tensor's dtype and device.
-    pub fn scalar_like(&self, v: f64) -> Tensor {
+    pub fn scalar_like(&self, v: f64) -> Result<Tensor> {
         Tensor::full_on(&[], v, self.dtype(), &self.device())
     }
-    pub(crate) fn zeros_scalar(&self) -> Tensor {
+    pub(crate) fn zeros_scalar(&self) -> Result<Tensor> {
         self.scalar_like(0.0)
     }
     pub fn eq_scalar(&self, v: f64) -> Result<Tensor> {
-        self.eq(&self.scalar_like(v))
+        self.eq(&self.scalar_like(v)?)
     }
     pub fn gt_scalar(&self, v: f64) -> Result<Tensor> {
-        self.gt(&self.scalar_like(v))
+        self.gt(&self.scalar_like(v)?)
     }
     pub fn ge_scalar(&self, v: f64) -> Result<Tensor> {
-        self.ge(&self.scalar_like(v))
+        self.ge(&self.scalar_like(v)?)
     }
     pub fn lt_scalar(&self, v: f64) -> Result<Tensor> {
-        self.lt(&self.scalar_like(v))
+        self.lt(&self.scalar_like(v)?)
     }
     pub fn le_scalar(&self, v: f64) -> Result<Tensor> {
-        self.le(&self.scalar_like(v))
+        self.le(&self.scalar_like(v)?)
     }
     /// Elementwise `cond ? a : b` with broadcasting; `cond` must be a bool mask.
     pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {

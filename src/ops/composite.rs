@@ -204,7 +204,7 @@ impl Tensor {
         // Drawn and compared in f64 so an f32 and an f64 run keep the same elements.
         let keep = Tensor::rand(self.shape(), DType::F64).to(&self.device())?.ge_scalar(p)?;
         // where_ saves only the bool mask for backward (a mul would save a float mask).
-        Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar())
+        Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar()?)
     }
 
     /// Embedding lookup: `self` is the `[V, D]` table, `indices` any-shaped

@@ -21,7 +21,7 @@ fn axis_of(c: &BackwardCtx) -> usize {
 /// Zeros of the input's shape as a broadcast scalar: the backward's scatter
 /// target costs one allocation (the kernel's output), not two.
 fn zeros_of_input(c: &BackwardCtx, g: &Tensor) -> Result<Tensor> {
-    g.zeros_scalar().expand_dims(c.input_shape(0))
+    g.zeros_scalar()?.expand_dims(c.input_shape(0))
 }
 
 static INDEX_SELECT: OpDef = OpDef {

@@ -220,8 +220,32 @@ static SQUEEZE: OpDef = OpDef {
     },
 };
 
+/// Moving between devices: the gradient moves back.
+static TO_DEVICE: OpDef = OpDef {
+    name: "to_device",
+    kind: OpKind::Primitive,
+    backward: Some(|c, g| one(g[0].to(c.input_device(0)))),
+    second_order: true,
+    cases: || {
+        // On the cpu alone this is the identity; the cpu-vs-gpu parity tests
+        // move every case's inputs and gradients across devices for real.
+        vec![Case::new("to the same device", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| {
+            x[0].to(&x[0].device())?.mul_scalar(2.0)
+        })]
+    },
+};
+
+/// Copies `x` to `device` (recorded, so gradients flow back to `x`'s device).
+pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Tensor> {
+    let out = crate::backend::transfer(x, device)?;
+    if !needs_record(&[x]) {
+        return Ok(out);
+    }
+    Ok(record(&TO_DEVICE, Attrs::None, &[x], &[], false, out))
+}
+
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![&RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONCAT, &PAD, &CONTIGUOUS, &SQUEEZE]
+    vec![&TO_DEVICE, &RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONCAT, &PAD, &CONTIGUOUS, &SQUEEZE]
 }
 
 /// Resolves one -1 in a requested shape.
@@ -518,7 +542,7 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let out = be_copy::copy(self);
+        let out = be_copy::copy(self)?;
         if !needs_record(&[self]) {
             return Ok(out);
         }
@@ -526,7 +550,7 @@ impl Tensor {
     }
     /// A fresh contiguous copy that never shares storage (differentiable, like PyTorch's `clone`).
     pub fn contiguous_copy(&self) -> Result<Tensor> {
-        let out = be_copy::copy(self);
+        let out = be_copy::copy(self)?;
         if !needs_record(&[self]) {
             return Ok(out);
         }

@@ -211,7 +211,7 @@ impl Tensor {
     /// log(sum(exp(x))) over `axes`, shifted by the max for stability.
     pub fn logsumexp(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let m = self.max(axes, true)?.detach();
-        let m = Tensor::where_(&m.abs()?.lt_scalar(f64::INFINITY)?, &m, &m.zeros_like())?;
+        let m = Tensor::where_(&m.abs()?.lt_scalar(f64::INFINITY)?, &m, &m.zeros_like()?)?;
         let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
         if keepdim {
             Ok(s)

@@ -68,11 +68,15 @@ macro_rules! slice_kernel {
 }
 
 macro_rules! unary_row {
-    ($NAME:ident, $name:literal, |$x:ident, $p:ident| $e:expr, saves: $saves:ident, second_order: $so:expr,
-     backward: $bw:expr, cases: $cases:expr) => {
+    ($NAME:ident, $name:literal, |$x:ident, $p:ident| $e:expr, wgsl: $wgsl:literal, saves: $saves:ident,
+     second_order: $so:expr, backward: $bw:expr, cases: $cases:expr) => {
         pub static $NAME: UnaryDef = UnaryDef {
             op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: $so, cases: $cases },
-            kernel: UnaryKernel { f32: slice_kernel!(f32, |$x, $p| $e), f64: slice_kernel!(f64, |$x, $p| $e) },
+            kernel: UnaryKernel {
+                f32: slice_kernel!(f32, |$x, $p| $e),
+                f64: slice_kernel!(f64, |$x, $p| $e),
+                wgsl: $wgsl,
+            },
             saves: Saves::$saves,
         };
     };
@@ -109,54 +113,53 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 const GELU_K: f64 = 0.044715;
 const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
-unary_row!(NEG, "neg", |x, p| -x, saves: Nothing, second_order: true,
+unary_row!(NEG, "neg", |x, p| -x, wgsl: "-x", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].neg()),
     cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg()));
-unary_row!(EXP, "exp", |x, p| x.exp(), saves: Output, second_order: true,
+unary_row!(EXP, "exp", |x, p| x.exp(), wgsl: "exp(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(c.saved(0))),
     cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp()));
-unary_row!(LOG, "log", |x, p| x.ln(), saves: Input, second_order: true,
+unary_row!(LOG, "log", |x, p| x.ln(), wgsl: "log(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0))),
     cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log()));
-unary_row!(SQRT, "sqrt", |x, p| x.sqrt(), saves: Output, second_order: true,
+unary_row!(SQRT, "sqrt", |x, p| x.sqrt(), wgsl: "sqrt(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0)).and_then(|t| t.mul_scalar(0.5))),
     cases: cases!("sqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].sqrt()));
-unary_row!(RSQRT, "rsqrt", |x, p| 1.0 / x.sqrt(), saves: Output, second_order: true,
+unary_row!(RSQRT, "rsqrt", |x, p| 1.0 / x.sqrt(), wgsl: "inverseSqrt(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.mul(y)?)?.mul_scalar(-0.5)) },
     cases: cases!("rsqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].rsqrt()));
-unary_row!(ABS, "abs", |x, p| x.abs(), saves: Input, second_order: true,
+unary_row!(ABS, "abs", |x, p| x.abs(), wgsl: "abs(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sign()?)),
     cases: cases!("abs", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].abs()));
-unary_row!(SIGN, "sign", |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, saves: Nothing, second_order: true,
+unary_row!(SIGN, "sign", |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, wgsl: "sign(x)", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].mul_scalar(0.0)),
     cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign()));
-unary_row!(SIN, "sin", |x, p| x.sin(), saves: Input, second_order: true,
+unary_row!(SIN, "sin", |x, p| x.sin(), wgsl: "sin(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).cos()?)),
     cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin()));
-unary_row!(COS, "cos", |x, p| x.cos(), saves: Input, second_order: true,
+unary_row!(COS, "cos", |x, p| x.cos(), wgsl: "cos(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sin()?)?.neg()),
     cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos()));
-unary_row!(TANH, "tanh", |x, p| x.tanh(), saves: Output, second_order: true,
+unary_row!(TANH, "tanh", |x, p| x.tanh(), wgsl: "tanh(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
     cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh()));
-unary_row!(SIGMOID, "sigmoid", |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) },
-    saves: Output, second_order: true,
+unary_row!(SIGMOID, "sigmoid", |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
     cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid()));
-unary_row!(RELU, "relu", |x, p| if x > 0.0 { x } else { 0.0 }, saves: Output, second_order: true,
+unary_row!(RELU, "relu", |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?)),
     cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu()));
-unary_row!(LEAKY_RELU, "leaky_relu", |x, p| if x > 0.0 { x } else { p[0] * x }, saves: Input, second_order: true,
+unary_row!(LEAKY_RELU, "leaky_relu", |x, p| if x > 0.0 { x } else { p[0] * x }, wgsl: "select(p0 * x, x, x > 0.0)", saves: Input, second_order: true,
     backward: |c, g| {
         let a = p0(c.attrs());
         let m = c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?;
         one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
     },
     cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1)));
-unary_row!(GELU, "gelu", |x, p| x.gelu_tanh(), saves: Input, second_order: true,
+unary_row!(GELU, "gelu", |x, p| x.gelu_tanh(), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
     cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu()));
-unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), saves: Input, second_order: true,
+unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.0 + erf_approx(x * 0.70710678118))", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
@@ -164,34 +167,33 @@ unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), saves: Input, second
         one(g[0].mul(&cdf.add(&x.mul(&pdf)?)?))
     },
     cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf()));
-unary_row!(ERF, "erf", |x, p| x.erf_(), saves: Input, second_order: true,
+unary_row!(ERF, "erf", |x, p| x.erf_(), wgsl: "erf_approx(x)", saves: Input, second_order: true,
     backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?)) },
     cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf()));
-unary_row!(SILU, "silu", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) },
-    saves: Input, second_order: true,
+unary_row!(SILU, "silu", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let s = x.sigmoid()?;
         one(g[0].mul(&s.mul(&x.mul(&s.neg()?.add_scalar(1.0)?)?.add_scalar(1.0)?)?))
     },
     cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu()));
-unary_row!(SOFTPLUS, "softplus", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), saves: Input, second_order: true,
+unary_row!(SOFTPLUS, "softplus", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
     cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus()));
-unary_row!(POW_SCALAR, "pow_scalar", |x, p| x.powf(p[0]), saves: Input, second_order: true,
+unary_row!(POW_SCALAR, "pow_scalar", |x, p| x.powf(p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
 backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
 cases: || vec![
     Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)),
     Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0)),
     Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5)),
 ]);
-unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], saves: Nothing, second_order: true,
+unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], wgsl: "x + p0", saves: Nothing, second_order: true,
     backward: |_, g| one(Ok(g[0].clone())),
     cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5)));
-unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], saves: Nothing, second_order: true,
+unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], wgsl: "x * p0", saves: Nothing, second_order: true,
     backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
     cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5)));
-unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, saves: Input, second_order: true,
+unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, wgsl: "min(max(x, p0), p1)", saves: Input, second_order: true,
 backward: |c, g| {
     let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
     let x = c.saved(0);

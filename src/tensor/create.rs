@@ -31,19 +31,24 @@ impl Tensor {
         Tensor::full(shape, 1.0, dtype)
     }
     /// Zeros with this tensor's shape, dtype and device.
-    pub fn zeros_like(&self) -> Tensor {
+    pub fn zeros_like(&self) -> Result<Tensor> {
         Tensor::full_like(self, 0.0)
     }
-    pub fn ones_like(&self) -> Tensor {
+    pub fn ones_like(&self) -> Result<Tensor> {
         Tensor::full_like(self, 1.0)
     }
-    pub fn full_like(&self, value: f64) -> Tensor {
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
         Tensor::full_on(self.shape(), value, self.dtype(), &self.device())
     }
-    /// `full` placed directly on `device`.
-    pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Tensor {
+    /// `full` placed directly on `device` (on a GPU: a fill kernel, no upload).
+    pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         match device {
-            Device::Cpu => Tensor::full(shape, value, dtype),
+            Device::Cpu => Ok(Tensor::full(shape, value, dtype)),
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => {
+                let b = crate::backend::gpu::elementwise::full(g.context(), dtype, numel(shape), value)?;
+                Ok(Tensor::from_buffer(Buffer::Gpu(b), shape))
+            }
         }
     }
     /// A rank-0 tensor.
@@ -124,9 +129,10 @@ impl Tensor {
     /// Moves (copies) the tensor to `device`; a no-op when it is already there.
     /// The result keeps autograd history, so gradients flow back across devices.
     pub fn to(&self, device: &Device) -> Result<Tensor> {
-        match (self.device(), device) {
-            (Device::Cpu, Device::Cpu) => Ok(self.clone()),
+        if &self.device() == device {
+            return Ok(self.clone());
         }
+        crate::ops::movement::to_device(self, device)
     }
 }
 

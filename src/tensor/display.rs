@@ -48,9 +48,11 @@ fn write_dim(out: &mut String, vals: &[f64], shape: &[usize], dtype: DType, abbr
 
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let vals = self.to_f64_vec();
         let mut body = String::new();
-        write_dim(&mut body, &vals, self.shape(), self.dtype(), vals.len() > MAX_FULL, 7);
+        match self.to_f64_vec() {
+            Ok(vals) => write_dim(&mut body, &vals, self.shape(), self.dtype(), vals.len() > MAX_FULL, 7),
+            Err(e) => body = format!("<values unavailable: {e}>"),
+        }
         write!(f, "tensor({body}, shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
         if let Some(name) = self.grad_fn_name() {
             write!(f, ", grad_fn={name}")?;

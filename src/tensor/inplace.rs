@@ -118,7 +118,7 @@ impl Tensor {
                 // Keeps the tensor in the graph with a zero gradient, as PyTorch does.
                 s.mul_scalar(0.0)?.add_scalar(value)
             } else {
-                Ok(s.full_like(value))
+                s.full_like(value)
             }
         })
     }

@@ -169,29 +169,24 @@ impl Tensor {
                 format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
             ));
         }
-        let guard = self.0.storage.read();
-        match &*guard {
-            Buffer::Cpu(b) => Ok(cpu::gather_strided(T::slice(b).expect("dtype checked"), &self.0.layout)),
-        }
+        let host = crate::backend::host_copy(self)?;
+        T::unwrap(host).ok_or_else(|| Error::dtype("to_vec", format!("internal: {} storage", self.dtype())))
     }
-    /// The elements converted to f64 (any dtype; masks give 0/1).
-    pub fn to_f64_vec(&self) -> Vec<f64> {
-        let guard = self.0.storage.read();
-        match &*guard {
-            Buffer::Cpu(b) => crate::with_cpu_buffer!(b, v, T => {
-                cpu::gather_strided(v, &self.0.layout).into_iter().map(cpu::Elem::to_f64).collect()
-            }),
-        }
+    /// The elements converted to f64 (any dtype; masks give 0/1). Reads back
+    /// from a GPU (blocking natively), which can fail if the device was lost.
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        let host = crate::backend::host_copy(self)?;
+        Ok(crate::with_cpu_buffer!(&host, v, T => v.iter().map(|&x| cpu::Elem::to_f64(x)).collect()))
     }
     /// The elements as f32 (floats converted; integer and mask dtypes too).
-    pub fn to_f32_vec(&self) -> Vec<f32> {
-        self.to_f64_vec().into_iter().map(|x| x as f32).collect()
+    pub fn to_f32_vec(&self) -> Result<Vec<f32>> {
+        Ok(self.to_f64_vec()?.into_iter().map(|x| x as f32).collect())
     }
     /// The single value of a one-element tensor, as f64.
     pub fn item(&self) -> Result<f64> {
         if self.numel() != 1 {
             return Err(Error::shape("item", format!("needs a one-element tensor, got shape {:?}", self.shape())));
         }
-        Ok(self.to_f64_vec()[0])
+        Ok(self.to_f64_vec()?[0])
     }
 }

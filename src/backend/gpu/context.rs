@@ -1,0 +1,73 @@
+//! Creating the wgpu instance, adapter and device. This is the ONLY file with
+//! `cfg(target_arch = "wasm32")` seams: natively adapter and device requests
+//! block on pollster; in the browser they must be awaited (the WebAssembly
+//! issue wires the async path to `init()`), and readback never blocks there.
+
+use crate::error::{Error, Result};
+
+/// What `request` produced: the adapter's description and the device/queue pair.
+pub struct Opened {
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+}
+
+/// Asks the platform for the best adapter and opens a device with the
+/// adapter's own limits (so large storage buffers work where the hardware
+/// allows them), and the WebGPU defaults as the floor.
+pub async fn request() -> Result<Opened> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| Error::value("Device::gpu", format!("no GPU adapter available: {e}")))?;
+    let info = adapter.get_info();
+    let limits = adapter.limits();
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("skiff"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| Error::value("Device::gpu", format!("adapter '{}' refused a device: {e}", info.name)))?;
+    Ok(Opened { info, limits, device, queue })
+}
+
+/// Blocks on a future natively.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    pollster::block_on(f)
+}
+
+/// Waits for all submitted GPU work (natively; the browser resolves map callbacks itself).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn wait_idle(device: &wgpu::Device) -> Result<()> {
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map(|_| ())
+        .map_err(|e| Error::value("gpu", format!("waiting for the GPU failed: {e}")))
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn wait_idle(_device: &wgpu::Device) -> Result<()> {
+    Ok(())
+}
+
+/// Opens the device synchronously (native only; the browser path is async).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn request_blocking() -> Result<Opened> {
+    block_on(request())
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn request_blocking() -> Result<Opened> {
+    Err(Error::value("Device::gpu", "in the browser the GPU must be initialised asynchronously"))
+}

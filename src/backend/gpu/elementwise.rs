@@ -1,0 +1,214 @@
+//! Elementwise families, casts, fills, copies, uploads and readback on the GPU.
+
+use super::kernels::{elementwise_params, launch, Template};
+use super::{wgsl_type, GpuBuffer, GpuContext};
+use crate::backend::cpu::{gather_strided, CpuBuffer};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Layout;
+use std::sync::Arc;
+
+fn f32_bits(v: f64) -> u32 {
+    (v as f32).to_bits()
+}
+
+fn scalar_bits(v: f64, dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 | DType::F64 => f32_bits(v),
+        DType::I32 => (v as i32) as u32,
+        DType::Bool => (v != 0.0) as u32,
+    }
+}
+
+/// `out = expr(x)` for a unary row (`x`, `p0`, `p1` in scope).
+pub fn unary(op: &'static str, x: &GpuBuffer, lx: &Layout, expr: &str, p: [f64; 2]) -> Result<GpuBuffer> {
+    let ctx = x.ctx().clone();
+    let out = GpuBuffer::new(&ctx, op, DType::F32, lx.numel())?;
+    let params = elementwise_params(op, &lx.shape, &[lx], &[f32_bits(p[0]), f32_bits(p[1])])?;
+    let key = format!("unary:{op}");
+    let src = || {
+        let t = Template {
+            inputs: &[("A", DType::F32)],
+            out: DType::F32,
+            loads: "let x = A[operand_index(i, 0u)];".into(),
+            expr,
+            out_index: "i",
+        };
+        t.source()
+    };
+    launch(&ctx, &key, src, &params, &[x], &out, lx.numel());
+    Ok(out)
+}
+
+/// `out = expr(a, b)` with broadcasting; `out_dtype` is F32 for arithmetic, Bool for comparisons.
+#[allow(clippy::too_many_arguments)]
+pub fn binary(
+    op: &'static str,
+    a: &GpuBuffer,
+    la: &Layout,
+    b: &GpuBuffer,
+    lb: &Layout,
+    shape: &[usize],
+    expr: &str,
+    out_dtype: DType,
+) -> Result<GpuBuffer> {
+    let ctx = a.ctx().clone();
+    let n: usize = shape.iter().product();
+    let out = GpuBuffer::new(&ctx, op, out_dtype, n)?;
+    let params = elementwise_params(op, shape, &[la, lb], &[0, 0])?;
+    let key = format!("binary:{op}:{}", a.dtype.name());
+    let wrapped = if out_dtype == DType::Bool { format!("select(0u, 1u, {expr})") } else { expr.to_string() };
+    let src = || {
+        Template {
+            inputs: &[("A", a.dtype), ("B", b.dtype)],
+            out: out_dtype,
+            loads: "let a = A[operand_index(i, 0u)];\n    let b = B[operand_index(i, 1u)];".into(),
+            expr: &wrapped,
+            out_index: "i",
+        }
+        .source()
+    };
+    launch(&ctx, &key, src, &params, &[a, b], &out, n);
+    Ok(out)
+}
+
+/// `out = c ? a : b` with broadcasting of all three.
+pub fn where_(
+    c: (&GpuBuffer, &Layout),
+    a: (&GpuBuffer, &Layout),
+    b: (&GpuBuffer, &Layout),
+    shape: &[usize],
+) -> Result<GpuBuffer> {
+    let ctx = a.0.ctx().clone();
+    let n: usize = shape.iter().product();
+    let dt = a.0.dtype;
+    let out = GpuBuffer::new(&ctx, "where", dt, n)?;
+    let params = elementwise_params("where", shape, &[c.1, a.1, b.1], &[0, 0])?;
+    let key = format!("where:{}", dt.name());
+    let src = || {
+        Template {
+            inputs: &[("C", DType::Bool), ("A", dt), ("B", dt)],
+            out: dt,
+            loads: "let c = C[operand_index(i, 0u)];\n    let a = A[operand_index(i, 1u)];\n    let b = B[operand_index(i, 2u)];"
+                .into(),
+            expr: "select(b, a, c != 0u)",
+            out_index: "i",
+        }
+        .source()
+    };
+    launch(&ctx, &key, src, &params, &[c.0, a.0, b.0], &out, n);
+    Ok(out)
+}
+
+fn convert(from: DType, to: DType) -> String {
+    let (f, t) = (wgsl_type(from), wgsl_type(to));
+    match (from, to) {
+        _ if f == t => "x".into(),
+        (_, DType::Bool) => format!("select(0u, 1u, x != {f}(0))"),
+        _ => format!("{t}(x)"),
+    }
+}
+
+/// A contiguous copy of the view `lx` of `x`, converted to `dtype`.
+pub fn cast(op: &'static str, x: &GpuBuffer, lx: &Layout, dtype: DType) -> Result<GpuBuffer> {
+    let ctx = x.ctx().clone();
+    let n = lx.numel();
+    let out = GpuBuffer::new(&ctx, op, dtype, n)?;
+    let params = elementwise_params(op, &lx.shape, &[lx], &[0, 0])?;
+    let expr = convert(x.dtype, dtype);
+    let key = format!("cast:{}:{}", x.dtype.name(), dtype.name());
+    let src = || {
+        Template {
+            inputs: &[("A", x.dtype)],
+            out: dtype,
+            loads: "let x = A[operand_index(i, 0u)];".into(),
+            expr: &expr,
+            out_index: "i",
+        }
+        .source()
+    };
+    launch(&ctx, &key, src, &params, &[x], &out, n);
+    Ok(out)
+}
+
+/// Writes every element of `value` into `out`'s first `n` elements.
+pub fn fill_into(out: &GpuBuffer, n: usize, value: f64) -> Result<()> {
+    let ctx = out.ctx().clone();
+    let dt = out.dtype;
+    let params = elementwise_params("fill", &[n], &[], &[scalar_bits(value, dt), 0])?;
+    let key = format!("fill:{}", dt.name());
+    let expr = match dt {
+        DType::F32 | DType::F64 => "pf(10u)",
+        DType::I32 => "pi(10u)",
+        DType::Bool => "pm(10u)",
+    };
+    let src = || Template { inputs: &[], out: dt, loads: String::new(), expr, out_index: "i" }.source();
+    launch(&ctx, &key, src, &params, &[], out, n);
+    Ok(())
+}
+
+/// A new buffer of `n` elements of `dtype`, all equal to `value`.
+pub fn full(ctx: &Arc<GpuContext>, dtype: DType, n: usize, value: f64) -> Result<GpuBuffer> {
+    let out = GpuBuffer::new(ctx, "full", dtype, n)?;
+    fill_into(&out, n, value)?;
+    Ok(out)
+}
+
+/// Copies the view `ls` of `src` into the view `ld` of `dst` (same shape and dtype).
+pub fn copy_into(src: &GpuBuffer, ls: &Layout, dst: &GpuBuffer, ld: &Layout) -> Result<()> {
+    let ctx = src.ctx().clone();
+    let n = ls.numel();
+    // Operand 0 is the source; operand 1 describes the destination region.
+    let params = elementwise_params("copy_", &ls.shape, &[ls, ld], &[0, 0])?;
+    let key = format!("copy_into:{}", src.dtype.name());
+    let dt = src.dtype;
+    let srcf = || {
+        Template {
+            inputs: &[("A", dt)],
+            out: dt,
+            loads: "let x = A[operand_index(i, 0u)];".into(),
+            expr: "x",
+            out_index: "operand_index(i, 1u)",
+        }
+        .source()
+    };
+    launch(&ctx, &key, srcf, &params, &[src], dst, n);
+    Ok(())
+}
+
+/// Uploads a host buffer's view to a new contiguous GPU buffer.
+pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result<GpuBuffer> {
+    let (dtype, bytes): (DType, Vec<u8>) = match src {
+        CpuBuffer::F32(v) => (DType::F32, bytemuck::cast_slice(&gather_strided(v, layout)).to_vec()),
+        CpuBuffer::I32(v) => (DType::I32, bytemuck::cast_slice(&gather_strided(v, layout)).to_vec()),
+        CpuBuffer::Bool(v) => {
+            let w: Vec<u32> = gather_strided(v, layout).into_iter().map(u32::from).collect();
+            (DType::Bool, bytemuck::cast_slice(&w).to_vec())
+        }
+        CpuBuffer::F64(_) => {
+            return Err(Error::dtype("to", "f64 tensors live on the cpu only; convert with to_dtype(F32) first"))
+        }
+    };
+    let out = GpuBuffer::new(ctx, "to", dtype, layout.numel())?;
+    ctx.upload(out.raw(), &bytes);
+    Ok(out)
+}
+
+/// Reads the view `layout` of `x` back to the host (blocking natively).
+pub fn download(x: &GpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
+    let contiguous;
+    let (buf, n) = if layout.is_contiguous() && layout.offset == 0 {
+        (x, layout.numel())
+    } else {
+        contiguous = cast("to_vec", x, layout, x.dtype)?;
+        (&contiguous, layout.numel())
+    };
+    let bytes = x.ctx().read(buf.raw(), (n * 4) as u64)?;
+    Ok(match x.dtype {
+        DType::F32 | DType::F64 => CpuBuffer::F32(bytemuck::pod_collect_to_vec(&bytes)),
+        DType::I32 => CpuBuffer::I32(bytemuck::pod_collect_to_vec(&bytes)),
+        DType::Bool => {
+            CpuBuffer::Bool(bytemuck::pod_collect_to_vec::<u8, u32>(&bytes).into_iter().map(|v| v as u8).collect())
+        }
+    })
+}

@@ -1,0 +1,126 @@
+//! The wgpu backend: WGSL compute kernels over storage buffers.
+//!
+//! Tensors on the GPU keep host-side shapes and layouts (views cost nothing);
+//! a `GpuBuffer` owns one pooled wgpu buffer and returns it to its context's
+//! pool when the last tensor using it drops. Dtypes: f32, i32, and bool masks
+//! stored as one u32 per element (WGSL has no byte-sized storage); f64 stays
+//! on the cpu.
+
+pub mod context;
+pub mod elementwise;
+pub mod kernels;
+pub mod runtime;
+
+pub use runtime::{GpuContext, GpuCounters};
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// Handle to one GPU device (cheap to clone; equal when it is the same device).
+#[derive(Clone)]
+pub struct GpuDevice(pub(crate) Arc<GpuContext>);
+
+impl GpuDevice {
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.0
+    }
+    /// Adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub fn name(&self) -> &str {
+        &self.0.info.name
+    }
+    /// The wgpu backend in use (Vulkan, Metal, Dx12, BrowserWebGpu, ...).
+    pub fn backend(&self) -> wgpu::Backend {
+        self.0.info.backend
+    }
+    pub fn info(&self) -> &wgpu::AdapterInfo {
+        &self.0.info
+    }
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.0.limits
+    }
+    pub fn counters(&self) -> GpuCounters {
+        self.0.counters()
+    }
+    /// Submits all recorded work and waits for it.
+    pub fn synchronize(&self) -> Result<()> {
+        self.0.synchronize()
+    }
+}
+
+impl PartialEq for GpuDevice {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.id == o.0.id
+    }
+}
+impl Eq for GpuDevice {}
+impl std::hash::Hash for GpuDevice {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.id.hash(h)
+    }
+}
+impl fmt::Debug for GpuDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gpu({}, {:?})", self.0.info.name, self.0.info.backend)
+    }
+}
+
+static DEFAULT: OnceLock<std::result::Result<GpuDevice, Error>> = OnceLock::new();
+
+/// The process-wide default GPU (opened on first use).
+pub fn default_device() -> Result<GpuDevice> {
+    DEFAULT.get_or_init(|| context::request_blocking().map(|o| GpuDevice(Arc::new(GpuContext::new(o))))).clone()
+}
+
+/// Device memory holding one tensor storage.
+pub struct GpuBuffer {
+    ctx: Arc<GpuContext>,
+    buf: Option<wgpu::Buffer>,
+    class: u64,
+    /// Elements (each 4 bytes).
+    pub len: usize,
+    pub dtype: DType,
+}
+
+impl GpuBuffer {
+    pub(crate) fn new(ctx: &Arc<GpuContext>, op: &'static str, dtype: DType, len: usize) -> Result<GpuBuffer> {
+        if dtype == DType::F64 {
+            return Err(Error::dtype(op, "f64 tensors live on the cpu only; convert with to_dtype(F32) first"));
+        }
+        let (buf, class) = ctx.alloc(op, (len * 4) as u64)?;
+        Ok(GpuBuffer { ctx: ctx.clone(), buf: Some(buf), class, len, dtype })
+    }
+    pub(crate) fn raw(&self) -> &wgpu::Buffer {
+        self.buf.as_ref().expect("buffer present until drop")
+    }
+    pub(crate) fn ctx(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+    pub fn device(&self) -> GpuDevice {
+        GpuDevice(self.ctx.clone())
+    }
+}
+
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        if let Some(b) = self.buf.take() {
+            self.ctx.release(b, self.class);
+        }
+    }
+}
+
+impl fmt::Debug for GpuBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GpuBuffer({} x {})", self.len, self.dtype)
+    }
+}
+
+/// The WGSL element type for a dtype.
+pub fn wgsl_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F32 | DType::F64 => "f32",
+        DType::I32 => "i32",
+        DType::Bool => "u32",
+    }
+}

@@ -1,0 +1,332 @@
+//! One context per GPU device: its buffer pool, pipeline cache, pending
+//! command encoder (dispatches are recorded and submitted in batches), the
+//! uniform ring that carries each dispatch's shapes and strides, readback,
+//! upload and the counters tests and benchmarks read.
+
+use super::context::{self, Opened};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
+pub const PARAM_BYTES: u64 = 256;
+/// Dispatches per batch: the pending encoder is submitted when it holds this many.
+pub const BATCH_DISPATCHES: u32 = 256;
+/// Threads per workgroup in every elementwise-style kernel.
+pub const WORKGROUP: u32 = 256;
+
+/// Runtime counters (cumulative since the context was created, except `*_live`/`pooled`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuCounters {
+    pub buffers_created: u64,
+    pub buffers_reused: u64,
+    pub pipelines_compiled: u64,
+    pub bind_groups_created: u64,
+    pub dispatches: u64,
+    pub submits: u64,
+    pub readbacks: u64,
+    pub bytes_allocated: u64,
+    pub bytes_live: u64,
+    pub bytes_pooled: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    buffers_created: AtomicU64,
+    buffers_reused: AtomicU64,
+    pipelines_compiled: AtomicU64,
+    bind_groups_created: AtomicU64,
+    dispatches: AtomicU64,
+    submits: AtomicU64,
+    readbacks: AtomicU64,
+    bytes_allocated: AtomicU64,
+    bytes_live: AtomicU64,
+}
+
+struct Batch {
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Next free slot of the uniform ring; also the number of pending dispatches.
+    slot: u32,
+}
+
+/// Everything skiff keeps per GPU device.
+pub struct GpuContext {
+    pub(crate) id: u64,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    uniforms: wgpu::Buffer,
+    pool: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+    pooled_bytes: AtomicU64,
+    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    batch: Mutex<Batch>,
+    counters: Counters,
+    /// First uncaptured wgpu error or device loss, reported on the next op.
+    failure: Arc<Mutex<Option<String>>>,
+    lost: Arc<AtomicBool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Pool size class: the next power of two, at least 256 bytes.
+fn size_class(bytes: u64) -> u64 {
+    bytes.max(256).next_power_of_two()
+}
+
+impl GpuContext {
+    pub(crate) fn new(o: Opened) -> GpuContext {
+        let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+        let lost = Arc::new(AtomicBool::new(false));
+        {
+            let f = failure.clone();
+            o.device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                lock(&f).get_or_insert_with(|| e.to_string());
+            }));
+            let (f, l) = (failure.clone(), lost.clone());
+            o.device.set_device_lost_callback(move |reason, msg| {
+                l.store(true, Ordering::SeqCst);
+                lock(&f).get_or_insert_with(|| format!("device lost ({reason:?}): {msg}"));
+            });
+        }
+        let uniforms = o.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skiff params ring"),
+            size: PARAM_BYTES * BATCH_DISPATCHES as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        GpuContext {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            info: o.info,
+            limits: o.limits,
+            device: o.device,
+            queue: o.queue,
+            uniforms,
+            pool: Mutex::new(HashMap::new()),
+            pooled_bytes: AtomicU64::new(0),
+            pipelines: Mutex::new(HashMap::new()),
+            batch: Mutex::new(Batch { encoder: None, slot: 0 }),
+            counters: Counters::default(),
+            failure,
+            lost,
+        }
+    }
+
+    /// The error to report if the device was lost or a GPU command failed.
+    pub(crate) fn check(&self, op: &'static str) -> Result<()> {
+        if let Some(msg) = lock(&self.failure).clone() {
+            let what =
+                if self.lost.load(Ordering::SeqCst) { "the GPU device was lost" } else { "a GPU command failed" };
+            return Err(Error::value(op, format!("{what}: {msg}")));
+        }
+        Ok(())
+    }
+
+    pub fn counters(&self) -> GpuCounters {
+        let c = &self.counters;
+        GpuCounters {
+            buffers_created: c.buffers_created.load(Ordering::Relaxed),
+            buffers_reused: c.buffers_reused.load(Ordering::Relaxed),
+            pipelines_compiled: c.pipelines_compiled.load(Ordering::Relaxed),
+            bind_groups_created: c.bind_groups_created.load(Ordering::Relaxed),
+            dispatches: c.dispatches.load(Ordering::Relaxed),
+            submits: c.submits.load(Ordering::Relaxed),
+            readbacks: c.readbacks.load(Ordering::Relaxed),
+            bytes_allocated: c.bytes_allocated.load(Ordering::Relaxed),
+            bytes_live: c.bytes_live.load(Ordering::Relaxed),
+            bytes_pooled: self.pooled_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A storage buffer of at least `bytes`, from the pool when one is free.
+    pub(crate) fn alloc(&self, op: &'static str, bytes: u64) -> Result<(wgpu::Buffer, u64)> {
+        self.check(op)?;
+        let class = size_class(bytes);
+        let max = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        if class > max {
+            return Err(Error::value(
+                op,
+                format!("a GPU buffer of {bytes} bytes exceeds the adapter's limit of {max} bytes per storage buffer"),
+            ));
+        }
+        self.counters.bytes_live.fetch_add(class, Ordering::Relaxed);
+        if let Some(b) = lock(&self.pool).get_mut(&class).and_then(|v| v.pop()) {
+            self.pooled_bytes.fetch_sub(class, Ordering::Relaxed);
+            self.counters.buffers_reused.fetch_add(1, Ordering::Relaxed);
+            return Ok((b, class));
+        }
+        self.counters.buffers_created.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_allocated.fetch_add(class, Ordering::Relaxed);
+        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: class,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok((b, class))
+    }
+
+    /// Takes back a buffer whose last tensor dropped. Work already recorded
+    /// that reads it runs before any later write to it (one queue, in order).
+    pub(crate) fn release(&self, b: wgpu::Buffer, class: u64) {
+        self.counters.bytes_live.fetch_sub(class, Ordering::Relaxed);
+        self.pooled_bytes.fetch_add(class, Ordering::Relaxed);
+        lock(&self.pool).entry(class).or_default().push(b);
+    }
+
+    /// Frees every pooled buffer.
+    pub fn empty_cache(&self) {
+        lock(&self.pool).clear();
+        self.pooled_bytes.store(0, Ordering::Relaxed);
+    }
+
+    /// The cached pipeline for `key`, compiling `source()` on first use.
+    pub(crate) fn pipeline(&self, key: &str, source: impl FnOnce() -> String) -> Arc<wgpu::ComputePipeline> {
+        if let Some(p) = lock(&self.pipelines).get(key) {
+            return p.clone();
+        }
+        let src = source();
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(key),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        });
+        let p = Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(key),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        }));
+        self.counters.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
+        lock(&self.pipelines).insert(key.to_string(), p.clone());
+        p
+    }
+
+    /// Records one dispatch of `pipeline` over `workgroups` workgroups with
+    /// `params` in binding 0 and `buffers` in bindings 1.. (the last one is
+    /// the output). Submits the batch when the uniform ring is full.
+    pub(crate) fn dispatch(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &[u32],
+        buffers: &[&wgpu::Buffer],
+        workgroups: u32,
+    ) {
+        assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
+        let mut batch = lock(&self.batch);
+        if batch.slot == BATCH_DISPATCHES {
+            self.submit_locked(&mut batch);
+        }
+        let offset = batch.slot as u64 * PARAM_BYTES;
+        batch.slot += 1;
+        self.queue.write_buffer(&self.uniforms, offset, bytemuck::cast_slice(params));
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.uniforms,
+                offset,
+                size: wgpu::BufferSize::new(PARAM_BYTES),
+            }),
+        }];
+        for (i, b) in buffers.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+        }
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        self.counters.bind_groups_created.fetch_add(1, Ordering::Relaxed);
+        self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
+        let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+    }
+
+    fn submit_locked(&self, batch: &mut Batch) {
+        if let Some(enc) = batch.encoder.take() {
+            self.queue.submit(Some(enc.finish()));
+            self.counters.submits.fetch_add(1, Ordering::Relaxed);
+        }
+        batch.slot = 0;
+    }
+
+    /// Submits everything recorded so far (PyTorch's `synchronize` without the wait).
+    pub fn flush(&self) {
+        let mut batch = lock(&self.batch);
+        self.submit_locked(&mut batch);
+    }
+
+    /// Submits pending work and waits for the GPU to finish it.
+    pub fn synchronize(&self) -> Result<()> {
+        self.flush();
+        context::wait_idle(&self.device)?;
+        self.check("synchronize")
+    }
+
+    /// Writes host bytes into a buffer. Pending work is submitted first, because
+    /// queue writes land before any not-yet-submitted commands that may still
+    /// read this (pooled) buffer's previous contents.
+    pub(crate) fn upload(&self, dst: &wgpu::Buffer, bytes: &[u8]) {
+        self.flush();
+        if !bytes.is_empty() {
+            self.queue.write_buffer(dst, 0, bytes);
+        }
+    }
+
+    /// Copies the first `bytes` of `src` back to the host (blocking natively).
+    pub(crate) fn read(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        self.check("to_vec")?;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let size = bytes.div_ceil(4) * 4;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skiff readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        {
+            let mut batch = lock(&self.batch);
+            let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+            encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+            self.submit_locked(&mut batch);
+        }
+        self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
+        let slot: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
+        let s2 = slot.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| *lock(&s2) = Some(r));
+        context::wait_idle(&self.device)?;
+        self.check("to_vec")?;
+        match lock(&slot).take() {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(Error::value("to_vec", format!("mapping the GPU buffer failed: {e}"))),
+            None => return Err(Error::value("to_vec", "the GPU never finished the readback")),
+        }
+        let view = staging.get_mapped_range(..).map_err(|e| Error::value("to_vec", format!("{e}")))?;
+        let out = view[..bytes as usize].to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+/// A 2-D grid of at most `max` workgroups per dimension covering `n` workgroups.
+pub fn grid(n: u32, max: u32) -> (u32, u32) {
+    let n = n.max(1);
+    if n <= max {
+        (n, 1)
+    } else {
+        (max, n.div_ceil(max))
+    }
+}
