@@ -6,6 +6,13 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The Vulkan loader (lavapipe on machines without a GPU) warns on every start
+# when XDG_RUNTIME_DIR is unset; give it a private one.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  export XDG_RUNTIME_DIR="/tmp/skiff-xdg-$(id -u)"
+  mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+fi
+
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
 cargo test --all-targets
 # --all-targets leaves out doc tests: the crate docs carry a compiled example.
@@ -18,5 +25,7 @@ cargo fmt --check
 # Insurance that the crate keeps building for WebAssembly (TOOLCHAIN.md).
 step "cargo check --lib --target wasm32-unknown-unknown"
 cargo check --lib --target wasm32-unknown-unknown
+step "cargo clippy --lib --no-default-features -- -D warnings (the cpu-only build)"
+cargo clippy --lib --no-default-features -- -D warnings
 
 printf '\nAll checks passed.\n'

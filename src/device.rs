@@ -2,6 +2,22 @@
 //!
 //! An op runs on its inputs' device; all inputs must share one device (else a
 //! clear error); `tensor.to(device)` moves data explicitly.
+//!
+//! ```
+//! use skiff::{DType, Device, Tensor};
+//!
+//! # fn main() -> skiff::Result<()> {
+//! let device = Device::best()?; // a GPU adapter when one exists, else the cpu
+//! println!("running on {}", device.describe());
+//! let x = Tensor::randn(&[64, 784], DType::F32).to(&device)?;
+//! let w = Tensor::randn(&[784, 10], DType::F32).to(&device)?.requires_grad_(true)?;
+//! let loss = x.matmul(&w)?.relu()?.mean(&[], false)?;
+//! loss.backward()?;
+//! assert_eq!(w.grad().unwrap().device(), device);
+//! assert!(loss.item()? >= 0.0);
+//! # Ok(())
+//! # }
+//! ```
 
 use crate::error::{Error, Result};
 use std::fmt;

@@ -1,8 +1,11 @@
 //! Device dispatch for the 2-D sliding-window kernels: im2col / col2im and
-//! the per-window argmax that max pooling gathers through.
+//! the per-window argmax that max pooling gathers through, on the cpu
+//! (contiguous copies first) or the GPU (strided reads, `gpu::conv`).
 
 use super::cpu::conv::{self as k, Window2d};
 use super::cpu::{gather_strided, CpuBuffer, Elem};
+#[cfg(feature = "gpu")]
+use super::gpu::conv as gk;
 use super::Buffer;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -24,6 +27,11 @@ pub fn unfold2d(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::unfold(&contiguous(v, x), g)),
         Buffer::Cpu(CpuBuffer::F64(v)) => CpuBuffer::F64(k::unfold(&contiguous(v, x), g)),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => {
+            let y = gk::unfold(op, b, x.layout(), g)?;
+            return Ok(Tensor::from_buffer(Buffer::Gpu(y), &[g.n, g.col_rows(), g.windows()]));
+        }
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
     };
     Ok(Tensor::from_buffer(Buffer::Cpu(out), &[g.n, g.col_rows(), g.windows()]))
@@ -35,6 +43,11 @@ pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::fold(&contiguous(v, cols), g)),
         Buffer::Cpu(CpuBuffer::F64(v)) => CpuBuffer::F64(k::fold(&contiguous(v, cols), g)),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => {
+            let y = gk::fold(op, b, cols.layout(), g)?;
+            return Ok(Tensor::from_buffer(Buffer::Gpu(y), &[g.n, g.c, g.h, g.w]));
+        }
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", cols.dtype()))),
     };
     Ok(Tensor::from_buffer(Buffer::Cpu(out), &[g.n, g.c, g.h, g.w]))
@@ -46,6 +59,11 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => k::window_argmax(&contiguous(v, x), g),
         Buffer::Cpu(CpuBuffer::F64(v)) => k::window_argmax(&contiguous(v, x), g),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => {
+            let y = gk::window_argmax(op, b, x.layout(), g)?;
+            return Ok(Tensor::from_buffer(Buffer::Gpu(y), &[g.n, g.c, g.out_h, g.out_w]));
+        }
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
     };
     Ok(Tensor::from_buffer(Buffer::Cpu(CpuBuffer::I32(out)), &[g.n, g.c, g.out_h, g.out_w]))

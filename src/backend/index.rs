@@ -1,11 +1,18 @@
 //! Device dispatch for the index family. The index operand is read back and
 //! range-checked here, before any kernel runs, so a bad index is an `Error`
-//! naming the op and shapes (never an out-of-bounds panic in a kernel).
+//! naming the op and shapes (never an out-of-bounds panic in a kernel, nor an
+//! out-of-bounds access on a GPU, whose indices are read back for the check).
 
 use super::cpu::index as k;
 use super::cpu::{gather_strided, CpuBuffer, Elem};
+#[cfg(feature = "gpu")]
+use super::gpu::index as gk;
 use super::Buffer;
+#[cfg(feature = "gpu")]
+use crate::dtype::DType;
 use crate::error::{Error, Result};
+#[cfg(feature = "gpu")]
+use crate::shape::Dims;
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -14,7 +21,7 @@ fn cpu_of(buf: &Buffer) -> Result<&CpuBuffer> {
     match buf {
         Buffer::Cpu(b) => Ok(b),
         #[cfg(feature = "gpu")]
-        Buffer::Gpu(_) => Err(Error::value("index", "index kernels are not available on the GPU yet")),
+        Buffer::Gpu(_) => Err(Error::value("index", "internal: a GPU buffer reached a cpu index kernel")),
     }
 }
 
@@ -27,7 +34,8 @@ fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
     }
 }
 
-/// Reads `index` (I32, checked by the caller) and checks every value is in `0..dim`.
+/// Reads `index` (I32, checked by the caller; read back from a GPU) and
+/// checks every value is in `0..dim`.
 fn checked_indices(
     op: &'static str,
     index: &Tensor,
@@ -35,19 +43,32 @@ fn checked_indices(
     axis: usize,
     data_shape: &[usize],
 ) -> Result<Vec<usize>> {
+    let not_i32 = || Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()));
+    #[cfg(feature = "gpu")]
+    if let crate::device::Device::Gpu(_) = index.device() {
+        let CpuBuffer::I32(v) = super::host_copy(index)? else { return Err(not_i32()) };
+        return in_range(op, &v, dim, axis, data_shape, index.shape());
+    }
     let g = index.storage().read();
-    let CpuBuffer::I32(v) = cpu_of(&g)? else {
-        return Err(Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape())));
-    };
-    let vals = contiguous(v, index.layout());
+    let CpuBuffer::I32(v) = cpu_of(&g)? else { return Err(not_i32()) };
+    in_range(op, &contiguous(v, index.layout()), dim, axis, data_shape, index.shape())
+}
+
+fn in_range(
+    op: &'static str,
+    vals: &[i32],
+    dim: usize,
+    axis: usize,
+    data_shape: &[usize],
+    index_shape: &[usize],
+) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(vals.len());
-    for &i in vals.iter() {
+    for &i in vals {
         if i < 0 || i as usize >= dim {
             return Err(Error::value(
                 op,
                 format!(
-                    "index {i} is out of range for axis {axis} of size {dim} (input shape {data_shape:?}, index shape {:?})",
-                    index.shape()
+                    "index {i} is out of range for axis {axis} of size {dim} (input shape {data_shape:?}, index shape {index_shape:?})"
                 ),
             ));
         }
@@ -81,19 +102,31 @@ macro_rules! addable_pair {
 /// Slices of `x` along `axis` at the positions in 1-D `index`.
 pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
+    let mut shape = x.dims();
+    shape[axis] = idx.len();
+    #[cfg(feature = "gpu")]
+    if on_gpu(x) {
+        // The 1-D index viewed in the output's shape, broadcast along every other dim.
+        let il = index.layout();
+        let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+        strides[axis] = il.strides[0];
+        return gpu_gather(op, x, axis, index, &Layout { shape: shape.clone(), strides, offset: il.offset });
+    }
     let (outer, dim, inner) = split3(x.shape(), axis);
     let g = x.storage().read();
     let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => {
         T::wrap(k::index_select(&contiguous(v, x.layout()), outer, dim, inner, &idx))
     });
-    let mut shape = x.dims();
-    shape[axis] = idx.len();
     Ok(Tensor::from_buffer(Buffer::Cpu(out), &shape))
 }
 
 /// A copy of `base` with the slices of `src` along `axis` added at `index`.
 pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
+    #[cfg(feature = "gpu")]
+    if on_gpu(base) {
+        return gpu_scatter_add(op, base, axis, src, &gk::ScatterPlan::index_add(&idx, base.shape()));
+    }
     let (outer, dim, inner) = split3(base.shape(), axis);
     let (gb, gs) = (base.storage().read(), src.storage().read());
     let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
@@ -107,6 +140,10 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
 /// Elements of `x` picked along `axis` by `index` (same rank, PyTorch's gather).
 pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
+    #[cfg(feature = "gpu")]
+    if on_gpu(x) {
+        return gpu_gather(op, x, axis, index, index.layout());
+    }
     let g = x.storage().read();
     let out =
         crate::with_cpu_buffer!(cpu_of(&g)?, v, T => T::wrap(k::gather(v, x.layout(), axis, &idx, index.shape())));
@@ -116,6 +153,10 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
 /// A copy of `base` with `src[p]` added at `p` with `p[axis] = index[p]`.
 pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
+    #[cfg(feature = "gpu")]
+    if on_gpu(base) {
+        return gpu_scatter_add(op, base, axis, src, &gk::ScatterPlan::scatter(&idx, index.shape(), axis));
+    }
     let (gb, gs) = (base.storage().read(), src.storage().read());
     let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
         let mut out = gather_strided(b, base.layout());
@@ -123,4 +164,40 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
         out
     });
     Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
+}
+
+#[cfg(feature = "gpu")]
+fn on_gpu(x: &Tensor) -> bool {
+    matches!(x.device(), crate::device::Device::Gpu(_))
+}
+
+#[cfg(feature = "gpu")]
+fn mixed(op: &'static str, a: &Tensor, b: &Tensor) -> Error {
+    Error::Device { op, found: format!("{} and {}", a.device(), b.device()) }
+}
+
+/// `x` gathered at `il`, the index viewed in the output's shape (`il.shape`).
+#[cfg(feature = "gpu")]
+fn gpu_gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor, il: &Layout) -> Result<Tensor> {
+    let (gx, gi) = (x.storage().read(), index.storage().read());
+    let (Buffer::Gpu(xb), Buffer::Gpu(ib)) = (&*gx, &*gi) else { return Err(mixed(op, x, index)) };
+    let out = gk::gather(op, xb, x.layout(), axis, ib, il)?;
+    Ok(Tensor::from_buffer(Buffer::Gpu(out), &il.shape))
+}
+
+#[cfg(feature = "gpu")]
+fn gpu_scatter_add(
+    op: &'static str,
+    base: &Tensor,
+    axis: usize,
+    src: &Tensor,
+    plan: &gk::ScatterPlan,
+) -> Result<Tensor> {
+    let (gb, gs) = (base.storage().read(), src.storage().read());
+    let (Buffer::Gpu(bb), Buffer::Gpu(sb)) = (&*gb, &*gs) else { return Err(mixed(op, base, src)) };
+    if bb.dtype != sb.dtype || !matches!(bb.dtype, DType::F32 | DType::I32) {
+        return Err(internal(op, "add"));
+    }
+    let out = gk::scatter_add(op, bb, base.layout(), sb, src.layout(), axis, plan)?;
+    Ok(Tensor::from_buffer(Buffer::Gpu(out), base.shape()))
 }

@@ -12,12 +12,16 @@ pub fn matmul(a: &Tensor, b: &Tensor, batch: &[usize], out_shape: &[usize]) -> R
     let gb = b.storage().read();
     let out = match (&*ga, &*gb) {
         (Buffer::Cpu(CpuBuffer::F32(x)), Buffer::Cpu(CpuBuffer::F32(y))) => {
-            CpuBuffer::F32(k::matmul(x, a.layout(), y, b.layout(), batch))
+            Buffer::Cpu(CpuBuffer::F32(k::matmul(x, a.layout(), y, b.layout(), batch)))
         }
         (Buffer::Cpu(CpuBuffer::F64(x)), Buffer::Cpu(CpuBuffer::F64(y))) => {
-            CpuBuffer::F64(k::matmul(x, a.layout(), y, b.layout(), batch))
+            Buffer::Cpu(CpuBuffer::F64(k::matmul(x, a.layout(), y, b.layout(), batch)))
+        }
+        #[cfg(feature = "gpu")]
+        (Buffer::Gpu(x), Buffer::Gpu(y)) => {
+            Buffer::Gpu(super::gpu::matmul::matmul(x, a.layout(), y, b.layout(), batch)?)
         }
         _ => return Err(Error::dtype("matmul", format!("unsupported dtypes {} and {}", a.dtype(), b.dtype()))),
     };
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), out_shape))
+    Ok(Tensor::from_buffer(out, out_shape))
 }

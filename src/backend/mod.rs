@@ -62,6 +62,7 @@ impl Drop for StorageInner {
     fn drop(&mut self) {
         let buf = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
         // A GpuBuffer returns itself to its device's pool when dropped.
+        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
         if let Buffer::Cpu(b) = std::mem::replace(buf, Buffer::Cpu(CpuBuffer::F32(Vec::new()))) {
             cpu::pool::give(b);
         }

@@ -26,7 +26,9 @@ pub fn assemble(
     let mut out = CpuBuffer::filled(dtype, shape.iter().product(), fill);
     for (region, src) in pieces {
         let g = src.storage().read();
-        let Buffer::Cpu(s) = &*g else {
+        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
+        let Buffer::Cpu(s) = &*g
+        else {
             return Err(Error::Device { op, found: format!("pieces on {} and cpu", src.device()) });
         };
         match (&mut out, s) {

@@ -146,8 +146,13 @@ pub(crate) fn binary(def: &'static BinaryDef, a: &Tensor, b: &Tensor) -> Result<
     Ok(record(&def.op, Attrs::None, &[a, b], saved, def.saves_output, out))
 }
 
+/// Every binary table row (the GPU kernel catalog instantiates one kernel per row).
+pub fn rows() -> Vec<&'static BinaryDef> {
+    vec![&ADD, &SUB, &MUL, &DIV, &POW, &MAXIMUM, &MINIMUM]
+}
+
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![&ADD.op, &SUB.op, &MUL.op, &DIV.op, &POW.op, &MAXIMUM.op, &MINIMUM.op]
+    rows().into_iter().map(|r| &r.op).collect()
 }
 
 impl Tensor {

@@ -100,8 +100,15 @@ static WHERE: OpDef = OpDef {
     },
 };
 
+/// Every comparison row (the GPU kernel catalog instantiates one kernel per row and dtype).
+pub fn rows() -> Vec<&'static CompareDef> {
+    vec![&EQ, &NE, &LT, &LE, &GT, &GE]
+}
+
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![&EQ.op, &NE.op, &LT.op, &LE.op, &GT.op, &GE.op, &WHERE]
+    let mut v: Vec<&'static OpDef> = rows().into_iter().map(|r| &r.op).collect();
+    v.push(&WHERE);
+    v
 }
 
 impl Tensor {

@@ -201,8 +201,10 @@ impl Tensor {
         if !train || p == 0.0 {
             return Ok(self.clone());
         }
-        // Drawn and compared in f64 so an f32 and an f64 run keep the same elements.
-        let keep = Tensor::rand(self.shape(), DType::F64).to(&self.device())?.ge_scalar(p)?;
+        // Drawn and compared in f64 on the cpu so an f32 and an f64 run, and a
+        // cpu and a GPU run, keep the same elements; only the bool mask moves
+        // (f64 does not exist on the GPU).
+        let keep = Tensor::rand(self.shape(), DType::F64).ge_scalar(p)?.to(&self.device())?;
         // where_ saves only the bool mask for backward (a mul would save a float mask).
         Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar()?)
     }

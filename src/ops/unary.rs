@@ -245,32 +245,38 @@ static TO_DTYPE: OpDef = OpDef {
     },
 };
 
-pub fn ops() -> Vec<&'static OpDef> {
+/// Every unary table row (the GPU kernel catalog instantiates one kernel per row).
+pub fn rows() -> Vec<&'static UnaryDef> {
     vec![
-        &NEG.op,
-        &EXP.op,
-        &LOG.op,
-        &SQRT.op,
-        &RSQRT.op,
-        &ABS.op,
-        &SIGN.op,
-        &SIN.op,
-        &COS.op,
-        &TANH.op,
-        &SIGMOID.op,
-        &RELU.op,
-        &LEAKY_RELU.op,
-        &GELU.op,
-        &GELU_ERF.op,
-        &ERF.op,
-        &SILU.op,
-        &SOFTPLUS.op,
-        &POW_SCALAR.op,
-        &ADD_SCALAR.op,
-        &MUL_SCALAR.op,
-        &CLAMP.op,
-        &TO_DTYPE,
+        &NEG,
+        &EXP,
+        &LOG,
+        &SQRT,
+        &RSQRT,
+        &ABS,
+        &SIGN,
+        &SIN,
+        &COS,
+        &TANH,
+        &SIGMOID,
+        &RELU,
+        &LEAKY_RELU,
+        &GELU,
+        &GELU_ERF,
+        &ERF,
+        &SILU,
+        &SOFTPLUS,
+        &POW_SCALAR,
+        &ADD_SCALAR,
+        &MUL_SCALAR,
+        &CLAMP,
     ]
+}
+
+pub fn ops() -> Vec<&'static OpDef> {
+    let mut v: Vec<&'static OpDef> = rows().into_iter().map(|r| &r.op).collect();
+    v.push(&TO_DTYPE);
+    v
 }
 
 impl Tensor {

@@ -26,17 +26,7 @@ pub fn unary(op: &'static str, x: &GpuBuffer, lx: &Layout, expr: &str, p: [f64; 
     let out = GpuBuffer::new(&ctx, op, DType::F32, lx.numel())?;
     let params = elementwise_params(op, &lx.shape, &[lx], &[f32_bits(p[0]), f32_bits(p[1])])?;
     let key = format!("unary:{op}");
-    let src = || {
-        let t = Template {
-            inputs: &[("A", DType::F32)],
-            out: DType::F32,
-            loads: "let x = A[operand_index(i, 0u)];".into(),
-            expr,
-            out_index: "i",
-        };
-        t.source()
-    };
-    launch(&ctx, &key, src, &params, &[x], &out, lx.numel());
+    launch(&ctx, &key, || unary_source(expr), &params, &[x], &out, lx.numel());
     Ok(out)
 }
 
@@ -57,17 +47,7 @@ pub fn binary(
     let out = GpuBuffer::new(&ctx, op, out_dtype, n)?;
     let params = elementwise_params(op, shape, &[la, lb], &[0, 0])?;
     let key = format!("binary:{op}:{}", a.dtype.name());
-    let wrapped = if out_dtype == DType::Bool { format!("select(0u, 1u, {expr})") } else { expr.to_string() };
-    let src = || {
-        Template {
-            inputs: &[("A", a.dtype), ("B", b.dtype)],
-            out: out_dtype,
-            loads: "let a = A[operand_index(i, 0u)];\n    let b = B[operand_index(i, 1u)];".into(),
-            expr: &wrapped,
-            out_index: "i",
-        }
-        .source()
-    };
+    let src = || binary_source(a.dtype, out_dtype, expr);
     launch(&ctx, &key, src, &params, &[a, b], &out, n);
     Ok(out)
 }
@@ -85,28 +65,9 @@ pub fn where_(
     let out = GpuBuffer::new(&ctx, "where", dt, n)?;
     let params = elementwise_params("where", shape, &[c.1, a.1, b.1], &[0, 0])?;
     let key = format!("where:{}", dt.name());
-    let src = || {
-        Template {
-            inputs: &[("C", DType::Bool), ("A", dt), ("B", dt)],
-            out: dt,
-            loads: "let c = C[operand_index(i, 0u)];\n    let a = A[operand_index(i, 1u)];\n    let b = B[operand_index(i, 2u)];"
-                .into(),
-            expr: "select(b, a, c != 0u)",
-            out_index: "i",
-        }
-        .source()
-    };
+    let src = || where_source(dt);
     launch(&ctx, &key, src, &params, &[c.0, a.0, b.0], &out, n);
     Ok(out)
-}
-
-fn convert(from: DType, to: DType) -> String {
-    let (f, t) = (wgsl_type(from), wgsl_type(to));
-    match (from, to) {
-        _ if f == t => "x".into(),
-        (_, DType::Bool) => format!("select(0u, 1u, x != {f}(0))"),
-        _ => format!("{t}(x)"),
-    }
 }
 
 /// A contiguous copy of the view `lx` of `x`, converted to `dtype`.
@@ -115,18 +76,8 @@ pub fn cast(op: &'static str, x: &GpuBuffer, lx: &Layout, dtype: DType) -> Resul
     let n = lx.numel();
     let out = GpuBuffer::new(&ctx, op, dtype, n)?;
     let params = elementwise_params(op, &lx.shape, &[lx], &[0, 0])?;
-    let expr = convert(x.dtype, dtype);
     let key = format!("cast:{}:{}", x.dtype.name(), dtype.name());
-    let src = || {
-        Template {
-            inputs: &[("A", x.dtype)],
-            out: dtype,
-            loads: "let x = A[operand_index(i, 0u)];".into(),
-            expr: &expr,
-            out_index: "i",
-        }
-        .source()
-    };
+    let src = || cast_source(x.dtype, dtype);
     launch(&ctx, &key, src, &params, &[x], &out, n);
     Ok(out)
 }
@@ -137,12 +88,7 @@ pub fn fill_into(out: &GpuBuffer, n: usize, value: f64) -> Result<()> {
     let dt = out.dtype;
     let params = elementwise_params("fill", &[n], &[], &[scalar_bits(value, dt), 0])?;
     let key = format!("fill:{}", dt.name());
-    let expr = match dt {
-        DType::F32 | DType::F64 => "pf(10u)",
-        DType::I32 => "pi(10u)",
-        DType::Bool => "pm(10u)",
-    };
-    let src = || Template { inputs: &[], out: dt, loads: String::new(), expr, out_index: "i" }.source();
+    let src = || fill_source(dt);
     launch(&ctx, &key, src, &params, &[], out, n);
     Ok(())
 }
@@ -162,16 +108,7 @@ pub fn copy_into(src: &GpuBuffer, ls: &Layout, dst: &GpuBuffer, ld: &Layout) -> 
     let params = elementwise_params("copy_", &ls.shape, &[ls, ld], &[0, 0])?;
     let key = format!("copy_into:{}", src.dtype.name());
     let dt = src.dtype;
-    let srcf = || {
-        Template {
-            inputs: &[("A", dt)],
-            out: dt,
-            loads: "let x = A[operand_index(i, 0u)];".into(),
-            expr: "x",
-            out_index: "operand_index(i, 1u)",
-        }
-        .source()
-    };
+    let srcf = || copy_into_source(dt);
     launch(&ctx, &key, srcf, &params, &[src], dst, n);
     Ok(())
 }
@@ -211,4 +148,84 @@ pub fn download(x: &GpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
             CpuBuffer::Bool(bytemuck::pod_collect_to_vec::<u8, u32>(&bytes).into_iter().map(|v| v as u8).collect())
         }
     })
+}
+
+// ---- kernel sources: one builder per template instantiation, shared by the
+// launches below and by `catalog` (which validates every source with naga).
+
+pub(crate) fn unary_source(expr: &str) -> String {
+    Template {
+        inputs: &[("A", DType::F32)],
+        out: DType::F32,
+        loads: "let x = A[operand_index(i, 0u)];".into(),
+        expr,
+        out_index: "i",
+    }
+    .source()
+}
+
+/// Arithmetic (`out` = F32) or comparison (`out` = Bool: the bool expression becomes a u32 mask).
+pub(crate) fn binary_source(dtype: DType, out: DType, expr: &str) -> String {
+    let wrapped = if out == DType::Bool { format!("select(0u, 1u, {expr})") } else { expr.to_string() };
+    Template {
+        inputs: &[("A", dtype), ("B", dtype)],
+        out,
+        loads: "let a = A[operand_index(i, 0u)];\n    let b = B[operand_index(i, 1u)];".into(),
+        expr: &wrapped,
+        out_index: "i",
+    }
+    .source()
+}
+
+pub(crate) fn where_source(dt: DType) -> String {
+    Template {
+        inputs: &[("C", DType::Bool), ("A", dt), ("B", dt)],
+        out: dt,
+        loads: "let c = C[operand_index(i, 0u)];\n    let a = A[operand_index(i, 1u)];\n    let b = B[operand_index(i, 2u)];"
+            .into(),
+        expr: "select(b, a, c != 0u)",
+        out_index: "i",
+    }
+    .source()
+}
+
+fn convert(from: DType, to: DType) -> String {
+    let (f, t) = (wgsl_type(from), wgsl_type(to));
+    match (from, to) {
+        _ if f == t => "x".into(),
+        (_, DType::Bool) => format!("select(0u, 1u, x != {f}(0))"),
+        _ => format!("{t}(x)"),
+    }
+}
+
+pub(crate) fn cast_source(from: DType, to: DType) -> String {
+    let expr = convert(from, to);
+    Template {
+        inputs: &[("A", from)],
+        out: to,
+        loads: "let x = A[operand_index(i, 0u)];".into(),
+        expr: &expr,
+        out_index: "i",
+    }
+    .source()
+}
+
+pub(crate) fn fill_source(dt: DType) -> String {
+    let expr = match dt {
+        DType::F32 | DType::F64 => "pf(10u)",
+        DType::I32 => "pi(10u)",
+        DType::Bool => "pm(10u)",
+    };
+    Template { inputs: &[], out: dt, loads: String::new(), expr, out_index: "i" }.source()
+}
+
+pub(crate) fn copy_into_source(dt: DType) -> String {
+    Template {
+        inputs: &[("A", dt)],
+        out: dt,
+        loads: "let x = A[operand_index(i, 0u)];".into(),
+        expr: "x",
+        out_index: "operand_index(i, 1u)",
+    }
+    .source()
 }

@@ -6,9 +6,14 @@
 //! stored as one u32 per element (WGSL has no byte-sized storage); f64 stays
 //! on the cpu.
 
+pub mod catalog;
 pub mod context;
+pub mod conv;
 pub mod elementwise;
+pub mod index;
 pub mod kernels;
+pub mod matmul;
+pub mod reduce;
 pub mod runtime;
 
 pub use runtime::{GpuContext, GpuCounters};
@@ -47,6 +52,17 @@ impl GpuDevice {
     pub fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
     }
+    /// Opens a new device context of its own on the best adapter (the
+    /// default device, `Device::gpu()`, is shared by the whole process).
+    pub fn open() -> Result<GpuDevice> {
+        context::request_blocking().map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
+    }
+    /// Destroys the device, as a driver reset or unplugged GPU would: every
+    /// later op on it returns an error. For tests of device-loss handling.
+    #[doc(hidden)]
+    pub fn destroy(&self) {
+        self.0.device.destroy();
+    }
 }
 
 impl PartialEq for GpuDevice {
@@ -70,7 +86,7 @@ static DEFAULT: OnceLock<std::result::Result<GpuDevice, Error>> = OnceLock::new(
 
 /// The process-wide default GPU (opened on first use).
 pub fn default_device() -> Result<GpuDevice> {
-    DEFAULT.get_or_init(|| context::request_blocking().map(|o| GpuDevice(Arc::new(GpuContext::new(o))))).clone()
+    DEFAULT.get_or_init(GpuDevice::open).clone()
 }
 
 /// Device memory holding one tensor storage.

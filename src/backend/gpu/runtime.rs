@@ -44,10 +44,53 @@ struct Counters {
     bytes_live: AtomicU64,
 }
 
+/// Work recorded but not yet submitted.
+///
+/// Note (batching): all dispatches of a batch go into ONE compute pass of one
+/// encoder (wgpu still orders dependent dispatches inside a pass), their
+/// parameters into consecutive 256-byte slots of a host staging copy of the
+/// uniform ring, which is written to the GPU once, right before the batch is
+/// submitted. Bind groups use a dynamic offset into the ring, so the same
+/// (pipeline, buffers) bind group is cached and reused across steps.
 struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
+    pass: Option<wgpu::ComputePass<'static>>,
     /// Next free slot of the uniform ring; also the number of pending dispatches.
     slot: u32,
+    params: Vec<u8>,
+}
+
+impl Batch {
+    /// Ends the open compute pass (needed before copies or finishing).
+    fn end_pass(&mut self) {
+        self.pass = None;
+    }
+}
+
+/// The explicit bind group layout of a kernel and its cached bind groups.
+struct KernelLayout {
+    layout: wgpu::BindGroupLayout,
+    bind_groups: HashMap<Vec<wgpu::Buffer>, wgpu::BindGroup>,
+}
+
+/// Bind groups cached per kernel before the cache is cleared (buffers held by
+/// cached bind groups stay alive, so the cache must not grow without bound).
+const MAX_CACHED_BIND_GROUPS: usize = 1024;
+
+/// Reads the storage bindings a WGSL source declares: (binding, read-only).
+fn storage_bindings(src: &str) -> Vec<(u32, bool)> {
+    let mut out = Vec::new();
+    for (i, _) in src.match_indices("@binding(") {
+        let rest = &src[i + 9..];
+        let Some(close) = rest.find(')') else { continue };
+        let Ok(n) = rest[..close].trim().parse::<u32>() else { continue };
+        let decl = rest[close..].split(';').next().unwrap_or("");
+        if let Some(k) = decl.find("var<storage") {
+            let access = &decl[k..];
+            out.push((n, !access.contains("read_write")));
+        }
+    }
+    out
 }
 
 /// Everything skiff keeps per GPU device.
@@ -61,6 +104,7 @@ pub struct GpuContext {
     pool: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
     pooled_bytes: AtomicU64,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
     batch: Mutex<Batch>,
     counters: Counters,
     /// First uncaptured wgpu error or device loss, reported on the next op.
@@ -110,7 +154,8 @@ impl GpuContext {
             pool: Mutex::new(HashMap::new()),
             pooled_bytes: AtomicU64::new(0),
             pipelines: Mutex::new(HashMap::new()),
-            batch: Mutex::new(Batch { encoder: None, slot: 0 }),
+            layouts: Mutex::new(HashMap::new()),
+            batch: Mutex::new(Batch { encoder: None, pass: None, slot: 0, params: Vec::new() }),
             counters: Counters::default(),
             failure,
             lost,
@@ -181,6 +226,9 @@ impl GpuContext {
 
     /// Frees every pooled buffer.
     pub fn empty_cache(&self) {
+        for k in lock(&self.layouts).values_mut() {
+            k.bind_groups.clear();
+        }
         lock(&self.pool).clear();
         self.pooled_bytes.store(0, Ordering::Relaxed);
     }
@@ -191,19 +239,50 @@ impl GpuContext {
             return p.clone();
         }
         let src = source();
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: true,
+                min_binding_size: wgpu::BufferSize::new(PARAM_BYTES),
+            },
+            count: None,
+        }];
+        for (binding, read_only) in storage_bindings(&src) {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            });
+        }
+        let layout = self
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(key), entries: &entries });
+        let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(key),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
         let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(key),
             source: wgpu::ShaderSource::Wgsl(src.into()),
         });
         let p = Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(key),
-            layout: None,
+            layout: Some(&pipeline_layout),
             module: &module,
             entry_point: Some("main"),
             compilation_options: Default::default(),
             cache: None,
         }));
         self.counters.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
+        lock(&self.layouts).insert((*p).clone(), KernelLayout { layout, bind_groups: HashMap::new() });
         lock(&self.pipelines).insert(key.to_string(), p.clone());
         p
     }
@@ -218,41 +297,80 @@ impl GpuContext {
         buffers: &[&wgpu::Buffer],
         workgroups: u32,
     ) {
+        let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
+        self.dispatch_grid(pipeline, params, buffers, [x, y, 1]);
+    }
+
+    /// Like `dispatch`, over an explicit (x, y, z) grid of workgroups (each at
+    /// most the adapter's per-dimension limit).
+    pub(crate) fn dispatch_grid(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &[u32],
+        buffers: &[&wgpu::Buffer],
+        [x, y, z]: [u32; 3],
+    ) {
         assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
+        let bind_group = self.bind_group(pipeline, buffers);
         let mut batch = lock(&self.batch);
         if batch.slot == BATCH_DISPATCHES {
             self.submit_locked(&mut batch);
         }
-        let offset = batch.slot as u64 * PARAM_BYTES;
+        let offset = batch.slot as usize * PARAM_BYTES as usize;
         batch.slot += 1;
-        self.queue.write_buffer(&self.uniforms, offset, bytemuck::cast_slice(params));
+        batch.params.resize(offset + PARAM_BYTES as usize, 0);
+        batch.params[offset..offset + params.len() * 4].copy_from_slice(bytemuck::cast_slice(params));
+        self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        if batch.pass.is_none() {
+            let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+            let pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+            batch.pass = Some(pass.forget_lifetime());
+        }
+        let pass = batch.pass.as_mut().expect("pass opened above");
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind_group, &[offset as u32]);
+        pass.dispatch_workgroups(x, y, z);
+    }
+
+    /// The bind group of `pipeline` over `buffers` (binding 0: the params ring
+    /// at a dynamic offset), cached so a training loop stops creating them.
+    fn bind_group(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        let mut layouts = lock(&self.layouts);
+        let k = layouts.get_mut(pipeline).expect("pipelines are created through GpuContext::pipeline");
+        let key: Vec<wgpu::Buffer> = buffers.iter().map(|b| (*b).clone()).collect();
+        if let Some(bg) = k.bind_groups.get(&key) {
+            return bg.clone();
+        }
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                 buffer: &self.uniforms,
-                offset,
+                offset: 0,
                 size: wgpu::BufferSize::new(PARAM_BYTES),
             }),
         }];
         for (i, b) in buffers.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
         }
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        let bg = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
-            layout: &pipeline.get_bind_group_layout(0),
+            layout: &k.layout,
             entries: &entries,
         });
         self.counters.bind_groups_created.fetch_add(1, Ordering::Relaxed);
-        self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
-        let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
-        let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(x, y, 1);
+        if k.bind_groups.len() >= MAX_CACHED_BIND_GROUPS {
+            k.bind_groups.clear();
+        }
+        k.bind_groups.insert(key, bg.clone());
+        bg
     }
 
     fn submit_locked(&self, batch: &mut Batch) {
+        batch.end_pass();
+        if !batch.params.is_empty() {
+            self.queue.write_buffer(&self.uniforms, 0, &batch.params);
+            batch.params.clear();
+        }
         if let Some(enc) = batch.encoder.take() {
             self.queue.submit(Some(enc.finish()));
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
@@ -298,6 +416,7 @@ impl GpuContext {
         });
         {
             let mut batch = lock(&self.batch);
+            batch.end_pass();
             let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
             encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
             self.submit_locked(&mut batch);
@@ -306,7 +425,15 @@ impl GpuContext {
         let slot: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
         let s2 = slot.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| *lock(&s2) = Some(r));
-        context::wait_idle(&self.device)?;
+        // Another thread polling the device may be the one that runs our map
+        // callback, a moment after our own poll returned: poll until it has run.
+        for _ in 0..10_000 {
+            context::wait_idle(&self.device)?;
+            if lock(&slot).is_some() {
+                break;
+            }
+            std::thread::yield_now();
+        }
         self.check("to_vec")?;
         match lock(&slot).take() {
             Some(Ok(())) => {}

@@ -1,0 +1,87 @@
+// Index kernels (src/backend/gpu/index.rs). Each `// ==== kernel: NAME`
+// section below is one compute shader: the launcher prepends the prelude and
+// fills {T} with the data's WGSL type. Index values were range-checked on the
+// host before any of these runs, so every read here is in bounds.
+
+// ==== kernel: gather
+// out[i] = X[x(i) + I[idx(i)] * axis_stride], elementwise over the output
+// (the prelude's layout block): operand 0 is X viewed in the output's shape
+// with its stride along the axis zeroed, operand 1 the index in the output's
+// shape (index_select broadcasts its 1-D index along every other dim), and
+// the scalar after them, m[30], is X's stride along the axis.
+@group(0) @binding(1) var<storage, read> X: array<{T}>;
+@group(0) @binding(2) var<storage, read> I: array<i32>;
+@group(0) @binding(3) var<storage, read_write> OUT: array<{T}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid(wid, lid, nwg);
+    if (i >= pm(0u)) { return; }
+    let k = u32(I[operand_index(i, 1u)]);
+    OUT[i] = X[operand_index(i, 0u) + k * pm(30u)];
+}
+
+// ==== kernel: scatter_add
+// Deterministic scatter-add (index_add is the case of one shared line): one
+// invocation per output element q = BASE[q] + the SRC elements aimed at it,
+// added in increasing source position, exactly the cpu kernel's order (so the
+// results agree bit for bit, and no atomics are needed).
+//
+// A "line" is one position of the index with its axis left out; the host
+// sorted each line's A axis positions by target (stably) into KEYS: targets
+// at [line * A, line * A + A), their axis positions at M + the same range.
+// An invocation binary-searches its target (q's coordinate on the axis) in
+// its line and walks the run of equal keys.
+// Parameters: m[0] n, m[1] rank, m[2] axis, m[3] A, m[4] BASE offset,
+// m[5] SRC offset, m[6] SRC stride along the axis, m[7] M (keys stored);
+// per dim d: m[8 + d] output shape, m[16 + d] index extent (outputs beyond it
+// in any dim but the axis receive nothing), m[24 + d] BASE stride, m[32 + d]
+// SRC stride, m[40 + d] line stride (the line's offset into KEYS).
+@group(0) @binding(1) var<storage, read> BASE: array<{T}>;
+@group(0) @binding(2) var<storage, read> SRC: array<{T}>;
+@group(0) @binding(3) var<storage, read> KEYS: array<u32>;
+@group(0) @binding(4) var<storage, read_write> OUT: array<{T}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid(wid, lid, nwg);
+    if (i >= pm(0u)) { return; }
+    let axis = pm(2u);
+    var rem = i;
+    var b = pm(4u);
+    var s = pm(5u);
+    var line = 0u;
+    var want = 0u;
+    var inside = true;
+    for (var d = pm(1u); d > 0u; d = d - 1u) {
+        let e = d - 1u;
+        let c = rem % pm(8u + e);
+        rem = rem / pm(8u + e);
+        b = b + c * pm(24u + e);
+        if (e == axis) {
+            want = c;
+        } else {
+            inside = inside && c < pm(16u + e);
+            s = s + c * pm(32u + e);
+            line = line + c * pm(40u + e);
+        }
+    }
+    var acc = BASE[b];
+    if (inside) {
+        let end = line + pm(3u);
+        var lo = line;
+        var hi = end;
+        while (lo < hi) {
+            let mid = (lo + hi) / 2u;
+            if (KEYS[mid] < want) { lo = mid + 1u; } else { hi = mid; }
+        }
+        let m = pm(7u);
+        for (var j = lo; j < end; j = j + 1u) {
+            if (KEYS[j] != want) { break; }
+            acc = acc + SRC[s + KEYS[m + j] * pm(6u)];
+        }
+    }
+    OUT[i] = acc;
+}

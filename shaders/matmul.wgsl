@@ -1,0 +1,186 @@
+// Batched f32 matrix product C[b] = A[b] B[b] over strided operands
+// (appended to prelude.wgsl; src/backend/gpu/matmul.rs fills the parameters).
+//
+// Tiling: an 8x8 workgroup computes a 64x64 tile of C; each invocation owns
+// an 8x8 register block made of four 4x4 quads: rows 4ty..4ty+3 and
+// 32+4ty..32+4ty+3, columns 4tx..4tx+3 and 32+4tx..32+4tx+3. K advances in
+// slices of 16: the workgroup stages a 64x16 slice of A (k-major) and a 16x64
+// slice of B in workgroup memory as vec4s, so each k step reads 2 vec4 of A
+// and 2 vec4 of B for 64 FMAs. Storage: 2 x 16 x 17 vec4 = 8,704 bytes,
+// inside WebGPU's 16 KiB default; the 17th vec4 of each k row spreads the
+// column-order staging stores over the memory banks.
+//
+// Note: why 64 invocations with 8x8 blocks rather than 256 with 4x4. Both
+// give 64x64 tiles; the larger block needs a quarter of the workgroup-memory
+// loads per FMA (4 vec4 loads per 64 FMAs instead of 8 scalar loads per 16)
+// and half the bytes, and on
+// lavapipe, where those loads dominate, 256^3 ran 2.2x faster (0.57 -> 1.24
+// GFLOP/s; 4x4 blocks read as vec4s reached 0.74). Real GPUs: not yet measured
+// (benches/gpu_device.sh).
+//
+// Operands are read through their strides (transposed views need no copy);
+// the staging loop picks whichever thread-to-element mapping makes
+// neighbouring invocations read neighbouring addresses. Out-of-range
+// elements stage as 0, so ragged edges need no special path.
+//
+// Parameters (u32 slots of the uniform block):
+//   0 M, 1 K, 2 N, 3 batch count, 4 tiles along N, 5 tiles along M,
+//   6 A offset, 7 B offset, 8 A row stride, 9 A col stride,
+//   10 B row stride, 11 B col stride, 12 batch rank R (<= 8),
+//   16..24 batch shape, 24..32 A batch strides, 32..40 B batch strides
+//   (0 on broadcast dims).
+// The grid is any (x, y, z) covering tiles_n * tiles_m * batch workgroups;
+// each workgroup decodes its tile and batch from its linear id.
+
+const TM: u32 = 64u;
+const TN: u32 = 64u;
+const TK: u32 = 16u;
+const LD4: u32 = 17u; // vec4s per staged k row: 16 + 1 padding
+
+@group(0) @binding(1) var<storage, read> A: array<f32>;
+@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+
+var<workgroup> As: array<vec4<f32>, 272>; // As[k * LD4 + q] = A rows 4q..4q+3 at k
+var<workgroup> Bs: array<vec4<f32>, 272>; // Bs[k * LD4 + q] = B cols 4q..4q+3 at k
+
+@compute @workgroup_size(8, 8, 1)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let M = pm(0u);
+    let K = pm(1u);
+    let N = pm(2u);
+    let tiles_n = pm(4u);
+    let tiles_m = pm(5u);
+    let linear = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
+    let rest = linear / tiles_n;
+    let bat = rest / tiles_m;
+    if (bat >= pm(3u)) {
+        return; // padding workgroup of a folded grid (uniform per workgroup)
+    }
+    let col0 = (linear % tiles_n) * TN;
+    let row0 = (rest % tiles_m) * TM;
+
+    var oa = pm(6u);
+    var ob = pm(7u);
+    var r = bat;
+    for (var d = pm(12u); d > 0u; d = d - 1u) {
+        let size = pm(15u + d);
+        let i = r % size;
+        oa = oa + i * pm(23u + d);
+        ob = ob + i * pm(31u + d);
+        r = r / size;
+    }
+    let rsa = pm(8u);
+    let csa = pm(9u);
+    let rsb = pm(10u);
+    let csb = pm(11u);
+    let a_kfast = csa == 1u;
+    let b_nfast = csb == 1u;
+
+    let tx = lid.x;
+    let ty = lid.y;
+    // acc<row quad><row in quad><col quad>: acc121 holds row 32+4ty+2, cols 32+4tx..32+4tx+3.
+    var acc000 = vec4<f32>(0.0);
+    var acc001 = vec4<f32>(0.0);
+    var acc010 = vec4<f32>(0.0);
+    var acc011 = vec4<f32>(0.0);
+    var acc020 = vec4<f32>(0.0);
+    var acc021 = vec4<f32>(0.0);
+    var acc030 = vec4<f32>(0.0);
+    var acc031 = vec4<f32>(0.0);
+    var acc100 = vec4<f32>(0.0);
+    var acc101 = vec4<f32>(0.0);
+    var acc110 = vec4<f32>(0.0);
+    var acc111 = vec4<f32>(0.0);
+    var acc120 = vec4<f32>(0.0);
+    var acc121 = vec4<f32>(0.0);
+    var acc130 = vec4<f32>(0.0);
+    var acc131 = vec4<f32>(0.0);
+
+    for (var k0 = 0u; k0 < K; k0 = k0 + TK) {
+        // Stage: 1,024 elements of each operand, 16 per invocation.
+        for (var p = 0u; p < 16u; p = p + 1u) {
+            let e = li + 64u * p;
+            var ar = e % TM; // A slice: 64 rows x 16 k
+            var ak = e / TM;
+            if (a_kfast) {
+                ar = e / TK;
+                ak = e % TK;
+            }
+            var v = 0.0;
+            if (row0 + ar < M && k0 + ak < K) {
+                v = A[oa + (row0 + ar) * rsa + (k0 + ak) * csa];
+            }
+            As[ak * LD4 + ar / 4u][ar % 4u] = v;
+            var bk = e % TK; // B slice: 16 k x 64 cols
+            var bc = e / TK;
+            if (b_nfast) {
+                bk = e / TN;
+                bc = e % TN;
+            }
+            var w = 0.0;
+            if (k0 + bk < K && col0 + bc < N) {
+                w = B[ob + (k0 + bk) * rsb + (col0 + bc) * csb];
+            }
+            Bs[bk * LD4 + bc / 4u][bc % 4u] = w;
+        }
+        workgroupBarrier();
+        for (var kk = 0u; kk < TK; kk = kk + 1u) {
+            let a0 = As[kk * LD4 + ty];
+            let a1 = As[kk * LD4 + ty + 8u];
+            let b0 = Bs[kk * LD4 + tx];
+            let b1 = Bs[kk * LD4 + tx + 8u];
+            acc000 = fma(vec4<f32>(a0.x), b0, acc000);
+            acc001 = fma(vec4<f32>(a0.x), b1, acc001);
+            acc010 = fma(vec4<f32>(a0.y), b0, acc010);
+            acc011 = fma(vec4<f32>(a0.y), b1, acc011);
+            acc020 = fma(vec4<f32>(a0.z), b0, acc020);
+            acc021 = fma(vec4<f32>(a0.z), b1, acc021);
+            acc030 = fma(vec4<f32>(a0.w), b0, acc030);
+            acc031 = fma(vec4<f32>(a0.w), b1, acc031);
+            acc100 = fma(vec4<f32>(a1.x), b0, acc100);
+            acc101 = fma(vec4<f32>(a1.x), b1, acc101);
+            acc110 = fma(vec4<f32>(a1.y), b0, acc110);
+            acc111 = fma(vec4<f32>(a1.y), b1, acc111);
+            acc120 = fma(vec4<f32>(a1.z), b0, acc120);
+            acc121 = fma(vec4<f32>(a1.z), b1, acc121);
+            acc130 = fma(vec4<f32>(a1.w), b0, acc130);
+            acc131 = fma(vec4<f32>(a1.w), b1, acc131);
+        }
+        workgroupBarrier();
+    }
+
+    let cbase = bat * M * N;
+    let r0 = row0 + 4u * ty;
+    let c0 = col0 + 4u * tx;
+    store_row(cbase, r0, c0, M, N, acc000, acc001);
+    store_row(cbase, r0 + 1u, c0, M, N, acc010, acc011);
+    store_row(cbase, r0 + 2u, c0, M, N, acc020, acc021);
+    store_row(cbase, r0 + 3u, c0, M, N, acc030, acc031);
+    store_row(cbase, r0 + 32u, c0, M, N, acc100, acc101);
+    store_row(cbase, r0 + 33u, c0, M, N, acc110, acc111);
+    store_row(cbase, r0 + 34u, c0, M, N, acc120, acc121);
+    store_row(cbase, r0 + 35u, c0, M, N, acc130, acc131);
+}
+
+// Writes one row of a register block: `lo` at columns col..col+3, `hi` at
+// col+32..col+35, skipping whatever lies outside C.
+fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: vec4<f32>) {
+    if (row >= M) {
+        return;
+    }
+    let o = cbase + row * N;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+        if (col + j < N) {
+            C[o + col + j] = lo[j];
+        }
+        if (col + 32u + j < N) {
+            C[o + col + 32u + j] = hi[j];
+        }
+    }
+}

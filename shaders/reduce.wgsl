@@ -1,0 +1,142 @@
+// Reductions of a strided f32 view over any set of axes (sum, max, min) and
+// argmax/argmin along one axis. The host permutes the view to
+// [kept..., reduced...], merges contiguous dims on each side, and templates
+// {KIND}: 0 sum, 1 max, 2 min, 3 argmax, 4 argmin.
+//
+// This kernel has its own parameter layout (the prelude's operand layout does
+// not fit two index spaces):
+//   m[0] = outputs, m[1] = reduced elements per output (k), m[2] = input offset,
+//   m[3] = log2(G), m[4] = kept rank, m[5] = reduced rank,
+//   m[6] = parts S each output is split into, m[7] = elements per part,
+//   m[8..16] = kept shape, m[16..24] = kept strides,
+//   m[24..32] = reduced shape, m[32..40] = reduced strides.
+//
+// A workgroup of 256 threads covers G outputs with L = 256 / G lanes each:
+// thread `lid` serves output slot lid % G as lane lid / G. Lanes stride over
+// the k reduced elements, then combine through workgroup memory in a tree.
+// G = 1 is the classic one-workgroup-per-output reduction (long rows);
+// G = 256 is one thread per output (many outputs, few elements each); in
+// between, neighbouring threads read neighbouring outputs, which keeps column
+// reductions coalesced. The host picks G from the sizes and strides.
+//
+// With S > 1 (long reductions over few outputs, sum/max/min only) the
+// kernel's outputs are S partials per real output, each over one contiguous
+// part of the reduced elements, and a second dispatch of this kernel reduces
+// the [outputs, S] partials. m[0] then counts partials.
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+// u32 so one binding serves f32 results (stored as bits) and i32 indices.
+@group(0) @binding(2) var<storage, read_write> OUT: array<u32>;
+
+const KIND: u32 = {KIND}u;
+const ARG: bool = KIND >= 3u;
+const MAXLIKE: bool = KIND == 1u || KIND == 3u;
+// Index of a lane that saw no element: loses every tie, so any real index wins.
+const NONE: u32 = 0xffffffffu;
+
+var<workgroup> SV: array<f32, 256>;
+var<workgroup> SI: array<u32, 256>;
+
+// By bits: comparisons with NaN are not reliable under WGSL's float rules.
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// 0 for sums, -inf for max, +inf for min: what an empty reduction gives.
+fn identity() -> f32 {
+    if (KIND == 0u) { return 0.0; }
+    if (MAXLIKE) { return bitcast<f32>(0xff800000u); }
+    return bitcast<f32>(0x7f800000u);
+}
+
+// Whether (a, ai) beats (b, bi): NaN is the most extreme value (so it
+// propagates), then the larger (max) or smaller (min) value, and ties go to
+// the smaller index, which makes argmax/argmin return the first extreme
+// however the lanes split the elements.
+fn wins(a: f32, ai: u32, b: f32, bi: u32) -> bool {
+    let an = is_nan(a);
+    let bn = is_nan(b);
+    if (an || bn) { return an && (!bn || ai < bi); }
+    if (a == b) { return ai < bi; }
+    if (MAXLIKE) { return a > b; }
+    return a < b;
+}
+
+// Storage index of the first element of output o (row-major over kept dims).
+fn kept_base(o: u32) -> u32 {
+    var rem = o;
+    var off = pm(2u);
+    for (var d = pm(4u); d > 0u; d = d - 1u) {
+        let size = pm(7u + d);
+        off = off + (rem % size) * pm(15u + d);
+        rem = rem / size;
+    }
+    return off;
+}
+
+// Offset of reduced element r from its output's base (row-major over reduced dims).
+fn reduced_offset(r: u32) -> u32 {
+    // After merging, most reductions have one reduced dim: skip the divisions.
+    if (pm(5u) == 1u) { return r * pm(32u); }
+    var rem = r;
+    var off = 0u;
+    for (var d = pm(5u); d > 0u; d = d - 1u) {
+        let size = pm(23u + d);
+        off = off + (rem % size) * pm(31u + d);
+        rem = rem / size;
+    }
+    return off;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let lg = pm(3u);
+    let slot = lid & ((1u << lg) - 1u);
+    let lane = lid >> lg;
+    let lanes = 256u >> lg;
+    // 2-D grid (65,535 workgroups per dimension); surplus groups find o >= outputs.
+    let o = ((wid.y * nwg.x + wid.x) << lg) + slot;
+    let live = o < pm(0u);
+    let splits = pm(6u);
+    let lo = (o % splits) * pm(7u);
+    let hi = min(pm(1u), lo + pm(7u));
+
+    var acc = identity();
+    var acci = NONE;
+    if (live) {
+        let base = kept_base(o / splits);
+        for (var r = lo + lane; r < hi; r = r + lanes) {
+            let v = X[base + reduced_offset(r)];
+            if (KIND == 0u) {
+                acc = acc + v;
+            } else if (wins(v, r, acc, acci)) {
+                acc = v;
+                acci = r;
+            }
+        }
+    }
+    SV[lid] = acc;
+    SI[lid] = acci;
+    // Tree over the lanes of each slot; no early return above, so every
+    // thread reaches each barrier (the bound is uniform: it comes from P).
+    for (var s = lanes >> 1u; s > 0u; s = s >> 1u) {
+        workgroupBarrier();
+        if (lane < s) {
+            let j = lid + (s << lg);
+            if (KIND == 0u) {
+                SV[lid] = SV[lid] + SV[j];
+            } else if (wins(SV[j], SI[j], SV[lid], SI[lid])) {
+                SV[lid] = SV[j];
+                SI[lid] = SI[j];
+            }
+        }
+    }
+    // Lane 0 wrote its slot last itself, so it needs no barrier to read it.
+    if (live && lane == 0u) {
+        if (ARG) {
+            OUT[o] = select(SI[lid], 0u, SI[lid] == NONE);
+        } else {
+            OUT[o] = bitcast<u32>(SV[lid]);
+        }
+    }
+}

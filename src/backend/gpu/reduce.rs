@@ -1,0 +1,246 @@
+//! Reductions on the GPU: sum/max/min over any set of axes and argmax/argmin
+//! along one axis, with the semantics of `backend::cpu::reduce` (NaN
+//! propagates, empty reductions give the identity, the first extreme wins).
+//!
+//! The host views the input as [kept..., reduced...] without copying, merges
+//! contiguous dims on each side (so most reductions index with one dim per
+//! side) and picks how many outputs each 256-thread workgroup serves; the
+//! kernel is `shaders/reduce.wgsl`, templated by the kind of reduction only.
+
+use super::kernels::{MAX_RANK, PRELUDE};
+use super::runtime::WORKGROUP;
+use super::GpuBuffer;
+use crate::backend::cpu::reduce::ReduceKind;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::{coalesce, Dims, Layout};
+
+pub const REDUCE: &str = include_str!("../../../shaders/reduce.wgsl");
+
+/// The kernel's {KIND}: what the template specialises on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Sum = 0,
+    Max = 1,
+    Min = 2,
+    ArgMax = 3,
+    ArgMin = 4,
+}
+
+/// A dispatch: its parameter block and workgroup count.
+#[derive(Debug)]
+struct Plan {
+    params: Vec<u32>,
+    outputs: usize,
+    workgroups: u32,
+    /// Parts each output's reduction is split into (1: one pass).
+    splits: usize,
+}
+
+/// Few workgroups leave most of a large GPU idle: below this many, long
+/// reductions are split over several workgroups and finished by a second pass.
+const TARGET_GROUPS: usize = 512;
+/// Elements each part of a split reduction covers at least (so the second
+/// pass and the partials stay small next to the first pass).
+const MIN_CHUNK: usize = 4096;
+
+/// Parts to split each output's `k` elements into when `groups` workgroups
+/// would serve them in one pass: 1 when the grid is large enough already.
+fn splits_for(groups: usize, k: usize) -> usize {
+    if groups >= TARGET_GROUPS {
+        return 1;
+    }
+    (k / MIN_CHUNK).min(TARGET_GROUPS.div_ceil(groups.max(1))).min(WORKGROUP as usize).max(1)
+}
+
+/// Merges contiguous dims of one side (kept or reduced), checking the kernel's rank limit.
+fn side(op: &'static str, what: &str, layout: &Layout, dims: &[usize]) -> Result<(Dims, Dims)> {
+    let shape: Dims = dims.iter().map(|&d| layout.shape[d]).collect();
+    let strides: Dims = dims.iter().map(|&d| layout.strides[d]).collect();
+    let (s, mut st) = coalesce(&shape, &[&strides]);
+    if s.len() > MAX_RANK {
+        return Err(Error::shape(
+            op,
+            format!(
+                "GPU reductions index at most {MAX_RANK} non-mergeable {what} dims, got shape {:?} with strides {:?}",
+                layout.shape, layout.strides
+            ),
+        ));
+    }
+    Ok((s, st.swap_remove(0)))
+}
+
+/// log2 of the outputs per workgroup (G). Lanes per output: a quarter of the
+/// reduced size rounded up to a power of two (at most 256), so each lane
+/// folds a few elements before the tree (whose barriers are the cost on
+/// software rasterisers like lavapipe) and short rows leave no thread idle.
+/// When neighbouring outputs are neighbours in memory and reduced elements
+/// are not (column reductions: bias gradients, sums over a batch axis), at
+/// most 8 lanes per output, so that 32+ threads in a row read one contiguous
+/// run. G never exceeds the output count rounded up, so a few outputs over
+/// long rows still get every thread.
+fn outputs_per_group(outputs: usize, k: usize, column: bool) -> u32 {
+    let mut lanes = k.div_ceil(4).next_power_of_two().clamp(1, WORKGROUP as usize);
+    if column {
+        lanes = lanes.min(8);
+    }
+    let g = (WORKGROUP as usize / lanes).min(outputs.next_power_of_two().max(1));
+    g.trailing_zeros()
+}
+
+/// The dispatch reducing `axes` of `layout`; with `split`, long reductions
+/// over few outputs may write `splits` partials per output instead (sum,
+/// max and min only: their partials combine with the same reduction).
+fn plan(op: &'static str, layout: &Layout, axes: &[usize], split: bool) -> Result<Plan> {
+    let nd = layout.shape.len();
+    if let Some(&a) = axes.iter().find(|&&a| a >= nd) {
+        return Err(Error::shape(op, format!("axis {a} is out of range for shape {:?}", layout.shape)));
+    }
+    let kept: Dims = (0..nd).filter(|d| !axes.contains(d)).collect();
+    let outputs: usize = kept.iter().map(|&d| layout.shape[d]).product();
+    let k: usize = axes.iter().map(|&d| layout.shape[d]).product();
+    // The kernel counts in u32 and returns indices as i32; views of expanded
+    // tensors can be far larger than any buffer.
+    if outputs > i32::MAX as usize || k > i32::MAX as usize {
+        return Err(Error::shape(
+            op,
+            format!("GPU reductions handle at most {} elements per side, got shape {:?}", i32::MAX, layout.shape),
+        ));
+    }
+    let (ks, kst) = side(op, "kept", layout, &kept)?;
+    let (rs, rst) = side(op, "reduced", layout, axes)?;
+    // coalesce leaves one dim of size 1 when a side is empty.
+    let column = outputs > 1 && kst.last() == Some(&1) && rst.last() != Some(&1);
+    let mut lg = outputs_per_group(outputs, k, column);
+    let mut splits = if split { splits_for(outputs.div_ceil(1 << lg), k) } else { 1 };
+    let chunk = k.div_ceil(splits).max(1);
+    if splits > 1 {
+        // Every part is a long row of its own; no part is empty.
+        splits = k.div_ceil(chunk);
+        lg = outputs_per_group(outputs * splits, chunk, false);
+    }
+    let mut m = vec![0u32; 40];
+    m[0] = (outputs * splits) as u32;
+    m[1] = k as u32;
+    m[2] = layout.offset as u32;
+    m[3] = lg;
+    m[4] = ks.len() as u32;
+    m[5] = rs.len() as u32;
+    m[6] = splits as u32;
+    m[7] = chunk as u32;
+    for d in 0..ks.len() {
+        m[8 + d] = ks[d] as u32;
+        m[16 + d] = kst[d] as u32;
+    }
+    for d in 0..rs.len() {
+        m[24 + d] = rs[d] as u32;
+        m[32 + d] = rst[d] as u32;
+    }
+    Ok(Plan { params: m, outputs, workgroups: ((outputs * splits) as u32).div_ceil(1 << lg), splits })
+}
+
+const MODES: [Mode; 5] = [Mode::Sum, Mode::Max, Mode::Min, Mode::ArgMax, Mode::ArgMin];
+
+fn key(mode: Mode) -> String {
+    format!("reduce:{mode:?}")
+}
+
+fn source(mode: Mode) -> String {
+    format!("{PRELUDE}\n{}", REDUCE.replace("{KIND}", &(mode as u32).to_string()))
+}
+
+/// Every source this module can build, keyed like its pipelines (for naga validation).
+pub fn sources() -> Vec<(String, String)> {
+    MODES.iter().map(|&m| (key(m), source(m))).collect()
+}
+
+fn run(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], mode: Mode) -> Result<GpuBuffer> {
+    if x.dtype != DType::F32 {
+        return Err(Error::dtype(op, format!("GPU reductions take f32 tensors, got {}", x.dtype)));
+    }
+    let arg = matches!(mode, Mode::ArgMax | Mode::ArgMin);
+    // Argmax partials would need their indices too: arg reductions run in one pass.
+    let p = plan(op, layout, axes, !arg)?;
+    let ctx = x.ctx().clone();
+    let out = GpuBuffer::new(&ctx, op, if arg { DType::I32 } else { DType::F32 }, p.outputs)?;
+    if p.outputs == 0 {
+        return Ok(out);
+    }
+    let pipeline = ctx.pipeline(&key(mode), || source(mode));
+    if p.splits == 1 {
+        ctx.dispatch(&pipeline, &p.params, &[x.raw(), out.raw()], p.workgroups);
+        return Ok(out);
+    }
+    // Pass 1 writes [outputs, splits] partials; pass 2 reduces their rows. The
+    // partials return to the pool on drop, after both passes are recorded
+    // (one queue, in order, so no later user can overwrite them early).
+    let partial = GpuBuffer::new(&ctx, op, DType::F32, p.outputs * p.splits)?;
+    ctx.dispatch(&pipeline, &p.params, &[x.raw(), partial.raw()], p.workgroups);
+    let p2 = plan(op, &Layout::contiguous(&[p.outputs, p.splits]), &[1], false)?;
+    ctx.dispatch(&pipeline, &p2.params, &[partial.raw(), out.raw()], p2.workgroups);
+    Ok(out)
+}
+
+/// Reduces `axes` (sorted, distinct) of the view `layout` of `x`: a contiguous
+/// f32 buffer holding the kept dims in order.
+pub fn reduce(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], kind: ReduceKind) -> Result<GpuBuffer> {
+    let mode = match kind {
+        ReduceKind::Sum => Mode::Sum,
+        ReduceKind::Max => Mode::Max,
+        ReduceKind::Min => Mode::Min,
+    };
+    run(op, x, layout, axes, mode)
+}
+
+/// Index (i32) of the first max (or min) along `axis`; NaN counts as the extreme.
+pub fn arg_reduce(op: &'static str, x: &GpuBuffer, layout: &Layout, axis: usize, max: bool) -> Result<GpuBuffer> {
+    run(op, x, layout, &[axis], if max { Mode::ArgMax } else { Mode::ArgMin })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_use_whole_groups_and_columns_use_neighbouring_threads() {
+        // A long row: one workgroup per output.
+        assert_eq!(outputs_per_group(4, 100_000, false), 0);
+        // Short rows: a quarter as many lanes as elements; up to 4 get one thread each.
+        assert_eq!(outputs_per_group(10_000, 20, false), 5);
+        assert_eq!(outputs_per_group(10_000, 3, false), 8);
+        // Many columns: 32 outputs side by side, 8 lanes each.
+        assert_eq!(outputs_per_group(4096, 1000, true), 5);
+        // Few columns: every thread still works.
+        assert_eq!(outputs_per_group(2, 100_000, true), 1);
+        // One output over one element: a single thread's worth.
+        assert_eq!(outputs_per_group(1, 1, false), 0);
+    }
+
+    #[test]
+    fn plans_merge_dims_and_permute_reduced_axes_last() {
+        // [4, 5, 6] contiguous, reducing axis 1: kept [4, 6] strides [30, 1], reduced [5] stride 6.
+        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[1], true).unwrap();
+        assert_eq!(&p.params[..6], &[24, 5, 0, p.params[3], 2, 1]);
+        assert_eq!(&p.params[8..10], &[4, 6]);
+        assert_eq!(&p.params[16..18], &[30, 1]);
+        assert_eq!((p.params[24], p.params[32]), (5, 6));
+        // All axes of a contiguous block merge into one reduced dim; no kept dims remain.
+        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[0, 1, 2], true).unwrap();
+        assert_eq!((p.params[0], p.params[1], p.params[5], p.params[24], p.params[32]), (1, 120, 1, 120, 1));
+        assert_eq!(p.workgroups, 1);
+        assert!(plan("sum", &Layout::contiguous(&[4, 5]), &[2], true).is_err());
+        assert_eq!(p.splits, 1);
+    }
+
+    #[test]
+    fn long_reductions_over_few_outputs_split() {
+        let p = plan("sum", &Layout::contiguous(&[1_000_000]), &[0], true).unwrap();
+        let (splits, chunk) = (p.params[6] as usize, p.params[7] as usize);
+        assert!(splits > 100 && splits == p.splits && splits <= 256, "{splits}");
+        assert!(splits * chunk >= 1_000_000 && (splits - 1) * chunk < 1_000_000);
+        assert_eq!((p.params[0] as usize, p.outputs), (splits, 1));
+        // Not for arg reductions, nor when there are enough outputs to fill the GPU.
+        assert_eq!(plan("argmax", &Layout::contiguous(&[1_000_000]), &[0], false).unwrap().splits, 1);
+        assert_eq!(plan("sum", &Layout::contiguous(&[1024, 8192]), &[1], true).unwrap().splits, 1);
+    }
+}

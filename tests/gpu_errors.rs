@@ -1,0 +1,56 @@
+//! GPU failure modes surface as `Error`s, never panics: buffers beyond the
+//! adapter's limits, and a lost device (reported on the next op).
+
+use skiff::device::GpuDevice;
+use skiff::{DType, Device, Error, Tensor};
+
+fn gpu() -> Option<Device> {
+    match Device::gpu() {
+        Ok(d) => {
+            eprintln!("GPU tests run on {}", d.describe());
+            Some(d)
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: no GPU adapter ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_buffer_beyond_the_adapter_limit_is_an_error_naming_size_and_limit() {
+    let Some(dev) = gpu() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!() };
+    let limit = g.limits().max_storage_buffer_binding_size.min(g.limits().max_buffer_size);
+    let n = (limit / 4 + 1) as usize; // one f32 more than fits
+    let e = Tensor::full_on(&[n], 1.0, DType::F32, &dev).expect_err("allocation past the limit must fail");
+    let msg = e.to_string();
+    assert!(msg.contains(&limit.to_string()) && msg.contains("bytes"), "{msg}");
+    // The device is still usable afterwards.
+    let ok = Tensor::ones(&[4], DType::F32).to(&dev).unwrap().mul_scalar(3.0).unwrap();
+    assert_eq!(ok.to_vec::<f32>().unwrap(), vec![3.0; 4]);
+}
+
+#[test]
+fn f64_stays_on_the_cpu_with_a_clear_error() {
+    let Some(dev) = gpu() else { return };
+    let e = Tensor::ones(&[2], DType::F64).to(&dev).unwrap_err();
+    assert!(matches!(e, Error::DType { .. }) && e.to_string().contains("f64"), "{e}");
+}
+
+#[test]
+fn a_lost_device_is_reported_on_the_next_op() {
+    if gpu().is_none() {
+        return;
+    }
+    // A private context, so destroying it cannot disturb other tests.
+    let g = GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    let t = Tensor::ones(&[8], DType::F32).to(&dev).unwrap();
+    assert_eq!(t.add(&t).unwrap().to_vec::<f32>().unwrap(), vec![2.0; 8]);
+    g.destroy();
+    // The loss is noticed by the next op or, at the latest, by the readback.
+    let r = t.add(&t).and_then(|s| s.to_vec::<f32>());
+    let e = r.expect_err("ops on a destroyed device must fail");
+    assert!(e.to_string().to_lowercase().contains("lost") || e.to_string().contains("GPU"), "{e}");
+}

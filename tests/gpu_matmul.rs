@@ -1,0 +1,179 @@
+//! The GPU matmul kernel against the cpu one: odd and tile-sized shapes,
+//! broadcast batches, strided operands (transposed, sliced, expanded views:
+//! the kernel reads them in place), 1-D operands and empty dims. Skips, loudly,
+//! where no GPU adapter exists; the WGSL validation runs everywhere.
+
+#![cfg(feature = "gpu")]
+
+use skiff::backend::gpu::matmul as gm;
+use skiff::{manual_seed, DType, Device, Result, Tensor};
+
+fn gpu() -> Option<Device> {
+    match Device::gpu() {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("\n*** SKIPPED: no GPU adapter ({e}) ***\n");
+            None
+        }
+    }
+}
+
+/// Builds the operands on the cpu, applies `view` to them on both devices,
+/// and compares the products elementwise (relative to the result's scale).
+fn check(
+    dev: &Device,
+    what: &str,
+    shapes: (&[usize], &[usize]),
+    view: impl Fn(&Tensor, &Tensor) -> Result<(Tensor, Tensor)>,
+) {
+    let a = Tensor::randn(shapes.0, DType::F32);
+    let b = Tensor::randn(shapes.1, DType::F32);
+    let (ca, cb) = view(&a, &b).expect("cpu views");
+    let want = ca.matmul(&cb).expect("cpu matmul");
+    let (ga, gb) = view(&a.to(dev).expect("upload"), &b.to(dev).expect("upload")).expect("gpu views");
+    let got = ga.matmul(&gb).expect("gpu matmul");
+    assert!(got.device().is_gpu(), "{what}: result left the GPU");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+    let scale = w.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    for (i, (x, y)) in w.iter().zip(&g).enumerate() {
+        assert!((x - y).abs() <= 1e-4 * scale, "{what}: element {i}: cpu {x} vs gpu {y} (scale {scale})");
+    }
+}
+
+fn plain(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((a.clone(), b.clone()))
+}
+
+#[test]
+fn wgsl_validates_and_fits_webgpu_workgroup_storage() {
+    let src = gm::source();
+    let module = naga::front::wgsl::parse_str(&src).expect("matmul.wgsl parses");
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+        .validate(&module)
+        .expect("matmul.wgsl validates");
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).expect("layout");
+    let shared: u32 = module
+        .global_variables
+        .iter()
+        .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
+        .map(|(_, v)| layouter[v.ty].size)
+        .sum();
+    assert!(shared <= 16384, "workgroup storage {shared} bytes exceeds WebGPU's default 16 KiB");
+}
+
+#[test]
+fn square_odd_and_tile_sized_shapes() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(1);
+    let mnk: &[(usize, usize, usize)] = &[
+        (1, 1, 1),
+        (65, 33, 17),
+        (128, 128, 128),
+        (64, 64, 64),
+        (63, 65, 1),
+        (1, 300, 1),
+        (3, 1, 70),
+        (130, 7, 129),
+        (17, 200, 5),
+    ];
+    for &(m, k, n) in mnk {
+        check(&dev, &format!("{m}x{k}x{n}"), (&[m, k], &[k, n]), plain);
+    }
+}
+
+#[test]
+fn batched_with_broadcast_batch_dims() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(2);
+    check(&dev, "batch 5", (&[5, 20, 30], &[5, 30, 10]), plain);
+    check(&dev, "3-D x 2-D", (&[4, 9, 10], &[10, 6]), plain);
+    check(&dev, "2-D x 3-D", (&[9, 10], &[4, 10, 66]), plain);
+    check(&dev, "[2,1] x [3] batches", (&[2, 1, 5, 7], &[3, 7, 4]), plain);
+    check(&dev, "[1,3] x [2,1] batches", (&[1, 3, 70, 8], &[2, 1, 8, 65]), plain);
+    check(&dev, "rank 5", (&[2, 1, 3, 1, 6, 5], &[1, 2, 3, 4, 5, 3]), plain);
+}
+
+/// More products than one grid dimension holds: the kernel's grid is folded.
+/// 70,000 workgroups take ~15 s on a software adapter (lavapipe), so there
+/// it runs only with SKIFF_SLOW_TESTS=1.
+#[test]
+fn folded_grid_for_many_products() {
+    let Some(dev) = gpu() else { return };
+    let Device::Gpu(g) = &dev else { return };
+    if g.info().device_type == wgpu::DeviceType::Cpu && std::env::var_os("SKIFF_SLOW_TESTS").is_none() {
+        eprintln!("*** SKIPPED on a software adapter (set SKIFF_SLOW_TESTS=1 to run it) ***");
+        return;
+    }
+    manual_seed(5);
+    check(&dev, "70,000 products", (&[70_000, 1, 2], &[70_000, 2, 1]), plain);
+}
+
+#[test]
+fn strided_operands() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(3);
+    let t = |x: &Tensor| x.transpose(-1, -2);
+    check(&dev, "a^T b", (&[33, 65], &[33, 17]), |a, b| Ok((t(a)?, b.clone())));
+    check(&dev, "a b^T", (&[65, 33], &[17, 33]), |a, b| Ok((a.clone(), t(b)?)));
+    check(&dev, "a^T b^T", (&[70, 90], &[80, 70]), |a, b| Ok((t(a)?, t(b)?)));
+    check(&dev, "batched a^T b^T", (&[3, 12, 9], &[3, 5, 12]), |a, b| Ok((t(a)?, t(b)?)));
+    check(&dev, "permuted batch", (&[9, 4, 12], &[4, 12, 7]), |a, b| Ok((a.permute(&[1, 0, 2])?, b.clone())));
+    check(&dev, "step-2 slices", (&[20, 30], &[15, 40]), |a, b| Ok((a.slice(1, 0, 30, 2)?, b.slice(1, 1, 40, 3)?)));
+    check(&dev, "offset views", (&[40, 30], &[50, 20]), |a, b| Ok((a.narrow(0, 7, 20)?, b.narrow(0, 11, 30)?)));
+    check(&dev, "expanded batch", (&[1, 6, 8], &[3, 8, 5]), |a, b| Ok((a.expand(&[3, 6, 8])?, b.clone())));
+    check(&dev, "expanded matrix", (&[6, 1], &[4, 5]), |a, b| Ok((a.expand(&[6, 4])?, b.clone())));
+}
+
+/// Backward runs matmuls on transposed views of the saved operands.
+#[test]
+fn gradients_match_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(6);
+    let (a, b, w) = (
+        Tensor::randn(&[3, 65, 17], DType::F32),
+        Tensor::randn(&[17, 33], DType::F32),
+        Tensor::randn(&[3, 65, 33], DType::F32),
+    );
+    let grads = |d: &Device| -> Result<Vec<Vec<f32>>> {
+        let (a, b) = (a.detach().to(d)?.requires_grad_(true)?, b.detach().to(d)?.requires_grad_(true)?);
+        a.matmul(&b)?.mul(&w.to(d)?)?.sum_all()?.backward()?;
+        Ok(vec![a.grad().expect("grad a").to_vec::<f32>()?, b.grad().expect("grad b").to_vec::<f32>()?])
+    };
+    let (want, got) = (grads(&Device::Cpu).unwrap(), grads(&dev).expect("gpu backward"));
+    for (w, g) in want.iter().zip(&got) {
+        let scale = w.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        assert!(w.iter().zip(g).all(|(x, y)| (x - y).abs() <= 1e-4 * scale), "gradients differ");
+    }
+}
+
+#[test]
+fn vectors_and_empty_dims() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(4);
+    check(&dev, "vec @ mat", (&[33], &[33, 70]), plain);
+    check(&dev, "mat @ vec", (&[70, 33], &[33]), plain);
+    check(&dev, "vec @ vec", (&[129], &[129]), plain);
+    check(&dev, "vec @ batched mat", (&[5], &[3, 5, 4]), plain);
+    check(&dev, "k = 0", (&[3, 0], &[0, 4]), plain);
+    check(&dev, "batched k = 0", (&[2, 70, 0], &[2, 0, 65]), plain);
+    check(&dev, "m = 0", (&[0, 5], &[5, 4]), plain);
+    check(&dev, "batch 0", (&[0, 3, 5], &[5, 4]), plain);
+    // Pooled buffers come back dirty: k = 0 must still write its zeros.
+    let a = Tensor::ones(&[64, 64], DType::F32).to(&dev).unwrap();
+    drop(a.matmul(&a).unwrap());
+    let z = Tensor::zeros(&[64, 0], DType::F32).to(&dev).unwrap();
+    let got = z.matmul(&z.transpose(0, 1).unwrap()).unwrap().to_vec::<f32>().unwrap();
+    assert!(got.iter().all(|&v| v == 0.0), "k = 0 product is not all zeros");
+}
+
+#[test]
+fn errors_not_panics() {
+    let Some(dev) = gpu() else { return };
+    let i = Tensor::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).unwrap().to(&dev).unwrap();
+    assert!(i.matmul(&i).is_err(), "i32 matmul must be refused");
+    let a = Tensor::ones(&[2, 3], DType::F32).to(&dev).unwrap();
+    assert!(a.matmul(&a).is_err(), "inner dims differ");
+    assert!(a.matmul(&Tensor::ones(&[3, 2], DType::F32)).is_err(), "mixed devices");
+}
