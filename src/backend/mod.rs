@@ -48,14 +48,28 @@ pub struct StorageInner {
     /// Bumped by every in-place write; saved tensors compare against it.
     version: AtomicU64,
     device: Device,
+    /// Host copy of a small i32 GPU storage (labels, indices) and the version it
+    /// matches. See `host_copy`.
+    #[cfg(feature = "gpu")]
+    mirror: std::sync::Mutex<Option<(u64, Vec<i32>)>>,
 }
+
+/// i32 GPU storages up to this many elements keep a host mirror.
+#[cfg(feature = "gpu")]
+const MIRROR_MAX: usize = 1 << 20;
 
 /// Reference-counted handle to a storage.
 pub type Storage = Arc<StorageInner>;
 
 pub fn new_storage(buf: Buffer) -> Storage {
     let device = buf.device();
-    Arc::new(StorageInner { data: RwLock::new(buf), version: AtomicU64::new(0), device })
+    Arc::new(StorageInner {
+        data: RwLock::new(buf),
+        version: AtomicU64::new(0),
+        device,
+        #[cfg(feature = "gpu")]
+        mirror: std::sync::Mutex::new(None),
+    })
 }
 
 impl Drop for StorageInner {
@@ -70,6 +84,10 @@ impl Drop for StorageInner {
 }
 
 impl StorageInner {
+    #[cfg(feature = "gpu")]
+    fn set_mirror(&self, values: Vec<i32>) {
+        *self.mirror.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), values));
+    }
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -111,7 +129,16 @@ pub fn transfer(x: &crate::tensor::Tensor, device: &Device) -> crate::error::Res
             Buffer::Gpu(gpu::elementwise::upload(d.context(), &host, &crate::shape::Layout::contiguous(x.shape()))?)
         }
     };
-    Ok(crate::tensor::Tensor::from_buffer(buf, x.shape()))
+    let out = crate::tensor::Tensor::from_buffer(buf, x.shape());
+    #[cfg(feature = "gpu")]
+    if let (Buffer::Cpu(CpuBuffer::I32(v)), Device::Gpu(_)) = (&*g, device) {
+        // The values are at hand: labels and indices moved to the GPU never
+        // need reading back for their range checks.
+        if x.numel() <= MIRROR_MAX {
+            out.storage().set_mirror(cpu::gather_strided(v, x.layout()));
+        }
+    }
+    Ok(out)
 }
 
 /// The elements of `x` in row-major order as a host buffer (reads back from a GPU).
@@ -122,6 +149,45 @@ pub fn host_copy(x: &crate::tensor::Tensor) -> crate::error::Result<CpuBuffer> {
             Ok(crate::with_cpu_buffer!(b, v, T => <T as cpu::Elem>::wrap(cpu::gather_strided(v, x.layout()))))
         }
         #[cfg(feature = "gpu")]
-        Buffer::Gpu(b) => gpu::elementwise::download(b, x.layout()),
+        Buffer::Gpu(b) => {
+            // Note (index mirrors): index checks (cross_entropy labels, gather,
+            // scatter_add) read i32 indices on the host. Reading them back from
+            // the GPU every step would stall the queue, so small i32 storages
+            // keep a host copy, valid while the storage version is unchanged.
+            if b.dtype != crate::dtype::DType::I32 || b.len > MIRROR_MAX {
+                return gpu::elementwise::download(b, x.layout());
+            }
+            let st = x.storage();
+            let version = st.version();
+            let mut m = st.mirror.lock().unwrap_or_else(|e| e.into_inner());
+            if m.as_ref().is_none_or(|(v, _)| *v != version) {
+                let full = crate::shape::Layout::contiguous(&[b.len]);
+                let CpuBuffer::I32(all) = gpu::elementwise::download(b, &full)? else {
+                    unreachable!("an i32 GPU buffer reads back as i32")
+                };
+                *m = Some((version, all));
+            }
+            let (_, all) = m.as_ref().expect("filled above");
+            Ok(CpuBuffer::I32(cpu::gather_strided(all, x.layout())))
+        }
     }
+}
+
+/// `host_copy` without blocking: the GPU readback is awaited (in the browser
+/// the map callback wakes it; natively the future waits for the device).
+pub async fn host_copy_async(x: &crate::tensor::Tensor) -> crate::error::Result<CpuBuffer> {
+    #[cfg(feature = "gpu")]
+    {
+        let pending = {
+            let g = x.storage().read();
+            match &*g {
+                Buffer::Gpu(b) => Some((gpu::elementwise::start_download(b, x.layout())?, b.dtype)),
+                Buffer::Cpu(_) => None,
+            }
+        };
+        if let Some((readback, dtype)) = pending {
+            return Ok(gpu::elementwise::decode(&readback.await?, dtype));
+        }
+    }
+    host_copy(x)
 }

@@ -172,6 +172,18 @@ impl Tensor {
         let host = crate::backend::host_copy(self)?;
         T::unwrap(host).ok_or_else(|| Error::dtype("to_vec", format!("internal: {} storage", self.dtype())))
     }
+    /// `to_vec` without blocking: awaits the GPU readback (the only way to
+    /// read GPU data in the browser; natively it also works under any executor).
+    pub async fn to_vec_async<T: cpu::Elem>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::dtype(
+                "to_vec",
+                format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
+            ));
+        }
+        let host = crate::backend::host_copy_async(self).await?;
+        T::unwrap(host).ok_or_else(|| Error::dtype("to_vec", format!("internal: {} storage", self.dtype())))
+    }
     /// The elements converted to f64 (any dtype; masks give 0/1). Reads back
     /// from a GPU (blocking natively), which can fail if the device was lost.
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {

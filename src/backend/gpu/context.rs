@@ -47,6 +47,20 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     pollster::block_on(f)
 }
 
+/// Whether this target may block on the GPU (never in the browser).
+pub const CAN_BLOCK: bool = cfg!(not(target_arch = "wasm32"));
+
+/// Blocks on a readback natively; in the browser, blocking is refused.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn block_on_readback(f: super::readback::Readback) -> Result<Vec<u8>> {
+    block_on(f)
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn block_on_readback(_f: super::readback::Readback) -> Result<Vec<u8>> {
+    Err(Error::value("to_vec", "reading GPU data cannot block in the browser: use to_vec_async().await"))
+}
+
 /// Waits for all submitted GPU work (natively; the browser resolves map callbacks itself).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn wait_idle(device: &wgpu::Device) -> Result<()> {
@@ -59,6 +73,21 @@ pub fn wait_idle(device: &wgpu::Device) -> Result<()> {
 #[cfg(target_arch = "wasm32")]
 pub fn wait_idle(_device: &wgpu::Device) -> Result<()> {
     Ok(())
+}
+
+/// The validation error captured by an error scope, if any. Natively this
+/// waits for the scope; in the browser errors arrive asynchronously, so the
+/// scope's result is dropped and failures reach the uncaptured-error handler
+/// (reported on the next op) instead.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
+    block_on(scope.pop())
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
+    drop(scope);
+    None
 }
 
 /// Opens the device synchronously (native only; the browser path is async).

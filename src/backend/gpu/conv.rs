@@ -69,7 +69,7 @@ fn run(
     let ctx = x.ctx().clone();
     let y = GpuBuffer::new(&ctx, op, out, n)?;
     let m = params(op, g, n, l)?;
-    launch(&ctx, &format!("conv:{kernel}"), || kernel_source(CONV, kernel, DType::F32), &m, &[x], &y, n);
+    launch(&ctx, &format!("conv:{kernel}"), || kernel_source(CONV, kernel, DType::F32), &m, &[x], &y, n)?;
     Ok(y)
 }
 

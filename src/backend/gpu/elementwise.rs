@@ -26,7 +26,7 @@ pub fn unary(op: &'static str, x: &GpuBuffer, lx: &Layout, expr: &str, p: [f64; 
     let out = GpuBuffer::new(&ctx, op, DType::F32, lx.numel())?;
     let params = elementwise_params(op, &lx.shape, &[lx], &[f32_bits(p[0]), f32_bits(p[1])])?;
     let key = format!("unary:{op}");
-    launch(&ctx, &key, || unary_source(expr), &params, &[x], &out, lx.numel());
+    launch(&ctx, &key, || unary_source(expr), &params, &[x], &out, lx.numel())?;
     Ok(out)
 }
 
@@ -48,7 +48,7 @@ pub fn binary(
     let params = elementwise_params(op, shape, &[la, lb], &[0, 0])?;
     let key = format!("binary:{op}:{}", a.dtype.name());
     let src = || binary_source(a.dtype, out_dtype, expr);
-    launch(&ctx, &key, src, &params, &[a, b], &out, n);
+    launch(&ctx, &key, src, &params, &[a, b], &out, n)?;
     Ok(out)
 }
 
@@ -66,7 +66,7 @@ pub fn where_(
     let params = elementwise_params("where", shape, &[c.1, a.1, b.1], &[0, 0])?;
     let key = format!("where:{}", dt.name());
     let src = || where_source(dt);
-    launch(&ctx, &key, src, &params, &[c.0, a.0, b.0], &out, n);
+    launch(&ctx, &key, src, &params, &[c.0, a.0, b.0], &out, n)?;
     Ok(out)
 }
 
@@ -78,7 +78,7 @@ pub fn cast(op: &'static str, x: &GpuBuffer, lx: &Layout, dtype: DType) -> Resul
     let params = elementwise_params(op, &lx.shape, &[lx], &[0, 0])?;
     let key = format!("cast:{}:{}", x.dtype.name(), dtype.name());
     let src = || cast_source(x.dtype, dtype);
-    launch(&ctx, &key, src, &params, &[x], &out, n);
+    launch(&ctx, &key, src, &params, &[x], &out, n)?;
     Ok(out)
 }
 
@@ -89,7 +89,7 @@ pub fn fill_into(out: &GpuBuffer, n: usize, value: f64) -> Result<()> {
     let params = elementwise_params("fill", &[n], &[], &[scalar_bits(value, dt), 0])?;
     let key = format!("fill:{}", dt.name());
     let src = || fill_source(dt);
-    launch(&ctx, &key, src, &params, &[], out, n);
+    launch(&ctx, &key, src, &params, &[], out, n)?;
     Ok(())
 }
 
@@ -109,7 +109,7 @@ pub fn copy_into(src: &GpuBuffer, ls: &Layout, dst: &GpuBuffer, ld: &Layout) -> 
     let key = format!("copy_into:{}", src.dtype.name());
     let dt = src.dtype;
     let srcf = || copy_into_source(dt);
-    launch(&ctx, &key, srcf, &params, &[src], dst, n);
+    launch(&ctx, &key, srcf, &params, &[src], dst, n)?;
     Ok(())
 }
 
@@ -127,27 +127,37 @@ pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result
         }
     };
     let out = GpuBuffer::new(ctx, "to", dtype, layout.numel())?;
-    ctx.upload(out.raw(), &bytes);
+    ctx.upload(out.raw(), &bytes)?;
     Ok(out)
+}
+
+/// Starts reading the view `layout` of `x` back (copies it contiguous first if needed).
+pub fn start_download(x: &GpuBuffer, layout: &Layout) -> Result<super::readback::Readback> {
+    let contiguous;
+    let buf = if layout.is_contiguous() && layout.offset == 0 {
+        x
+    } else {
+        contiguous = cast("to_vec", x, layout, x.dtype)?;
+        &contiguous
+    };
+    super::readback::Readback::start(x.ctx(), buf.raw(), (layout.numel() * 4) as u64)
+}
+
+/// Host elements of `dtype` from the bytes of a readback.
+pub fn decode(bytes: &[u8], dtype: DType) -> CpuBuffer {
+    match dtype {
+        DType::F32 | DType::F64 => CpuBuffer::F32(bytemuck::pod_collect_to_vec(bytes)),
+        DType::I32 => CpuBuffer::I32(bytemuck::pod_collect_to_vec(bytes)),
+        DType::Bool => {
+            CpuBuffer::Bool(bytemuck::pod_collect_to_vec::<u8, u32>(bytes).into_iter().map(|v| v as u8).collect())
+        }
+    }
 }
 
 /// Reads the view `layout` of `x` back to the host (blocking natively).
 pub fn download(x: &GpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
-    let contiguous;
-    let (buf, n) = if layout.is_contiguous() && layout.offset == 0 {
-        (x, layout.numel())
-    } else {
-        contiguous = cast("to_vec", x, layout, x.dtype)?;
-        (&contiguous, layout.numel())
-    };
-    let bytes = x.ctx().read(buf.raw(), (n * 4) as u64)?;
-    Ok(match x.dtype {
-        DType::F32 | DType::F64 => CpuBuffer::F32(bytemuck::pod_collect_to_vec(&bytes)),
-        DType::I32 => CpuBuffer::I32(bytemuck::pod_collect_to_vec(&bytes)),
-        DType::Bool => {
-            CpuBuffer::Bool(bytemuck::pod_collect_to_vec::<u8, u32>(&bytes).into_iter().map(|v| v as u8).collect())
-        }
-    })
+    let bytes = super::context::block_on_readback(start_download(x, layout)?)?;
+    Ok(decode(&bytes, x.dtype))
 }
 
 // ---- kernel sources: one builder per template instantiation, shared by the

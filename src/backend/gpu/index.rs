@@ -70,7 +70,7 @@ pub fn gather(
     let params = elementwise_params(op, out_shape, &[&xv, il], &[axis_stride as u32])?;
     let dt = x.dtype;
     let key = format!("index:gather:{}", dt.name());
-    launch(&ctx, &key, || kernel_source(INDEX, "gather", dt), &params, &[x, index], &out, n);
+    launch(&ctx, &key, || kernel_source(INDEX, "gather", dt), &params, &[x, index], &out, n)?;
     Ok(out)
 }
 
@@ -153,7 +153,7 @@ pub fn scatter_add(
     let n = bl.numel();
     let out = GpuBuffer::new(&ctx, op, base.dtype, n)?;
     let keys = GpuBuffer::new(&ctx, op, DType::I32, plan.keys.len())?;
-    ctx.upload(keys.raw(), bytemuck::cast_slice(&plan.keys));
+    ctx.upload(keys.raw(), bytemuck::cast_slice(&plan.keys))?;
     let mut m = vec![0u32; 48];
     m[..8].copy_from_slice(&[
         n as u32,
@@ -174,6 +174,6 @@ pub fn scatter_add(
     }
     let dt = base.dtype;
     let key = format!("index:scatter_add:{}", dt.name());
-    launch(&ctx, &key, || kernel_source(INDEX, "scatter_add", dt), &m, &[base, src, &keys], &out, n);
+    launch(&ctx, &key, || kernel_source(INDEX, "scatter_add", dt), &m, &[base, src, &keys], &out, n)?;
     Ok(out)
 }

@@ -111,12 +111,13 @@ pub fn launch(
     inputs: &[&GpuBuffer],
     out: &GpuBuffer,
     n: usize,
-) {
+) -> Result<()> {
     if n == 0 {
-        return;
+        return Ok(());
     }
-    let pipeline = ctx.pipeline(key, source);
+    let pipeline = ctx.pipeline(key, source)?;
     let mut bufs: Vec<&wgpu::Buffer> = inputs.iter().map(|b| b.raw()).collect();
     bufs.push(out.raw());
     ctx.dispatch(&pipeline, params, &bufs, workgroups(n));
+    Ok(())
 }

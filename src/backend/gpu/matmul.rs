@@ -54,7 +54,7 @@ pub fn matmul(a: &GpuBuffer, la: &Layout, b: &GpuBuffer, lb: &Layout, batch: &[u
     let grid = grid3(tiles, max as u64).ok_or_else(|| {
         Error::shape("matmul", format!("{nb} products of [{m}, {k}] x [{k}, {n}] exceed the GPU's dispatch limits"))
     })?;
-    let pipeline = ctx.pipeline("matmul:f32", source);
+    let pipeline = ctx.pipeline("matmul:f32", source)?;
     ctx.dispatch_grid(&pipeline, &params, &[a.raw(), b.raw(), out.raw()], grid);
     Ok(out)
 }

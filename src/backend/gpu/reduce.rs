@@ -166,7 +166,7 @@ fn run(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], mode: M
     if p.outputs == 0 {
         return Ok(out);
     }
-    let pipeline = ctx.pipeline(&key(mode), || source(mode));
+    let pipeline = ctx.pipeline(&key(mode), || source(mode))?;
     if p.splits == 1 {
         ctx.dispatch(&pipeline, &p.params, &[x.raw(), out.raw()], p.workgroups);
         return Ok(out);

@@ -26,6 +26,8 @@ pub struct GpuCounters {
     pub dispatches: u64,
     pub submits: u64,
     pub readbacks: u64,
+    /// Host-to-device copies (each through a fresh staging buffer, not counted in `buffers_created`).
+    pub uploads: u64,
     pub bytes_allocated: u64,
     pub bytes_live: u64,
     pub bytes_pooled: u64,
@@ -40,6 +42,7 @@ struct Counters {
     dispatches: AtomicU64,
     submits: AtomicU64,
     readbacks: AtomicU64,
+    uploads: AtomicU64,
     bytes_allocated: AtomicU64,
     bytes_live: AtomicU64,
 }
@@ -182,6 +185,7 @@ impl GpuContext {
             dispatches: c.dispatches.load(Ordering::Relaxed),
             submits: c.submits.load(Ordering::Relaxed),
             readbacks: c.readbacks.load(Ordering::Relaxed),
+            uploads: c.uploads.load(Ordering::Relaxed),
             bytes_allocated: c.bytes_allocated.load(Ordering::Relaxed),
             bytes_live: c.bytes_live.load(Ordering::Relaxed),
             bytes_pooled: self.pooled_bytes.load(Ordering::Relaxed),
@@ -234,11 +238,14 @@ impl GpuContext {
     }
 
     /// The cached pipeline for `key`, compiling `source()` on first use.
-    pub(crate) fn pipeline(&self, key: &str, source: impl FnOnce() -> String) -> Arc<wgpu::ComputePipeline> {
+    /// A kernel that fails validation is an error for the op that needed it,
+    /// and leaves the context usable.
+    pub(crate) fn pipeline(&self, key: &str, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
         if let Some(p) = lock(&self.pipelines).get(key) {
-            return p.clone();
+            return Ok(p.clone());
         }
         let src = source();
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -281,10 +288,13 @@ impl GpuContext {
             compilation_options: Default::default(),
             cache: None,
         }));
+        if let Some(e) = context::scope_error(scope) {
+            return Err(Error::value("gpu", format!("kernel '{key}' failed to compile: {e}")));
+        }
         self.counters.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
         lock(&self.layouts).insert((*p).clone(), KernelLayout { layout, bind_groups: HashMap::new() });
         lock(&self.pipelines).insert(key.to_string(), p.clone());
-        p
+        Ok(p)
     }
 
     /// Records one dispatch of `pipeline` over `workgroups` workgroups with
@@ -391,60 +401,57 @@ impl GpuContext {
         self.check("synchronize")
     }
 
-    /// Writes host bytes into a buffer. Pending work is submitted first, because
-    /// queue writes land before any not-yet-submitted commands that may still
-    /// read this (pooled) buffer's previous contents.
-    pub(crate) fn upload(&self, dst: &wgpu::Buffer, bytes: &[u8]) {
-        self.flush();
-        if !bytes.is_empty() {
-            self.queue.write_buffer(dst, 0, bytes);
+    /// Writes host bytes into a buffer, in order with the recorded work: the
+    /// bytes go into a mapped staging buffer whose copy is recorded in the
+    /// pending encoder. (A queue write would land before not-yet-submitted
+    /// commands that may still read this pooled buffer's old contents, and
+    /// flushing first would cost a submit per upload.)
+    pub(crate) fn upload(&self, dst: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
         }
+        let size = (bytes.len() as u64).div_ceil(4) * 4;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skiff upload"),
+            size,
+            usage: wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        {
+            let mut view = staging.get_mapped_range_mut(..).map_err(|e| Error::value("to", format!("{e}")))?;
+            if bytes.len() as u64 == size {
+                view.copy_from_slice(bytes);
+            } else {
+                let mut padded = bytes.to_vec();
+                padded.resize(size as usize, 0);
+                view.copy_from_slice(&padded);
+            }
+        }
+        staging.unmap();
+        self.counters.uploads.fetch_add(1, Ordering::Relaxed);
+        let mut batch = lock(&self.batch);
+        batch.end_pass();
+        let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
+        Ok(())
     }
 
-    /// Copies the first `bytes` of `src` back to the host (blocking natively).
-    pub(crate) fn read(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
-        self.check("to_vec")?;
-        if bytes == 0 {
-            return Ok(Vec::new());
-        }
-        let size = bytes.div_ceil(4) * 4;
+    /// Records a copy of the first `size` bytes of `src` into a new mapped-read
+    /// staging buffer and submits everything recorded so far.
+    pub(crate) fn copy_for_readback(&self, src: &wgpu::Buffer, size: u64) -> wgpu::Buffer {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("skiff readback"),
             size,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        {
-            let mut batch = lock(&self.batch);
-            batch.end_pass();
-            let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-            encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
-            self.submit_locked(&mut batch);
-        }
+        let mut batch = lock(&self.batch);
+        batch.end_pass();
+        let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        self.submit_locked(&mut batch);
         self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
-        let slot: Arc<Mutex<Option<std::result::Result<(), wgpu::BufferAsyncError>>>> = Arc::new(Mutex::new(None));
-        let s2 = slot.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| *lock(&s2) = Some(r));
-        // Another thread polling the device may be the one that runs our map
-        // callback, a moment after our own poll returned: poll until it has run.
-        for _ in 0..10_000 {
-            context::wait_idle(&self.device)?;
-            if lock(&slot).is_some() {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        self.check("to_vec")?;
-        match lock(&slot).take() {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(Error::value("to_vec", format!("mapping the GPU buffer failed: {e}"))),
-            None => return Err(Error::value("to_vec", "the GPU never finished the readback")),
-        }
-        let view = staging.get_mapped_range(..).map_err(|e| Error::value("to_vec", format!("{e}")))?;
-        let out = view[..bytes as usize].to_vec();
-        drop(view);
-        staging.unmap();
-        Ok(out)
+        staging
     }
 }
 
@@ -455,5 +462,31 @@ pub fn grid(n: u32, max: u32) -> (u32, u32) {
         (n, 1)
     } else {
         (max, n.div_ceil(max))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::default_device;
+
+    #[test]
+    fn a_kernel_that_fails_to_compile_is_an_error_and_the_context_survives() {
+        let Ok(dev) = default_device() else {
+            eprintln!("SKIPPED: no GPU adapter");
+            return;
+        };
+        let ctx = dev.context();
+        let e = ctx.pipeline("test:broken", || "this is not WGSL".to_string()).unwrap_err();
+        assert!(e.to_string().contains("test:broken"), "{e}");
+        assert!(ctx.check("next op").is_ok(), "the failure must not poison the context");
+        let src = format!("{}\n@compute @workgroup_size(1) fn main() {{ }}", super::super::kernels::PRELUDE);
+        assert!(ctx.pipeline("test:fine", || src).is_ok());
+    }
+
+    #[test]
+    fn grids_fold_past_the_per_dimension_limit() {
+        assert_eq!(super::grid(10, 65_535), (10, 1));
+        assert_eq!(super::grid(65_536, 65_535), (65_535, 2));
+        assert_eq!(super::grid(0, 65_535), (1, 1));
     }
 }

@@ -1,0 +1,95 @@
+//! Reading GPU buffers back to the host. The core is a future: natively its
+//! poll waits for the device (so `read` can simply block on it), while in the
+//! browser the map callback wakes it and nothing ever blocks.
+
+use super::context;
+use super::runtime::GpuContext;
+use crate::error::{Error, Result};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+
+#[derive(Default)]
+struct MapState {
+    done: Option<std::result::Result<(), wgpu::BufferAsyncError>>,
+    waker: Option<Waker>,
+}
+
+/// Resolves to the bytes of one readback.
+pub struct Readback {
+    ctx: Arc<GpuContext>,
+    staging: Option<wgpu::Buffer>,
+    bytes: usize,
+    state: Arc<Mutex<MapState>>,
+}
+
+fn lock(m: &Mutex<MapState>) -> std::sync::MutexGuard<'_, MapState> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Readback {
+    /// Starts reading the first `bytes` of `src`: submits pending work plus the copy.
+    pub(crate) fn start(ctx: &Arc<GpuContext>, src: &wgpu::Buffer, bytes: u64) -> Result<Readback> {
+        ctx.check("to_vec")?;
+        let state = Arc::new(Mutex::new(MapState::default()));
+        if bytes == 0 {
+            lock(&state).done = Some(Ok(()));
+            return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, state });
+        }
+        let staging = ctx.copy_for_readback(src, bytes.div_ceil(4) * 4);
+        let s2 = state.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let mut st = lock(&s2);
+            st.done = Some(r);
+            if let Some(w) = st.waker.take() {
+                w.wake();
+            }
+        });
+        Ok(Readback { ctx: ctx.clone(), staging: Some(staging), bytes: bytes as usize, state })
+    }
+
+    fn finish(&mut self, r: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Vec<u8>> {
+        self.ctx.check("to_vec")?;
+        r.map_err(|e| Error::value("to_vec", format!("mapping the GPU buffer failed: {e}")))?;
+        let Some(staging) = self.staging.take() else { return Ok(Vec::new()) };
+        let view = staging.get_mapped_range(..).map_err(|e| Error::value("to_vec", format!("{e}")))?;
+        let out = view[..self.bytes].to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(out)
+    }
+}
+
+impl Future for Readback {
+    type Output = Result<Vec<u8>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Natively, waiting for the device runs the map callback (ours, or
+        // another thread's poll runs it a moment later: hence the few retries).
+        // In the browser wait_idle does nothing and the callback wakes us.
+        for _ in 0..10_000 {
+            let done = lock(&self.state).done.take();
+            if let Some(r) = done {
+                return Poll::Ready(self.finish(r));
+            }
+            if let Err(e) = context::wait_idle(&self.ctx.device) {
+                return Poll::Ready(Err(e));
+            }
+            if !context::CAN_BLOCK {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let mut st = lock(&self.state);
+        if let Some(r) = st.done.take() {
+            drop(st);
+            return Poll::Ready(self.finish(r));
+        }
+        if !context::CAN_BLOCK {
+            st.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        }
+        Poll::Ready(Err(Error::value("to_vec", "the GPU never finished the readback")))
+    }
+}
