@@ -67,9 +67,38 @@ fn bench_overhead(c: &mut Criterion) {
         print(&format!("overhead/{label}"), |s| {
             format!("{} per op ({CHAIN} chained 1-element adds, synchronized)", common::fmt_secs(s / CHAIN as f64))
         });
+        // Host-side cost alone: a chain shorter than one submission batch,
+        // timed without waiting for the device (the wait happens outside).
+        let host = || -> Result<Tensor> {
+            let mut y = x.clone();
+            for _ in 0..HOST_CHAIN {
+                y = y.add(&one)?;
+            }
+            Ok(y)
+        };
+        common::reset();
+        group.bench_function(BenchmarkId::new("add_chain_host_only", label), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += common::timed(1, || host().expect("add chain"));
+                    dev.synchronize().expect("sync");
+                }
+                total
+            })
+        });
+        print(&format!("overhead/{label}/host"), |s| {
+            format!(
+                "{} per op host-side (recording + binding, {HOST_CHAIN} chained adds, no wait)",
+                common::fmt_secs(s / HOST_CHAIN as f64)
+            )
+        });
     }
     group.finish();
 }
+
+/// Shorter than one submission batch (256 dispatches), so no submit is timed.
+const HOST_CHAIN: usize = 200;
 
 fn bench_dispatch_rate(c: &mut Criterion) {
     let Some(dev) = device() else { return };
