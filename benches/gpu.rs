@@ -8,13 +8,14 @@
 
 mod common;
 
+use common::Mlp;
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
-use skiff::{manual_seed, no_grad, DType, Device, Reduction, Result, Tensor};
+use skiff::{manual_seed, DType, Device, Result, Tensor};
 use std::time::Duration;
 
 const CHAIN: usize = 1000;
 const SAMPLES: usize = 10;
-const LR: f64 = 0.01;
 
 fn device() -> Option<Device> {
     match Device::gpu() {
@@ -159,51 +160,6 @@ fn bench_matmul(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-struct Mlp {
-    params: Vec<Tensor>,
-}
-
-impl Mlp {
-    fn new(sizes: &[usize], dev: &Device) -> Result<Mlp> {
-        let mut params = Vec::new();
-        for w in sizes.windows(2) {
-            let scale = (2.0 / w[0] as f64).sqrt();
-            let weight = Tensor::randn(&[w[0], w[1]], DType::F32).mul_scalar(scale)?.to(dev)?;
-            params.push(weight.requires_grad_(true)?);
-            params.push(Tensor::zeros(&[w[1]], DType::F32).to(dev)?.requires_grad_(true)?);
-        }
-        Ok(Mlp { params })
-    }
-
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let layers = self.params.len() / 2;
-        let mut h = x.clone();
-        for (i, wb) in self.params.chunks(2).enumerate() {
-            h = h.matmul(&wb[0])?.add(&wb[1])?;
-            if i + 1 < layers {
-                h = h.relu()?;
-            }
-        }
-        Ok(h)
-    }
-
-    fn train_step(&self, x: &Tensor, y: &Tensor, dev: &Device) -> Result<Tensor> {
-        let loss = self.forward(x)?.cross_entropy(y, Reduction::Mean, 0.0)?;
-        loss.backward()?;
-        no_grad(|| {
-            for p in &self.params {
-                if let Some(g) = p.grad() {
-                    p.sub_(&g.mul_scalar(LR)?)?;
-                }
-                p.zero_grad();
-            }
-            Ok::<_, skiff::Error>(())
-        })?;
-        dev.synchronize()?;
-        Ok(loss)
-    }
 }
 
 fn bench_mlp(c: &mut Criterion) {

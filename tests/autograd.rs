@@ -7,24 +7,8 @@
 use skiff::autograd::is_grad_enabled;
 use skiff::{enable_grad, grad, no_grad, BackwardOptions, DType, Device, GradOptions, Result, Tensor};
 
-fn t(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape).unwrap()
-}
-
-fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
-    t(v, shape).requires_grad_(true).unwrap()
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "length: got {got:?}, want {want:?}");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: got {g}, want {w} (all: {got:?} vs {want:?})");
-    }
-}
-
-fn grad_of(x: &Tensor) -> Vec<f64> {
-    x.grad().expect("leaf has a gradient").to_vec::<f64>().unwrap()
-}
+mod common;
+use common::{assert_close, grad_of, leaf, t};
 
 const X: [f64; 3] = [0.5, -1.25, 2.0];
 

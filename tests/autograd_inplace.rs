@@ -4,24 +4,8 @@
 use skiff::{no_grad, DType, Result, Tensor};
 use std::sync::{Arc, Mutex};
 
-fn t(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape).unwrap()
-}
-
-fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
-    t(v, shape).requires_grad_(true).unwrap()
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "length: got {got:?}, want {want:?}");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: got {g}, want {w} (all: {got:?} vs {want:?})");
-    }
-}
-
-fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_vec::<f64>().unwrap()
-}
+mod common;
+use common::{assert_close, leaf, t, vals};
 
 fn grad_of(x: &Tensor) -> Vec<f64> {
     vals(&x.grad().expect("tensor has a gradient"))

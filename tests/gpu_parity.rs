@@ -7,7 +7,7 @@
 //! line and passes. `SKIFF_OPS=name1,name2` narrows the run while debugging.
 #![cfg(feature = "gpu")]
 
-use skiff::ops::{registry, Case, Input, OpDef, OpKind};
+use skiff::ops::{case_seed, registry, Case, Input, OpDef, OpKind};
 use skiff::random::Generator;
 use skiff::{grad, DType, Device, Error, GradOptions, Result, Tensor};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -20,54 +20,7 @@ static RNG: Mutex<()> = Mutex::new(());
 // ---- inputs: the generation logic of tests/gradcheck.rs, in f32 ----------
 
 fn make_input(spec: &Input, dtype: DType, g: &mut Generator) -> Tensor {
-    let t = match spec {
-        Input::Uniform(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            Tensor::from_vec((0..n).map(|_| lo + (hi - lo) * g.uniform()).collect::<Vec<f64>>(), s)
-        }
-        Input::AwayFromZero(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            let v: Vec<f64> = (0..n)
-                .map(|_| {
-                    let m = lo + (hi - lo) * g.uniform();
-                    if g.uniform() < 0.5 {
-                        -m
-                    } else {
-                        m
-                    }
-                })
-                .collect();
-            Tensor::from_vec(v, s)
-        }
-        Input::Distinct(s) => {
-            let n: usize = s.iter().product();
-            let mut v: Vec<f64> = (0..n).map(|i| -1.0 + 2.0 * (i as f64 + 0.5) / n as f64).collect();
-            for i in (1..n).rev() {
-                v.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
-            }
-            Tensor::from_vec(v, s)
-        }
-        Input::Int(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            let span = (*hi - *lo) as u64;
-            return Tensor::from_vec((0..n).map(|_| lo + (g.next_u64() % span) as i32).collect::<Vec<i32>>(), s)
-                .unwrap();
-        }
-        Input::Mask(s) => {
-            let n: usize = s.iter().product();
-            return Tensor::from_vec((0..n).map(|_| (g.uniform() < 0.5) as u8).collect::<Vec<u8>>(), s).unwrap();
-        }
-    };
-    t.unwrap().to_dtype(dtype).unwrap()
-}
-
-fn seed_of(name: &str, k: usize) -> u64 {
-    name.bytes().fold(1469598103934665603u64, |h, b| (h ^ b as u64).wrapping_mul(1099511628211)) ^ k as u64
-}
-
-fn inputs_for(case: &Case, seed: u64) -> Vec<Tensor> {
-    let mut g = Generator::new(seed);
-    case.inputs.iter().map(|s| make_input(s, DType::F32, &mut g)).collect()
+    spec.generate(dtype, g).expect("registry input spec")
 }
 
 fn float_positions(xs: &[Tensor]) -> Vec<usize> {
@@ -155,8 +108,8 @@ fn grads(case: &Case, xs: &[Tensor], w: &Tensor) -> Result<Vec<Tensor>> {
 }
 
 fn check_case(def: &OpDef, case: &Case, k: usize, gpu: &Device) -> std::result::Result<(), String> {
-    let seed = seed_of(def.name, k);
-    let xs = inputs_for(case, seed);
+    let seed = case_seed(def.name, k);
+    let xs = case.make_inputs(def.name, k, DType::F32).expect("registry input spec");
     let xg: Vec<Tensor> =
         xs.iter().map(|t| t.to(gpu)).collect::<Result<_>>().map_err(|e| format!("moving inputs failed: {e}"))?;
     let out_c = (case.run)(&xs).map_err(|e| format!("cpu forward failed: {e}"))?;

@@ -3,61 +3,14 @@
 //! are gradchecked in f64 against central differences, to second order where
 //! the op is marked so. `SKIFF_OPS=name1,name2` narrows the run while debugging.
 
-use skiff::ops::{registry, Case, Input, OpDef, OpKind};
+use skiff::ops::{case_seed, registry, Case, Input, OpDef, OpKind};
 use skiff::random::Generator;
 use skiff::{grad, DType, GradOptions, Result, Tensor};
 
 const EPS: f64 = 1e-6;
 
 fn make_input(spec: &Input, dtype: DType, g: &mut Generator) -> Tensor {
-    let t = match spec {
-        Input::Uniform(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            Tensor::from_vec((0..n).map(|_| lo + (hi - lo) * g.uniform()).collect::<Vec<f64>>(), s)
-        }
-        Input::AwayFromZero(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            let v: Vec<f64> = (0..n)
-                .map(|_| {
-                    let m = lo + (hi - lo) * g.uniform();
-                    if g.uniform() < 0.5 {
-                        -m
-                    } else {
-                        m
-                    }
-                })
-                .collect();
-            Tensor::from_vec(v, s)
-        }
-        Input::Distinct(s) => {
-            let n: usize = s.iter().product();
-            let mut v: Vec<f64> = (0..n).map(|i| -1.0 + 2.0 * (i as f64 + 0.5) / n as f64).collect();
-            for i in (1..n).rev() {
-                v.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
-            }
-            Tensor::from_vec(v, s)
-        }
-        Input::Int(s, lo, hi) => {
-            let n: usize = s.iter().product();
-            let span = (*hi - *lo) as u64;
-            return Tensor::from_vec((0..n).map(|_| lo + (g.next_u64() % span) as i32).collect::<Vec<i32>>(), s)
-                .unwrap();
-        }
-        Input::Mask(s) => {
-            let n: usize = s.iter().product();
-            return Tensor::from_vec((0..n).map(|_| (g.uniform() < 0.5) as u8).collect::<Vec<u8>>(), s).unwrap();
-        }
-    };
-    t.unwrap().to_dtype(dtype).unwrap()
-}
-
-fn seed_of(name: &str, k: usize) -> u64 {
-    name.bytes().fold(1469598103934665603u64, |h, b| (h ^ b as u64).wrapping_mul(1099511628211)) ^ k as u64
-}
-
-fn inputs_for(case: &Case, dtype: DType, seed: u64) -> Vec<Tensor> {
-    let mut g = Generator::new(seed);
-    case.inputs.iter().map(|s| make_input(s, dtype, &mut g)).collect()
+    spec.generate(dtype, g).expect("registry input spec")
 }
 
 fn close(a: f64, b: f64, atol: f64, rtol: f64) -> bool {
@@ -97,10 +50,11 @@ fn first_grads(case: &Case, xs: &[Tensor], w: &Tensor, create_graph: bool) -> Re
 }
 
 fn check_case(def: &OpDef, case: &Case, k: usize) -> std::result::Result<(), String> {
-    let seed = seed_of(def.name, k);
-    let xs = inputs_for(case, DType::F64, seed);
+    let seed = case_seed(def.name, k);
+    let xs = case.make_inputs(def.name, k, DType::F64).map_err(|e| format!("inputs: {e}"))?;
     let out64 = (case.run)(&xs).map_err(|e| format!("forward f64 failed: {e}"))?;
-    let out32 = (case.run)(&inputs_for(case, DType::F32, seed)).map_err(|e| format!("forward f32 failed: {e}"))?;
+    let out32 = (case.run)(&case.make_inputs(def.name, k, DType::F32).map_err(|e| format!("inputs: {e}"))?)
+        .map_err(|e| format!("forward f32 failed: {e}"))?;
     if out32.shape() != out64.shape() {
         return Err(format!("f32 shape {:?} != f64 shape {:?}", out32.shape(), out64.shape()));
     }

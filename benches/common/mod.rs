@@ -61,3 +61,60 @@ pub fn fmt_secs(s: f64) -> String {
         format!("{s:.2} s")
     }
 }
+
+/// The benchmark MLP (784-256-128-10 by default): Kaiming-scaled weights,
+/// ReLU, cross-entropy, and a plain SGD update written in tensor ops.
+pub struct Mlp {
+    params: Vec<skiff::Tensor>,
+}
+
+/// SGD learning rate of the benchmark step.
+pub const LR: f64 = 0.01;
+
+impl Mlp {
+    pub fn new(sizes: &[usize], dev: &skiff::Device) -> skiff::Result<Mlp> {
+        use skiff::{DType, Tensor};
+        let mut params = Vec::new();
+        for w in sizes.windows(2) {
+            let scale = (2.0 / w[0] as f64).sqrt();
+            params.push(Tensor::randn(&[w[0], w[1]], DType::F32).mul_scalar(scale)?.to(dev)?.requires_grad_(true)?);
+            params.push(Tensor::zeros(&[w[1]], DType::F32).to(dev)?.requires_grad_(true)?);
+        }
+        Ok(Mlp { params })
+    }
+
+    pub fn forward(&self, x: &skiff::Tensor) -> skiff::Result<skiff::Tensor> {
+        let layers = self.params.len() / 2;
+        let mut h = x.clone();
+        for (i, wb) in self.params.chunks(2).enumerate() {
+            h = h.matmul(&wb[0])?.add(&wb[1])?;
+            if i + 1 < layers {
+                h = h.relu()?;
+            }
+        }
+        Ok(h)
+    }
+
+    /// Forward, backward and the in-place SGD update under `no_grad`; waits
+    /// for the device so the timing includes the work.
+    pub fn train_step(
+        &self,
+        x: &skiff::Tensor,
+        y: &skiff::Tensor,
+        dev: &skiff::Device,
+    ) -> skiff::Result<skiff::Tensor> {
+        let loss = self.forward(x)?.cross_entropy(y, skiff::Reduction::Mean, 0.0)?;
+        loss.backward()?;
+        skiff::no_grad(|| {
+            for p in &self.params {
+                if let Some(g) = p.grad() {
+                    p.sub_(&g.mul_scalar(LR)?)?;
+                }
+                p.zero_grad();
+            }
+            Ok::<_, skiff::Error>(())
+        })?;
+        dev.synchronize()?;
+        Ok(loss)
+    }
+}

@@ -74,7 +74,58 @@ pub enum Input {
     Mask(Vec<usize>),
 }
 
+impl Input {
+    /// A tensor for this spec, drawn from `g` (floats in `dtype`; indices are
+    /// I32 and masks Bool whatever `dtype` says).
+    pub fn generate(&self, dtype: DType, g: &mut crate::random::Generator) -> Result<Tensor> {
+        let floats = |s: &[usize], f: &mut dyn FnMut() -> f64| -> Result<Tensor> {
+            let n: usize = s.iter().product();
+            Tensor::from_vec((0..n).map(|_| f()).collect::<Vec<f64>>(), s)?.to_dtype(dtype)
+        };
+        match self {
+            Input::Uniform(s, lo, hi) => floats(s, &mut || lo + (hi - lo) * g.uniform()),
+            Input::AwayFromZero(s, lo, hi) => floats(s, &mut || {
+                let m = lo + (hi - lo) * g.uniform();
+                if g.uniform() < 0.5 {
+                    -m
+                } else {
+                    m
+                }
+            }),
+            Input::Distinct(s) => {
+                // Evenly spaced values in a random order: no ties, and gaps far
+                // wider than any finite-difference step.
+                let n: usize = s.iter().product();
+                let mut v: Vec<f64> = (0..n).map(|i| -1.0 + 2.0 * (i as f64 + 0.5) / n as f64).collect();
+                for i in (1..n).rev() {
+                    v.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
+                }
+                Tensor::from_vec(v, s)?.to_dtype(dtype)
+            }
+            Input::Int(s, lo, hi) => {
+                let n: usize = s.iter().product();
+                let span = (*hi as i64 - *lo as i64).max(1) as u64;
+                Tensor::from_vec(
+                    (0..n).map(|_| (*lo as i64 + (g.next_u64() % span) as i64) as i32).collect::<Vec<i32>>(),
+                    s,
+                )
+            }
+            Input::Mask(s) => {
+                let n: usize = s.iter().product();
+                Tensor::from_vec((0..n).map(|_| (g.uniform() < 0.5) as u8).collect::<Vec<u8>>(), s)
+            }
+        }
+    }
+}
+
 impl Case {
+    /// The case's inputs for run `k` of op `op`, reproducible across test files
+    /// (the gradcheck and the GPU parity test draw the same values).
+    pub fn make_inputs(&self, op: &str, k: usize, dtype: DType) -> Result<Vec<Tensor>> {
+        let mut g = crate::random::Generator::new(case_seed(op, k));
+        self.inputs.iter().map(|s| s.generate(dtype, &mut g)).collect()
+    }
+
     pub fn new(name: &'static str, inputs: Vec<Input>, run: fn(&[Tensor]) -> Result<Tensor>) -> Case {
         Case { name, inputs, run, tol: 1.0 }
     }
@@ -83,6 +134,11 @@ impl Case {
         self.tol = factor;
         self
     }
+}
+
+/// The seed of case `k` of op `name` (FNV-1a of the name, mixed with `k`).
+pub fn case_seed(name: &str, k: usize) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)) ^ k as u64
 }
 
 /// Attributes a node stores for its backward rule (records are data).
