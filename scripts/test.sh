@@ -13,6 +13,8 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
   mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 fi
 
+step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
+npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
 cargo test --all-targets
 # --all-targets leaves out doc tests: the crate docs carry a compiled example.

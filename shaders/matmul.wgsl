@@ -18,6 +18,13 @@
 // GFLOP/s; 4x4 blocks read as vec4s reached 0.74). Real GPUs: not yet measured
 // (benches/gpu_device.sh).
 //
+// Software adapters (DeviceType::Cpu, e.g. lavapipe) run a different kernel,
+// generated in src/backend/gpu/matmul.rs (blocked_kernel): no workgroup
+// memory, no barriers, 16x32 register blocks read straight from storage,
+// ~3x this one there (256^3 and 1024^3: 1.25 -> 3.7 GFLOP/s). The lavapipe
+// figures above are from when this kernel ran there; SKIFF_GPU_MATMUL=tiled
+// still forces it. Both share the parameters and bindings below.
+//
 // Operands are read through their strides (transposed views need no copy);
 // the staging loop picks whichever thread-to-element mapping makes
 // neighbouring invocations read neighbouring addresses. Out-of-range

@@ -133,6 +133,12 @@ impl Tensor {
         reduce(d.mul(&d)?, reduction)
     }
 
+    /// |self - target|, reduced. The shapes must match.
+    pub fn l1_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        check_pair("l1_loss", self, target)?;
+        reduce(self.sub(target)?.abs()?, reduction)
+    }
+
     /// Binary cross-entropy of `self` (logits) against probabilities `targets`:
     /// max(x, 0) - x*y + log(1 + exp(-|x|)), which is softplus(x) - x*y with
     /// skiff's stable softplus kernel (no overflow for large |x|).
@@ -274,6 +280,14 @@ composite!(MSE_LOSS, "mse_loss", second_order: true, cases: || {
         Case::new("mse_loss none", ins(), |x| x[0].mse_loss(&x[1], Reduction::None)),
     ]
 });
+composite!(L1_LOSS, "l1_loss", second_order: true, cases: || {
+    // Inputs and targets drawn from disjoint ranges keep |x - t| away from its kink.
+    let ins = || vec![u(&[3, 4], 0.5, 2.0), u(&[3, 4], -2.0, -0.5)];
+    vec![
+        Case::new("l1_loss mean", ins(), |x| x[0].l1_loss(&x[1], Reduction::Mean)),
+        Case::new("l1_loss none", ins(), |x| x[0].l1_loss(&x[1], Reduction::None)),
+    ]
+});
 composite!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", second_order: true, cases: || {
     let ins = || vec![u(&[3, 4], -4.0, 4.0), u(&[3, 4], 0.0, 1.0)];
     vec![
@@ -309,6 +323,7 @@ pub fn ops() -> Vec<&'static OpDef> {
         &CROSS_ENTROPY,
         &NLL_LOSS,
         &MSE_LOSS,
+        &L1_LOSS,
         &BCE_WITH_LOGITS,
         &LAYER_NORM,
         &DROPOUT,

@@ -1,0 +1,160 @@
+//! Layers with weights: Linear, Conv2d, Embedding (PyTorch's initialisations).
+
+use super::init::{self, FanMode, Nonlinearity};
+use super::{Core, Layer, Param};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// PyTorch's default for Linear/Conv weights and biases:
+/// kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for both.
+fn default_weight_and_bias(op: &'static str, wshape: &[usize], bias: Option<usize>) -> Result<(Param, Option<Param>)> {
+    if wshape.contains(&0) {
+        return Err(Error::value(op, format!("every size must be positive, got weight shape {wshape:?}")));
+    }
+    let w = Tensor::zeros(wshape, DType::F32);
+    init::kaiming_uniform_(&w, FanMode::FanIn, Nonlinearity::LeakyRelu(5f64.sqrt()))?;
+    let bias = match bias {
+        Some(n) => {
+            let (fan_in, _) = init::fans(wshape)?;
+            let bound = 1.0 / (fan_in as f64).sqrt();
+            Some(Param::parameter(Tensor::uniform(&[n], -bound, bound, DType::F32))?)
+        }
+        None => None,
+    };
+    Ok((Param::parameter(w)?, bias))
+}
+
+fn weight_and_bias(w: &Param, b: &Option<Param>) -> Vec<(String, Param)> {
+    let mut v = vec![("weight".to_string(), w.clone())];
+    v.extend(b.iter().map(|b| ("bias".to_string(), b.clone())));
+    v
+}
+
+/// y = x W^T + b over the last axis: weight [out, in], bias [out].
+pub struct Linear {
+    core: Core,
+    pub weight: Param,
+    pub bias: Option<Param>,
+}
+
+impl Linear {
+    /// With a bias.
+    pub fn new(in_features: usize, out_features: usize) -> Result<Linear> {
+        Linear::with_bias(in_features, out_features, true)
+    }
+    pub fn with_bias(in_features: usize, out_features: usize, bias: bool) -> Result<Linear> {
+        let (weight, bias) =
+            default_weight_and_bias("Linear", &[out_features, in_features], bias.then_some(out_features))?;
+        Ok(Linear { core: Core::default(), weight, bias })
+    }
+}
+
+impl Layer for Linear {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        let w = self.weight.get();
+        let inf = w.shape()[1];
+        if x.ndim() == 0 || x.shape()[x.ndim() - 1] != inf {
+            return Err(Error::shape(
+                "Linear",
+                format!("expects input with last dim {inf} (weight {:?}), got shape {:?}", w.shape(), x.shape()),
+            ));
+        }
+        let y = x.matmul(&w.transpose(0, 1)?)?;
+        match &self.bias {
+            Some(b) => y.add(&b.get()),
+            None => Ok(y),
+        }
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        weight_and_bias(&self.weight, &self.bias)
+    }
+}
+
+/// Options of `Conv2d` (PyTorch's defaults).
+#[derive(Clone, Copy, Debug)]
+pub struct Conv2dConfig {
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+    pub groups: usize,
+    pub bias: bool,
+}
+
+impl Default for Conv2dConfig {
+    fn default() -> Self {
+        Conv2dConfig { stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1, bias: true }
+    }
+}
+
+/// 2-D convolution: weight [out, in/groups, kh, kw], bias [out].
+pub struct Conv2d {
+    core: Core,
+    pub weight: Param,
+    pub bias: Option<Param>,
+    pub config: Conv2dConfig,
+}
+
+impl Conv2d {
+    /// Stride 1, no padding, bias.
+    pub fn new(in_channels: usize, out_channels: usize, kernel: [usize; 2]) -> Result<Conv2d> {
+        Conv2d::with_config(in_channels, out_channels, kernel, Conv2dConfig::default())
+    }
+    pub fn with_config(in_channels: usize, out_channels: usize, kernel: [usize; 2], c: Conv2dConfig) -> Result<Conv2d> {
+        if c.groups == 0 || in_channels % c.groups != 0 || out_channels % c.groups != 0 {
+            return Err(Error::value(
+                "Conv2d",
+                format!("groups {} must divide in_channels {in_channels} and out_channels {out_channels}", c.groups),
+            ));
+        }
+        let wshape = [out_channels, in_channels / c.groups.max(1), kernel[0], kernel[1]];
+        let (weight, bias) = default_weight_and_bias("Conv2d", &wshape, c.bias.then_some(out_channels))?;
+        Ok(Conv2d { core: Core::default(), weight, bias, config: c })
+    }
+}
+
+impl Layer for Conv2d {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        let c = &self.config;
+        let b = self.bias.as_ref().map(|b| b.get());
+        x.conv2d(&self.weight.get(), b.as_ref(), c.stride, c.padding, c.dilation, c.groups)
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        weight_and_bias(&self.weight, &self.bias)
+    }
+}
+
+/// A lookup table [num_embeddings, dim] initialised N(0, 1); the input is an
+/// i32 index tensor of any shape, the output has one more axis of size `dim`.
+pub struct Embedding {
+    core: Core,
+    pub weight: Param,
+}
+
+impl Embedding {
+    pub fn new(num_embeddings: usize, dim: usize) -> Result<Embedding> {
+        if num_embeddings == 0 || dim == 0 {
+            return Err(Error::value("Embedding", format!("sizes must be positive, got [{num_embeddings}, {dim}]")));
+        }
+        let weight = Param::parameter(Tensor::randn(&[num_embeddings, dim], DType::F32))?;
+        Ok(Embedding { core: Core::default(), weight })
+    }
+}
+
+impl Layer for Embedding {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        self.weight.get().embedding(x)
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        vec![("weight".to_string(), self.weight.clone())]
+    }
+}

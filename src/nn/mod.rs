@@ -1,0 +1,303 @@
+//! Layers (PyTorch's `torch.nn`): the [`Layer`] trait, parameter cells,
+//! forward hooks, containers, layers, losses and initialisers.
+//!
+//! Note (parameter cells): a layer keeps each parameter and buffer in a
+//! [`Param`], a shared `Arc<RwLock<Tensor>>` cell. Parameters are created once,
+//! at construction, on the cpu. `load_state_dict`, `init::*_` and the running
+//! statistics of batch norm write *into* the existing tensors (`copy_` under
+//! `no_grad`), so tensor handles held elsewhere (an optimizer) stay valid.
+//! `Layer::to(device)` cannot move a storage in place, so it *replaces* each
+//! cell's tensor with a new leaf on the device: create optimizers after `to`,
+//! as PyTorch recommends.
+//!
+//! Layers are used through `&self` (they are `Send + Sync`): the training flag
+//! and the hooks live in a [`Core`] with interior mutability.
+//!
+//! ```
+//! use skiff::nn::{Layer, Linear, ReLU, Sequential};
+//! use skiff::{DType, Tensor};
+//!
+//! # fn main() -> skiff::Result<()> {
+//! let model = Sequential::new().push(Linear::new(4, 8)?).push(ReLU::new()).push(Linear::new(8, 2)?);
+//! let names: Vec<String> = model.state_dict().into_iter().map(|(k, _)| k).collect();
+//! assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
+//! let y = model.forward(&Tensor::randn(&[3, 4], DType::F32))?;
+//! assert_eq!(y.shape(), &[3, 2]);
+//! # Ok(())
+//! # }
+//! ```
+
+mod activation;
+mod attention;
+mod container;
+mod hooks;
+pub mod init;
+mod linear;
+pub mod loss;
+mod norm;
+mod pool;
+
+pub use activation::{GeluApproximate, LeakyReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use attention::MultiHeadAttention;
+pub use container::{LayerDict, LayerList, Sequential};
+pub use hooks::{HookHandle, Hooks, PostHook, PreHook};
+pub use linear::{Conv2d, Conv2dConfig, Embedding, Linear};
+pub use loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, LayerNorm};
+pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
+
+use crate::autograd::no_grad;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// A shared, swappable tensor cell holding one parameter or buffer (see the
+/// module note). Cloning the cell shares it.
+#[derive(Clone)]
+pub struct Param(Arc<RwLock<Tensor>>);
+
+impl Param {
+    /// A cell holding `t` as it is.
+    pub fn new(t: Tensor) -> Param {
+        Param(Arc::new(RwLock::new(t)))
+    }
+    /// A trainable parameter: `t` as a leaf that requires grad.
+    pub fn parameter(t: Tensor) -> Result<Param> {
+        Ok(Param::new(t.detach().requires_grad_(true)?))
+    }
+    /// The current tensor (a cheap handle clone).
+    pub fn get(&self) -> Tensor {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// Replaces the tensor held by the cell.
+    pub fn set(&self, t: Tensor) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = t;
+    }
+    /// True when both cells are the same cell.
+    pub fn ptr_eq(&self, other: &Param) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The per-layer state every layer holds: its training flag (on at creation,
+/// as in PyTorch) and its forward hooks.
+pub struct Core {
+    training: AtomicBool,
+    hooks: Hooks,
+}
+
+impl Default for Core {
+    fn default() -> Core {
+        Core { training: AtomicBool::new(true), hooks: Hooks::default() }
+    }
+}
+
+impl Core {
+    pub fn new() -> Core {
+        Core::default()
+    }
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+    pub fn is_training(&self) -> bool {
+        self.training.load(Ordering::Relaxed)
+    }
+    pub fn set_training(&self, on: bool) {
+        self.training.store(on, Ordering::Relaxed)
+    }
+}
+
+/// What a non-strict `load_state_dict` skipped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Keys of the layer that the entries did not provide (left unchanged).
+    pub missing_keys: Vec<String>,
+    /// Entries that name nothing in the layer (ignored).
+    pub unexpected_keys: Vec<String>,
+}
+
+/// One entry of a layer's state: its dotted name, its cell, and whether it is
+/// a parameter (else a buffer).
+pub type StateCell = (String, Param, bool);
+
+fn prefixed(prefix: &str, name: &str) -> String {
+    format!("{prefix}.{name}")
+}
+
+/// A neural-network layer (PyTorch's `nn.Module`). Implementors supply
+/// `forward_impl` and `core`, and list their own parameters, buffers and
+/// child layers; everything else (hooks, names, state dicts, train/eval,
+/// device moves) is provided.
+pub trait Layer: Send + Sync {
+    /// The layer's computation, without hooks. Call [`Layer::forward`] instead.
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// The layer's training flag and hooks.
+    fn core(&self) -> &Core;
+
+    /// This layer's own parameters (not its children's), in declaration order.
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        Vec::new()
+    }
+    /// This layer's own buffers (running statistics, ...).
+    fn local_buffers(&self) -> Vec<(String, Param)> {
+        Vec::new()
+    }
+    /// The direct child layers with their names.
+    fn children(&self) -> Vec<(String, &dyn Layer)> {
+        Vec::new()
+    }
+
+    /// Runs the forward pre-hooks, `forward_impl`, then the post-hooks (each
+    /// in registration order; a hook may replace the input or the output).
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let hooks = &self.core().hooks;
+        let x = hooks.run_pre(x)?;
+        let y = self.forward_impl(&x)?;
+        hooks.run_post(&x, y)
+    }
+
+    /// Registers a hook run before `forward_impl`; returning `Some(t)` replaces the input.
+    fn register_forward_pre_hook(&self, hook: PreHook) -> HookHandle {
+        self.core().hooks.add_pre(hook)
+    }
+    /// Registers a hook run after `forward_impl` with (input, output); returning
+    /// `Some(t)` replaces the output.
+    fn register_forward_hook(&self, hook: PostHook) -> HookHandle {
+        self.core().hooks.add_post(hook)
+    }
+
+    /// Parameter and buffer cells with dotted names, in PyTorch's `state_dict`
+    /// order: own parameters, own buffers, then each child's, depth first.
+    fn state_cells(&self) -> Vec<StateCell> {
+        let mut out: Vec<StateCell> = self.local_parameters().into_iter().map(|(n, p)| (n, p, true)).collect();
+        out.extend(self.local_buffers().into_iter().map(|(n, p)| (n, p, false)));
+        for (cname, child) in self.children() {
+            out.extend(child.state_cells().into_iter().map(|(n, p, is_p)| (prefixed(&cname, &n), p, is_p)));
+        }
+        out
+    }
+
+    /// Parameter cells with dotted names; a cell shared by several layers is
+    /// listed once (PyTorch's de-duplication).
+    fn named_parameter_cells(&self) -> Vec<(String, Param)> {
+        let mut out: Vec<(String, Param)> = Vec::new();
+        let mut own = self.local_parameters();
+        for (cname, child) in self.children() {
+            own.extend(child.named_parameter_cells().into_iter().map(|(n, p)| (prefixed(&cname, &n), p)));
+        }
+        for (n, p) in own {
+            if !out.iter().any(|(_, q)| q.ptr_eq(&p)) {
+                out.push((n, p));
+            }
+        }
+        out
+    }
+
+    /// Parameters with dotted names (`weight`, `0.bias`, `out_proj.weight`, ...).
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        self.named_parameter_cells().into_iter().map(|(n, p)| (n, p.get())).collect()
+    }
+    /// Buffers with dotted names (`running_mean`, `running_var`, `num_batches_tracked`).
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        self.state_cells().into_iter().filter(|c| !c.2).map(|(n, p, _)| (n, p.get())).collect()
+    }
+    /// The parameter tensors (the handles an optimizer updates in place).
+    fn parameters(&self) -> Vec<Tensor> {
+        self.named_parameter_cells().into_iter().map(|(_, p)| p.get()).collect()
+    }
+    /// Parameters and buffers by name, in PyTorch's order. The tensors are the
+    /// live ones (not copies); `detach` or copy them to keep a snapshot.
+    fn state_dict(&self) -> Vec<(String, Tensor)> {
+        self.state_cells().into_iter().map(|(n, p, _)| (n, p.get())).collect()
+    }
+
+    /// Copies `entries` into the layer's parameters and buffers in place (under
+    /// `no_grad`, converting dtype and device). A wrongly shaped entry is
+    /// always an error; missing and unexpected keys are errors when `strict`,
+    /// else listed in the report. Nothing is written when an error is returned.
+    fn load_state_dict(&self, entries: &[(String, Tensor)], strict: bool) -> Result<LoadReport> {
+        const OP: &str = "load_state_dict";
+        let cells = self.state_cells();
+        let given: HashMap<&str, &Tensor> = entries.iter().map(|(k, t)| (k.as_str(), t)).collect();
+        let mut report = LoadReport::default();
+        let mut writes = Vec::new();
+        for (name, cell, _) in &cells {
+            match given.get(name.as_str()) {
+                None => report.missing_keys.push(name.clone()),
+                Some(src) => {
+                    let dst = cell.get();
+                    if src.shape() != dst.shape() {
+                        return Err(Error::shape(
+                            OP,
+                            format!(
+                                "size mismatch for {name}: the entry has shape {:?}, the layer's tensor has shape {:?}",
+                                src.shape(),
+                                dst.shape()
+                            ),
+                        ));
+                    }
+                    writes.push((dst, *src));
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (k, _) in entries {
+            if !cells.iter().any(|(n, _, _)| n == k) && seen.insert(k.as_str()) {
+                report.unexpected_keys.push(k.clone());
+            }
+        }
+        if strict && !report.missing_keys.is_empty() {
+            return Err(Error::value(OP, format!("missing keys in the entries: {:?}", report.missing_keys)));
+        }
+        if strict && !report.unexpected_keys.is_empty() {
+            return Err(Error::value(OP, format!("unexpected keys in the entries: {:?}", report.unexpected_keys)));
+        }
+        no_grad(|| -> Result<()> {
+            for (dst, src) in writes {
+                dst.copy_(src)?;
+            }
+            Ok(())
+        })?;
+        Ok(report)
+    }
+
+    /// Sets training mode on this layer and all its descendants.
+    fn train(&self, on: bool) {
+        self.core().set_training(on);
+        for (_, child) in self.children() {
+            child.train(on);
+        }
+    }
+    /// `train(false)`.
+    fn eval(&self) {
+        self.train(false)
+    }
+    fn is_training(&self) -> bool {
+        self.core().is_training()
+    }
+
+    /// Moves every parameter and buffer to `device` by replacing the cells'
+    /// tensors with new leaves there (see the module note). Gradients are dropped.
+    fn to(&self, device: &Device) -> Result<()> {
+        for (_, cell, is_param) in self.state_cells() {
+            let t = cell.get();
+            if &t.device() == device {
+                continue;
+            }
+            let moved = no_grad(|| t.detach().to(device))?;
+            cell.set(if is_param && t.requires_grad() { moved.requires_grad_(true)? } else { moved });
+        }
+        Ok(())
+    }
+
+    /// Clears every parameter's `.grad`.
+    fn zero_grad(&self) {
+        for p in self.parameters() {
+            p.zero_grad();
+        }
+    }
+}

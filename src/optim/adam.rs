@@ -1,0 +1,124 @@
+//! Adam (L2 weight decay added to the gradient) and AdamW (decoupled weight
+//! decay), following PyTorch's `torch.optim.Adam` / `AdamW`:
+//!
+//! ```text
+//! AdamW: p = p * (1 - lr * weight_decay)        Adam: g = grad + weight_decay * p
+//! m = beta1 * m + (1 - beta1) * g
+//! v = beta2 * v + (1 - beta2) * g^2
+//! v_max = max(v_max, v)                         (amsgrad; v_max replaces v below)
+//! denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+//! p = p - lr / (1 - beta1^t) * m / denom
+//! ```
+
+use super::core::{impl_optimizer, non_negative, options, unit, Core, Hyper, Slot};
+use super::IntoParamGroups;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// Adam / AdamW hyperparameters (the defaults of every group). Group option
+/// names: "lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad".
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamConfig {
+    pub lr: f64,
+    pub betas: (f64, f64),
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub amsgrad: bool,
+}
+
+impl Default for AdamConfig {
+    /// PyTorch's Adam defaults (AdamW's default weight decay is 0.01: see `AdamW::default_config`).
+    fn default() -> Self {
+        AdamConfig { lr: 1e-3, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, amsgrad: false }
+    }
+}
+
+impl AdamConfig {
+    fn defaults(&self) -> std::collections::BTreeMap<String, f64> {
+        options(&[
+            ("lr", self.lr),
+            ("beta1", self.betas.0),
+            ("beta2", self.betas.1),
+            ("eps", self.eps),
+            ("weight_decay", self.weight_decay),
+            ("amsgrad", if self.amsgrad { 1.0 } else { 0.0 }),
+        ])
+    }
+}
+
+/// Adam with L2 weight decay.
+pub struct Adam {
+    core: Core,
+}
+
+/// Adam with decoupled weight decay.
+pub struct AdamW {
+    core: Core,
+}
+
+const BUFFERS: &[&str] = &["exp_avg", "exp_avg_sq", "max_exp_avg_sq"];
+
+fn validate(h: &Hyper) -> std::result::Result<(), String> {
+    for k in ["lr", "eps", "weight_decay"] {
+        non_negative(h, k)?;
+    }
+    unit(h, "beta1")?;
+    unit(h, "beta2")
+}
+
+fn adam(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
+    update(h, p, grad, s, false)
+}
+
+fn adamw(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
+    update(h, p, grad, s, true)
+}
+
+fn update(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot, decoupled: bool) -> Result<()> {
+    let (lr, b1, b2, eps, wd) = (h.get("lr"), h.get("beta1"), h.get("beta2"), h.get("eps"), h.get("weight_decay"));
+    let mut g = grad.clone();
+    if wd != 0.0 {
+        if decoupled {
+            p.mul_scalar_(1.0 - lr * wd)?;
+        } else {
+            g = g.add(&p.mul_scalar(wd)?)?;
+        }
+    }
+    let t = s.step as f64;
+    let m = s.buffer("exp_avg", 0.0)?;
+    let v = s.buffer("exp_avg_sq", 0.0)?;
+    m.mul_scalar_(b1)?.add_(&g.mul_scalar(1.0 - b1)?)?;
+    v.mul_scalar_(b2)?.add_(&g.mul(&g)?.mul_scalar(1.0 - b2)?)?;
+    let bc1 = 1.0 - b1.powf(t);
+    let bc2_sqrt = (1.0 - b2.powf(t)).sqrt();
+    let second = if h.flag("amsgrad") {
+        let vmax = s.buffer("max_exp_avg_sq", 0.0)?;
+        vmax.copy_(&vmax.maximum(&v)?)?
+    } else {
+        v
+    };
+    let denom = second.sqrt()?.div_scalar(bc2_sqrt)?.add_scalar(eps)?;
+    p.sub_(&m.div(&denom)?.mul_scalar(lr / bc1)?)?;
+    Ok(())
+}
+
+impl Adam {
+    /// Adam over `params` (a `Vec<Tensor>` or `Vec<ParamGroup>`).
+    pub fn new(params: impl IntoParamGroups, config: AdamConfig) -> Result<Adam> {
+        Ok(Adam { core: Core::new("Adam", params, config.defaults(), BUFFERS, validate)? })
+    }
+}
+
+impl AdamW {
+    /// PyTorch's AdamW defaults: Adam's, with weight_decay 0.01.
+    pub fn default_config() -> AdamConfig {
+        AdamConfig { weight_decay: 0.01, ..AdamConfig::default() }
+    }
+    /// AdamW over `params` (a `Vec<Tensor>` or `Vec<ParamGroup>`).
+    pub fn new(params: impl IntoParamGroups, config: AdamConfig) -> Result<AdamW> {
+        Ok(AdamW { core: Core::new("AdamW", params, config.defaults(), BUFFERS, validate)? })
+    }
+}
+
+impl_optimizer!(Adam, adam);
+impl_optimizer!(AdamW, adamw);

@@ -1,0 +1,297 @@
+//! What every optimizer shares: groups with merged hyperparameters, the
+//! per-parameter state, the step loop and state_dict (de)serialisation. Each
+//! optimizer supplies only its defaults, a validator and the update rule.
+
+use super::state::{GroupState, OptimState, ParamState};
+use super::{IntoParamGroups, ParamGroup};
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::collections::BTreeMap;
+
+/// Read access to a group's merged hyperparameters (all keys are present
+/// after validation; a missing one reads as 0).
+pub(crate) struct Hyper<'a>(pub &'a BTreeMap<String, f64>);
+
+impl Hyper<'_> {
+    pub fn get(&self, key: &str) -> f64 {
+        self.0.get(key).copied().unwrap_or(0.0)
+    }
+    pub fn flag(&self, key: &str) -> bool {
+        self.get(key) != 0.0
+    }
+}
+
+/// The state tensors of one parameter, created on first use with the
+/// parameter's shape, dtype and device.
+pub(crate) struct Slot<'a> {
+    pub step: u64,
+    buffers: &'a mut BTreeMap<String, Tensor>,
+    param: &'a Tensor,
+}
+
+impl Slot<'_> {
+    /// The named buffer, created filled with `init` when absent.
+    pub fn buffer(&mut self, name: &str, init: f64) -> Result<Tensor> {
+        if let Some(t) = self.buffers.get(name) {
+            return Ok(t.clone());
+        }
+        let t = self.param.full_like(init)?;
+        self.buffers.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+    /// The named buffer, if it exists.
+    pub fn get(&self, name: &str) -> Option<Tensor> {
+        self.buffers.get(name).cloned()
+    }
+    /// Stores a buffer computed by the rule (e.g. a first momentum buffer).
+    pub fn insert(&mut self, name: &str, t: Tensor) {
+        self.buffers.insert(name.to_string(), t);
+    }
+}
+
+/// An update rule: (hyperparameters, parameter, gradient, state) -> in-place update.
+pub(crate) type Rule = fn(&Hyper, &Tensor, &Tensor, &mut Slot) -> Result<()>;
+
+pub(crate) struct Core {
+    pub name: &'static str,
+    pub groups: Vec<ParamGroup>,
+    pub state: Vec<Option<ParamState>>,
+    /// The state buffer names this optimizer may hold.
+    pub buffers: &'static [&'static str],
+    pub validate: fn(&Hyper) -> std::result::Result<(), String>,
+}
+
+impl Core {
+    pub fn new(
+        name: &'static str,
+        params: impl IntoParamGroups,
+        defaults: BTreeMap<String, f64>,
+        buffers: &'static [&'static str],
+        validate: fn(&Hyper) -> std::result::Result<(), String>,
+    ) -> Result<Core> {
+        let mut groups = params.into_param_groups();
+        if groups.is_empty() {
+            return Err(Error::value(name, "needs at least one parameter group"));
+        }
+        for (g, group) in groups.iter_mut().enumerate() {
+            for key in group.options.keys() {
+                if !defaults.contains_key(key) {
+                    let known: Vec<&String> = defaults.keys().collect();
+                    return Err(Error::value(name, format!("group {g}: unknown option {key:?} (known: {known:?})")));
+                }
+            }
+            for (k, &v) in &defaults {
+                group.options.entry(k.clone()).or_insert(v);
+            }
+            validate(&Hyper(&group.options)).map_err(|m| Error::value(name, format!("group {g}: {m}")))?;
+            for (i, p) in group.params.iter().enumerate() {
+                if !p.dtype().is_float() {
+                    return Err(Error::dtype(
+                        name,
+                        format!("group {g}, parameter {i}: parameters must be floating-point, got {}", p.dtype()),
+                    ));
+                }
+            }
+        }
+        let all: Vec<&Tensor> = groups.iter().flat_map(|g| g.params.iter()).collect();
+        for (i, p) in all.iter().enumerate() {
+            if let Some(j) = all[..i].iter().position(|q| q.same_tensor(p)) {
+                return Err(Error::value(name, format!("parameters {j} and {i} are the same tensor (listed twice)")));
+            }
+        }
+        let total = all.len();
+        Ok(Core { name, groups, state: vec![None; total], buffers, validate })
+    }
+
+    pub fn step(&mut self, rule: Rule) -> Result<()> {
+        let name = self.name;
+        let mut index = 0;
+        for (g, group) in self.groups.iter().enumerate() {
+            let hyper = Hyper(&group.options);
+            for p in &group.params {
+                let i = index;
+                index += 1;
+                let Some(grad) = p.grad() else { continue };
+                if grad.device() != p.device() || grad.dtype() != p.dtype() {
+                    return Err(Error::Device {
+                        op: name,
+                        found: format!(
+                            "group {g}: parameter {i} is a {} tensor on {} but its grad is a {} tensor on {}",
+                            p.dtype(),
+                            p.device().describe(),
+                            grad.dtype(),
+                            grad.device().describe()
+                        ),
+                    });
+                }
+                if grad.shape() != p.shape() {
+                    return Err(Error::shape(
+                        name,
+                        format!(
+                            "group {g}: parameter {i} has shape {:?} but its grad has shape {:?}",
+                            p.shape(),
+                            grad.shape()
+                        ),
+                    ));
+                }
+                let st = self.state[i].get_or_insert_with(|| ParamState { step: 0, buffers: BTreeMap::new() });
+                let mut slot = Slot { step: st.step + 1, buffers: &mut st.buffers, param: p };
+                no_grad(|| rule(&hyper, p, &grad, &mut slot))?;
+                st.step += 1;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn set_option(&mut self, group: usize, key: &str, value: f64) -> Result<()> {
+        let name = self.name;
+        let count = self.groups.len();
+        let g = self
+            .groups
+            .get_mut(group)
+            .ok_or_else(|| Error::value(name, format!("group {group} is out of range ({count} groups)")))?;
+        if !g.options.contains_key(key) {
+            return Err(Error::value(name, format!("unknown option {key:?}")));
+        }
+        let mut options = g.options.clone();
+        options.insert(key.to_string(), value);
+        (self.validate)(&Hyper(&options)).map_err(|m| Error::value(name, format!("group {group}: {m}")))?;
+        g.options = options;
+        Ok(())
+    }
+
+    pub fn state_dict(&self) -> Result<OptimState> {
+        let groups =
+            self.groups.iter().map(|g| GroupState { options: g.options.clone(), num_params: g.params.len() }).collect();
+        let mut state = Vec::with_capacity(self.state.len());
+        for s in &self.state {
+            state.push(match s {
+                None => None,
+                Some(s) => {
+                    let mut buffers = BTreeMap::new();
+                    for (k, t) in &s.buffers {
+                        buffers.insert(k.clone(), no_grad(|| t.contiguous_copy())?);
+                    }
+                    Some(ParamState { step: s.step, buffers })
+                }
+            });
+        }
+        Ok(OptimState { groups, state })
+    }
+
+    pub fn load_state_dict(&mut self, src: &OptimState) -> Result<()> {
+        let name = self.name;
+        let err = |m: String| Error::value(name, format!("load_state_dict: {m}"));
+        if src.groups.len() != self.groups.len() {
+            return Err(err(format!("the state has {} groups, the optimizer {}", src.groups.len(), self.groups.len())));
+        }
+        let mut options = Vec::new();
+        for (g, (mine, theirs)) in self.groups.iter().zip(&src.groups).enumerate() {
+            if mine.params.len() != theirs.num_params {
+                return Err(err(format!(
+                    "group {g} has {} parameters in the state, {} in the optimizer",
+                    theirs.num_params,
+                    mine.params.len()
+                )));
+            }
+            let keys_mine: Vec<&String> = mine.options.keys().collect();
+            let keys_theirs: Vec<&String> = theirs.options.keys().collect();
+            if keys_mine != keys_theirs {
+                return Err(err(format!(
+                    "group {g} options {keys_theirs:?} differ from this optimizer's {keys_mine:?}"
+                )));
+            }
+            (self.validate)(&Hyper(&theirs.options)).map_err(|m| err(format!("group {g}: {m}")))?;
+            options.push(theirs.options.clone());
+        }
+        let params: Vec<&Tensor> = self.groups.iter().flat_map(|g| g.params.iter()).collect();
+        if src.state.len() != params.len() {
+            return Err(err(format!(
+                "the state covers {} parameters, the optimizer has {}",
+                src.state.len(),
+                params.len()
+            )));
+        }
+        let mut state = Vec::with_capacity(params.len());
+        for (i, (p, s)) in params.iter().zip(&src.state).enumerate() {
+            let Some(s) = s else {
+                state.push(None);
+                continue;
+            };
+            let mut buffers = BTreeMap::new();
+            for (k, t) in &s.buffers {
+                if !self.buffers.contains(&k.as_str()) {
+                    return Err(err(format!(
+                        "state.{i}.{k} is not a {name} buffer (expected one of {:?})",
+                        self.buffers
+                    )));
+                }
+                if t.shape() != p.shape() {
+                    return Err(err(format!(
+                        "state.{i}.{k} has shape {:?} but parameter {i} has shape {:?}",
+                        t.shape(),
+                        p.shape()
+                    )));
+                }
+                let copy = no_grad(|| t.to(&p.device())?.to_dtype(p.dtype())?.contiguous_copy())?;
+                buffers.insert(k.clone(), copy);
+            }
+            state.push(Some(ParamState { step: s.step, buffers }));
+        }
+        for (g, o) in self.groups.iter_mut().zip(options) {
+            g.options = o;
+        }
+        self.state = state;
+        Ok(())
+    }
+}
+
+/// Implements `Optimizer` for a struct with a `core: Core` field and an update rule.
+macro_rules! impl_optimizer {
+    ($ty:ty, $rule:expr) => {
+        impl $crate::optim::Optimizer for $ty {
+            fn step(&mut self) -> $crate::error::Result<()> {
+                self.core.step($rule)
+            }
+            fn param_groups(&self) -> &[$crate::optim::ParamGroup] {
+                &self.core.groups
+            }
+            fn set_option(&mut self, group: usize, name: &str, value: f64) -> $crate::error::Result<()> {
+                self.core.set_option(group, name, value)
+            }
+            fn state_dict(&self) -> $crate::error::Result<$crate::optim::OptimState> {
+                self.core.state_dict()
+            }
+            fn load_state_dict(&mut self, state: &$crate::optim::OptimState) -> $crate::error::Result<()> {
+                self.core.load_state_dict(state)
+            }
+        }
+    };
+}
+pub(crate) use impl_optimizer;
+
+/// Builds an options map from (name, value) pairs.
+pub(crate) fn options(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Checks that a value is finite and at least 0.
+pub(crate) fn non_negative(h: &Hyper, key: &str) -> std::result::Result<(), String> {
+    let v = h.get(key);
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{key} must be a finite value >= 0, got {v}"))
+    }
+}
+
+/// Checks that a value lies in [0, 1).
+pub(crate) fn unit(h: &Hyper, key: &str) -> std::result::Result<(), String> {
+    let v = h.get(key);
+    if (0.0..1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("{key} must be in [0, 1), got {v}"))
+    }
+}

@@ -1,0 +1,116 @@
+//! Short training runs: linear regression y = 3x + 2 + noise fitted with
+//! SGD + momentum and with Adam, on the cpu and (when an adapter exists) the GPU.
+
+use skiff::optim::{clip_grad_norm_, Adam, AdamConfig, CosineAnnealing, LrSchedule, Optimizer, Sgd, SgdConfig};
+use skiff::{manual_seed, DType, Device, Reduction, Tensor};
+
+/// Fits w, b for `steps` steps; returns (final loss, w, b). The noise has
+/// standard deviation 0.1, so the best reachable loss is about 0.01.
+fn fit(device: &Device, make: impl Fn(Vec<Tensor>) -> Box<dyn Optimizer>, steps: usize) -> (f64, f64, f64) {
+    manual_seed(7);
+    let x = Tensor::uniform(&[128, 1], -1.0, 1.0, DType::F32);
+    let noise = Tensor::randn(&[128, 1], DType::F32).mul_scalar(0.1).unwrap();
+    let y = x.mul_scalar(3.0).unwrap().add_scalar(2.0).unwrap().add(&noise).unwrap();
+    let (x, y) = (x.to(device).unwrap(), y.to(device).unwrap());
+    let w = Tensor::full_on(&[1, 1], 0.0, DType::F32, device).unwrap().requires_grad_(true).unwrap();
+    let b = Tensor::full_on(&[1], 0.0, DType::F32, device).unwrap().requires_grad_(true).unwrap();
+    let mut opt = make(vec![w.clone(), b.clone()]);
+    let mut loss = f64::INFINITY;
+    for _ in 0..steps {
+        opt.zero_grad();
+        let l = x.matmul(&w).unwrap().add(&b).unwrap().mse_loss(&y, Reduction::Mean).unwrap();
+        l.backward().unwrap();
+        loss = l.item().unwrap();
+        opt.step().unwrap();
+    }
+    assert_eq!(w.device(), *device);
+    (loss, w.item().unwrap(), b.item().unwrap())
+}
+
+fn check_fit(device: &Device) {
+    let sgd = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
+        Box::new(Sgd::new(p, SgdConfig { lr: 0.05, momentum: 0.9, ..Default::default() }).unwrap())
+    };
+    let (loss, w, b) = fit(device, sgd, 200);
+    assert!(loss < 0.015 && (w - 3.0).abs() < 0.1 && (b - 2.0).abs() < 0.1, "SGD: loss {loss}, w {w}, b {b}");
+
+    let adam = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
+        Box::new(Adam::new(p, AdamConfig { lr: 0.1, ..Default::default() }).unwrap())
+    };
+    let (loss, w, b) = fit(device, adam, 300);
+    assert!(loss < 0.015 && (w - 3.0).abs() < 0.1 && (b - 2.0).abs() < 0.1, "Adam: loss {loss}, w {w}, b {b}");
+}
+
+#[test]
+fn linear_regression_cpu() {
+    check_fit(&Device::Cpu);
+}
+
+#[test]
+fn linear_regression_gpu() {
+    match Device::gpu() {
+        Ok(device) => {
+            println!("running on {}", device.describe());
+            check_fit(&device)
+        }
+        Err(e) => println!("SKIPPED: no GPU adapter ({e})"),
+    }
+}
+
+#[test]
+fn scheduled_clipped_training_cpu() {
+    // The pieces together: a warm-up cosine schedule and gradient clipping.
+    manual_seed(3);
+    let x = Tensor::uniform(&[64, 1], -1.0, 1.0, DType::F32);
+    let y = x.mul_scalar(3.0).unwrap().add_scalar(2.0).unwrap();
+    let w = Tensor::zeros(&[1, 1], DType::F32).requires_grad_(true).unwrap();
+    let b = Tensor::zeros(&[1], DType::F32).requires_grad_(true).unwrap();
+    let params = vec![w.clone(), b.clone()];
+    let mut opt = Adam::new(params.clone(), AdamConfig { lr: 0.2, ..Default::default() }).unwrap();
+    let mut sched = CosineAnnealing::new(20, 300, 0.001).unwrap();
+    sched.attach(&mut opt).unwrap();
+    let mut loss = f64::INFINITY;
+    for _ in 0..300 {
+        opt.zero_grad();
+        let l = x.matmul(&w).unwrap().add(&b).unwrap().mse_loss(&y, Reduction::Mean).unwrap();
+        l.backward().unwrap();
+        loss = l.item().unwrap();
+        clip_grad_norm_(&params, 1.0, 2.0).unwrap();
+        opt.step().unwrap();
+        sched.step(&mut opt).unwrap();
+    }
+    assert!(loss < 1e-3, "loss {loss}");
+    assert!((opt.lr(0).unwrap() - 0.001).abs() < 1e-12);
+}
+
+#[test]
+fn gpu_state_stays_on_the_device_and_loads_across_devices() {
+    let device = match Device::gpu() {
+        Ok(d) => d,
+        Err(e) => return println!("SKIPPED: no GPU adapter ({e})"),
+    };
+    let cpu_p = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap().requires_grad_(true).unwrap();
+    let gpu_p = cpu_p.detach().to(&device).unwrap().requires_grad_(true).unwrap();
+    let cfg = AdamConfig { lr: 0.1, amsgrad: true, ..Default::default() };
+    let mut gpu_opt = Adam::new(vec![gpu_p.clone()], cfg).unwrap();
+    let mut cpu_opt = Adam::new(vec![cpu_p.clone()], cfg).unwrap();
+    for k in 0..3 {
+        let g = Tensor::from_vec(vec![0.5f32 * k as f32, -0.25], &[2]).unwrap();
+        gpu_p.set_grad(Some(g.to(&device).unwrap()));
+        cpu_p.set_grad(Some(g));
+        gpu_opt.step().unwrap();
+        cpu_opt.step().unwrap();
+    }
+    let state = gpu_opt.state_dict().unwrap();
+    let buffers = &state.state[0].as_ref().unwrap().buffers;
+    assert_eq!(buffers.len(), 3);
+    assert!(buffers.values().all(|t| t.device() == device));
+    let (g, c) = (gpu_p.to_vec::<f32>().unwrap(), cpu_p.to_vec::<f32>().unwrap());
+    assert!(g.iter().zip(&c).all(|(a, b)| (a - b).abs() < 1e-5), "gpu {g:?} vs cpu {c:?}");
+    // GPU state loads into a cpu optimizer (tensors move to the parameter's device).
+    let fresh = Tensor::from_vec(c, &[2]).unwrap().requires_grad_(true).unwrap();
+    let mut restored = Adam::new(vec![fresh.clone()], cfg).unwrap();
+    restored.load_state_dict(&state).unwrap();
+    let reloaded = restored.state_dict().unwrap();
+    assert!(reloaded.state[0].as_ref().unwrap().buffers.values().all(|t| t.device() == Device::Cpu));
+}
