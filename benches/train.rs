@@ -1,0 +1,88 @@
+//! Training steps with `nn` layers and the Adam optimizer, on the cpu and (when
+//! an adapter exists) on the GPU: the small MNIST CNN of issue 4 (batch 64,
+//! 1x28x28: conv 1->8 k3, ReLU, maxpool 2, conv 8->16 k3, ReLU, maxpool 2,
+//! linear 400->10) and the 784-256-128-10 MLP (batch 64).
+
+mod common;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::optim::{Adam, AdamConfig, Optimizer};
+use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
+use std::time::Duration;
+
+const SAMPLES: usize = 10;
+const BATCH: usize = 64;
+
+fn cnn() -> Result<Sequential> {
+    Ok(Sequential::new()
+        .push(Conv2d::new(1, 8, [3, 3])?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new([2, 2])?)
+        .push(Conv2d::new(8, 16, [3, 3])?)
+        .push(ReLU::new())
+        .push(MaxPool2d::new([2, 2])?)
+        .push(Flatten::new())
+        .push(Linear::new(400, 10)?))
+}
+
+fn mlp() -> Result<Sequential> {
+    Ok(Sequential::new()
+        .push(Linear::new(784, 256)?)
+        .push(ReLU::new())
+        .push(Linear::new(256, 128)?)
+        .push(ReLU::new())
+        .push(Linear::new(128, 10)?))
+}
+
+fn devices() -> Vec<(&'static str, Device)> {
+    let mut v = vec![("cpu", Device::Cpu)];
+    match Device::gpu() {
+        Ok(g) => v.push(("gpu", g)),
+        Err(e) => println!("train bench: no GPU adapter ({e}); cpu only"),
+    }
+    v
+}
+
+fn bench_steps(c: &mut Criterion) {
+    manual_seed(0);
+    let mut group = c.benchmark_group("train_step_adam");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(BATCH as u64));
+    let models: [(&str, fn() -> Result<Sequential>, &[usize]); 2] =
+        [("cnn", cnn, &[BATCH, 1, 28, 28]), ("mlp", mlp, &[BATCH, 784])];
+    for (dev_name, dev) in devices() {
+        for (name, build, shape) in models {
+            let model = build().expect("model");
+            model.to(&dev).expect("to device");
+            let mut opt = Adam::new(model.parameters(), AdamConfig::default()).expect("optimizer");
+            let x = Tensor::randn(shape, DType::F32).to(&dev).expect("input");
+            let y = Tensor::randint(0, 10, &[BATCH]).and_then(|t| t.to(&dev)).expect("labels");
+            let mut step = || -> Result<()> {
+                let loss = model.forward(&x)?.cross_entropy(&y, Reduction::Mean, 0.0)?;
+                opt.zero_grad();
+                loss.backward()?;
+                opt.step()?;
+                dev.synchronize()
+            };
+            step().expect("warm-up step");
+            common::reset();
+            group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}"), BATCH), |b| {
+                b.iter_custom(|iters| common::timed(iters, || step().expect("step")))
+            });
+            if common::full_run() {
+                if let Some(s) = common::median_seconds(SAMPLES) {
+                    println!("{name} Adam step on {dev_name}, batch {BATCH}: {} per step", common::fmt_secs(s));
+                }
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_steps);
+criterion_main!(benches);
