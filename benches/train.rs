@@ -12,6 +12,9 @@ use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
 use std::time::Duration;
 
 const SAMPLES: usize = 10;
+
+/// A benchmarked model: its name, how to build it, and its input shape.
+type ModelSpec = (&'static str, fn() -> Result<Sequential>, &'static [usize]);
 const BATCH: usize = 64;
 
 fn cnn() -> Result<Sequential> {
@@ -53,8 +56,7 @@ fn bench_steps(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(BATCH as u64));
-    let models: [(&str, fn() -> Result<Sequential>, &[usize]); 2] =
-        [("cnn", cnn, &[BATCH, 1, 28, 28]), ("mlp", mlp, &[BATCH, 784])];
+    let models: [ModelSpec; 2] = [("cnn", cnn, &[BATCH, 1, 28, 28]), ("mlp", mlp, &[BATCH, 784])];
     for (dev_name, dev) in devices() {
         for (name, build, shape) in models {
             let model = build().expect("model");
