@@ -7,7 +7,7 @@
 //! use skiff::{DType, Device, Tensor};
 //!
 //! # fn main() -> skiff::Result<()> {
-//! let device = Device::best()?; // a GPU adapter when one exists, else the cpu
+//! let device = Device::best()?; // a hardware GPU adapter when one exists, else the cpu
 //! println!("running on {}", device.describe());
 //! let x = Tensor::randn(&[64, 784], DType::F32).to(&device)?;
 //! let w = Tensor::randn(&[784, 10], DType::F32).to(&device)?.requires_grad_(true)?;
@@ -37,14 +37,19 @@ pub enum Device {
 }
 
 impl Device {
-    /// The best device available: a GPU adapter when one exists, else the cpu.
-    /// `SKIFF_DEVICE=cpu` or `SKIFF_DEVICE=gpu` forces one (forcing `gpu`
-    /// without an adapter is an error).
+    /// The best device available: a hardware GPU adapter when one exists,
+    /// else the cpu. A software adapter (Mesa's lavapipe, SwiftShader) runs its
+    /// shaders on the same CPU and is always slower than the cpu backend, so
+    /// it is only used when forced. `SKIFF_DEVICE=cpu` or `SKIFF_DEVICE=gpu`
+    /// forces one (forcing `gpu` without any adapter is an error).
     pub fn best() -> Result<Device> {
         match std::env::var("SKIFF_DEVICE").ok().as_deref().map(str::trim) {
             Some("cpu") => Ok(Device::Cpu),
             Some("gpu") => Device::gpu(),
-            None | Some("") | Some("auto") => Ok(Device::gpu().unwrap_or(Device::Cpu)),
+            None | Some("") | Some("auto") => Ok(match Device::gpu() {
+                Ok(d) if !d.is_software() => d,
+                _ => Device::Cpu,
+            }),
             Some(other) => {
                 Err(Error::value("Device::best", format!("SKIFF_DEVICE={other:?} is not one of cpu, gpu, auto")))
             }
@@ -65,6 +70,15 @@ impl Device {
 
     pub fn is_gpu(&self) -> bool {
         !matches!(self, Device::Cpu)
+    }
+
+    /// True for a GPU device whose adapter is a software rasteriser on the CPU.
+    pub fn is_software(&self) -> bool {
+        match self {
+            Device::Cpu => false,
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => g.info().device_type == wgpu::DeviceType::Cpu,
+        }
     }
 
     /// Submits queued GPU work and waits for it (a no-op on the cpu).

@@ -181,12 +181,27 @@ fn device_errors_are_clear() {
     let bogus = Device::best();
     std::env::set_var("SKIFF_DEVICE", "cpu");
     let cpu = Device::best();
+    // SKIFF_DEVICE=gpu takes any adapter; auto passes over software ones.
+    std::env::set_var("SKIFF_DEVICE", "gpu");
+    let forced = Device::best();
+    std::env::set_var("SKIFF_DEVICE", "auto");
+    let auto = Device::best().unwrap();
     match prev {
         Some(v) => std::env::set_var("SKIFF_DEVICE", v),
         None => std::env::remove_var("SKIFF_DEVICE"),
     }
     err_with(bogus, &["Device::best", "tpu", "cpu", "gpu"]);
     assert_eq!(cpu.unwrap(), Device::Cpu);
+    match Device::gpu() {
+        Ok(g) => {
+            assert_eq!(forced.unwrap(), g);
+            assert_eq!(auto, if g.is_software() { Device::Cpu } else { g });
+        }
+        Err(_) => {
+            err_with(forced, &["gpu"]);
+            assert_eq!(auto, Device::Cpu);
+        }
+    }
 
     // Mixing devices needs a second device: the GPU when one exists.
     let Ok(gpu) = Device::gpu() else {
