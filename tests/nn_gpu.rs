@@ -7,6 +7,10 @@
 use skiff::nn::loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use skiff::nn::*;
 use skiff::{manual_seed, DType, Device, Tensor};
+use std::sync::Mutex;
+
+/// Both tests seed and draw from the global generator: they must not interleave.
+static RNG: Mutex<()> = Mutex::new(());
 
 fn close(what: &str, a: &Tensor, b: &Tensor) {
     assert_eq!(a.shape(), b.shape(), "{what}");
@@ -49,6 +53,7 @@ fn parity(name: &str, gpu: &Device, make: &dyn Fn() -> Box<dyn Layer>, x: &Tenso
 
 #[test]
 fn every_layer_matches_the_cpu() {
+    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let gpu = match Device::gpu() {
         Ok(d) => d,
         Err(e) => {
@@ -124,6 +129,7 @@ fn every_layer_matches_the_cpu() {
 
 #[test]
 fn losses_match_the_cpu() {
+    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(gpu) = Device::gpu() else {
         eprintln!("\n!!!!!!!! SKIPPED: no GPU adapter; nn losses were NOT checked on the GPU !!!!!!!!\n");
         return;

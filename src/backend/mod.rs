@@ -110,6 +110,7 @@ pub mod elementwise;
 pub mod index;
 pub mod matmul;
 pub mod movement;
+pub mod optim;
 pub mod reduce;
 
 /// A copy of `x` on `device` (contiguous), converting the storage format as needed.

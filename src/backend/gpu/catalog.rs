@@ -33,6 +33,7 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     all.extend(reduce::sources());
     all.push(("matmul:f32".to_string(), matmul::source()));
     all.push(("matmul:f32:blocked".to_string(), matmul::blocked_source()));
+    all.push(("optim:adam:f32".to_string(), super::optim::adam_source()));
     all.extend(index::sources());
     all.extend(conv::sources());
     all

@@ -13,6 +13,7 @@ pub mod elementwise;
 pub mod index;
 pub mod kernels;
 pub mod matmul;
+pub mod optim;
 pub mod readback;
 pub mod reduce;
 pub mod runtime;
