@@ -11,6 +11,7 @@ pub mod compare;
 pub mod composite;
 pub mod conv;
 pub mod index;
+pub mod join;
 pub mod matmul;
 pub mod movement;
 pub mod reduce;
@@ -198,6 +199,7 @@ pub fn registry() -> Vec<&'static OpDef> {
     all.extend(reduce::ops());
     all.extend(matmul::ops());
     all.extend(movement::ops());
+    all.extend(join::ops());
     all.extend(index::ops());
     all.extend(conv::ops());
     all.extend(composite::ops());

@@ -1,9 +1,10 @@
 //! Movement ops. Views (reshape of contiguous data, permute, expand, slice,
-//! squeeze/unsqueeze) share storage and only change the layout; concat and
-//! pad copy through the backend's `assemble`. Each backward is the adjoint
-//! movement, so all of them are differentiable to any order.
+//! squeeze/unsqueeze) share storage and only change the layout; slice's
+//! backward copies through the backend's `assemble` (as do concat and pad, in
+//! `join.rs`). Each backward is the adjoint movement, so all of them are
+//! differentiable to any order.
 
-use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::{Attrs, Case, Input, OpDef, OpKind};
 use crate::autograd::{needs_record, record};
 use crate::backend::elementwise as be_copy;
 use crate::backend::movement as be;
@@ -11,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::shape::{contiguous_strides, normalize_axis, numel, Dims, Layout};
 use crate::tensor::Tensor;
 
-fn one(g: Result<Tensor>) -> Result<Vec<Option<Tensor>>> {
+pub(super) fn one(g: Result<Tensor>) -> Result<Vec<Option<Tensor>>> {
     Ok(vec![Some(g?)])
 }
 
@@ -123,7 +124,7 @@ fn slice_backward(g: &Tensor, axis: usize, start: usize, step: usize, len: usize
     Ok(record(&SLICE_BACKWARD, Attrs::Slice { axis, start, step, len, dim }, &[g], &[], false, out))
 }
 
-fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) -> Layout {
+pub(super) fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) -> Layout {
     let mut out = l.clone();
     if len > 0 {
         out.offset += start * l.strides[axis];
@@ -132,66 +133,6 @@ fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) 
     out.shape[axis] = len;
     out
 }
-
-static CONCAT: OpDef = OpDef {
-    name: "concat",
-    kind: OpKind::Primitive,
-    backward: Some(|c, g| {
-        let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
-        let mut off = 0;
-        let mut out = Vec::with_capacity(sizes.len());
-        for (i, &s) in sizes.iter().enumerate() {
-            out.push(if c.needs_input_grad(i) { Some(g[0].narrow(*axis as isize, off, s)?) } else { None });
-            off += s;
-        }
-        Ok(out)
-    }),
-    second_order: true,
-    cases: || {
-        vec![
-            Case::new(
-                "concat axis 1",
-                vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 2], -1.0, 1.0)],
-                |x| Tensor::concat(&[x[0].clone(), x[1].clone()], 1),
-            ),
-            Case::new(
-                "stack",
-                vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 3], -1.0, 1.0)],
-                |x| Tensor::stack(&[x[0].clone(), x[1].clone()], 0),
-            ),
-            Case::new("split then concat", vec![Input::Uniform(vec![5, 2], -1.0, 1.0)], |x| {
-                let parts = x[0].split(2, 0)?;
-                Tensor::concat(&[parts[2].clone(), parts[0].mul_scalar(2.0)?], 0)
-            }),
-            Case::new("chunk", vec![Input::Uniform(vec![2, 6], -1.0, 1.0)], |x| {
-                let parts = x[0].chunk(3, 1)?;
-                parts[1].mul(&parts[2])
-            }),
-        ]
-    },
-};
-
-static PAD: OpDef = OpDef {
-    name: "pad",
-    kind: OpKind::Primitive,
-    backward: Some(|c, g| {
-        let Attrs::Pad { pads, .. } = c.attrs() else { unreachable!() };
-        let shape = c.input_shape(0);
-        let mut t = g[0].clone();
-        for (axis, &(before, _)) in pads.iter().enumerate() {
-            if t.shape()[axis] != shape[axis] {
-                t = t.narrow(axis as isize, before, shape[axis])?;
-            }
-        }
-        one(Ok(t))
-    }),
-    second_order: true,
-    cases: || {
-        vec![Case::new("pad last two axes", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
-            x[0].pad(&[(1, 2), (0, 1)], 0.5)
-        })]
-    },
-};
 
 static CONTIGUOUS: OpDef = OpDef {
     name: "contiguous",
@@ -245,7 +186,7 @@ pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Te
 }
 
 pub fn ops() -> Vec<&'static OpDef> {
-    vec![&TO_DEVICE, &RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONCAT, &PAD, &CONTIGUOUS, &SQUEEZE]
+    vec![&TO_DEVICE, &RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONTIGUOUS, &SQUEEZE]
 }
 
 /// Resolves one -1 in a requested shape.
@@ -432,110 +373,6 @@ impl Tensor {
         shape.push(self.shape()[s..=e].iter().product());
         shape.extend_from_slice(&self.shape()[e + 1..]);
         self.reshape_dims(&shape)
-    }
-    /// Joins tensors along an existing axis.
-    pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::value("concat", "needs at least one tensor"))?;
-        let ax = normalize_axis("concat", axis, first.shape())?;
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        same_device("concat", &refs)?;
-        let mut shape = first.dims();
-        shape[ax] = 0;
-        for t in tensors {
-            same_dtype("concat", first, t)?;
-            let ok = t.ndim() == first.ndim() && (0..t.ndim()).all(|d| d == ax || t.shape()[d] == first.shape()[d]);
-            if !ok {
-                return Err(Error::shape(
-                    "concat",
-                    format!("shapes {:?} and {:?} differ outside axis {ax}", first.shape(), t.shape()),
-                ));
-            }
-            shape[ax] += t.shape()[ax];
-        }
-        let full = Layout::contiguous(&shape);
-        let mut off = 0;
-        let mut pieces = Vec::with_capacity(tensors.len());
-        for t in tensors {
-            pieces.push((slice_layout(&full, ax, off, 1, t.shape()[ax]), t));
-            off += t.shape()[ax];
-        }
-        let out = be::assemble("concat", &shape, first.dtype(), 0.0, &pieces)?;
-        if !needs_record(&refs) {
-            return Ok(out);
-        }
-        let sizes = tensors.iter().map(|t| t.shape()[ax]).collect();
-        Ok(record(&CONCAT, Attrs::Sizes { axis: ax, sizes }, &refs, &[], false, out))
-    }
-    /// Joins same-shaped tensors along a new axis.
-    pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
-        let first = tensors.first().ok_or_else(|| Error::value("stack", "needs at least one tensor"))?;
-        if let Some(bad) = tensors.iter().find(|t| t.shape() != first.shape()) {
-            return Err(Error::shape(
-                "stack",
-                format!("all tensors need one shape, got {:?} and {:?}", first.shape(), bad.shape()),
-            ));
-        }
-        let parts = tensors.iter().map(|t| t.unsqueeze(axis)).collect::<Result<Vec<_>>>()?;
-        Tensor::concat(&parts, axis)
-    }
-    /// Pieces of `size` along `axis` (the last may be smaller).
-    pub fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("split", axis, self.shape())?;
-        if size == 0 {
-            return Err(Error::value("split", "split size must be at least 1"));
-        }
-        let n = self.shape()[ax];
-        (0..n).step_by(size).map(|s| self.narrow(ax as isize, s, size.min(n - s))).collect()
-    }
-    /// Pieces of the given sizes along `axis` (they must add up to the axis size).
-    pub fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("split", axis, self.shape())?;
-        if sizes.iter().sum::<usize>() != self.shape()[ax] {
-            return Err(Error::shape(
-                "split",
-                format!("sizes {sizes:?} do not add up to axis {ax} of shape {:?}", self.shape()),
-            ));
-        }
-        let mut off = 0;
-        sizes
-            .iter()
-            .map(|&s| {
-                let t = self.narrow(ax as isize, off, s);
-                off += s;
-                t
-            })
-            .collect()
-    }
-    /// `chunks` nearly equal pieces along `axis` (as PyTorch's `chunk`).
-    pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("chunk", axis, self.shape())?;
-        if chunks == 0 {
-            return Err(Error::value("chunk", "chunks must be at least 1"));
-        }
-        self.split(self.shape()[ax].div_ceil(chunks).max(1), ax as isize)
-    }
-    /// Constant padding. `pads[i] = (before, after)` applies to the last
-    /// `pads.len()` axes in order (so `[(1, 1), (2, 2)]` pads H by 1 and W by 2).
-    pub fn pad(&self, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
-        if pads.len() > self.ndim() {
-            return Err(Error::shape(
-                "pad",
-                format!("{} pad pairs for a tensor of rank {} (shape {:?})", pads.len(), self.ndim(), self.shape()),
-            ));
-        }
-        let lead = self.ndim() - pads.len();
-        let full_pads: Vec<(usize, usize)> =
-            (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
-        let shape: Dims = self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d + b + a).collect();
-        let mut region = Layout::contiguous(&shape);
-        for (ax, &(b, _)) in full_pads.iter().enumerate() {
-            region = slice_layout(&region, ax, b, 1, self.shape()[ax]);
-        }
-        let out = be::assemble("pad", &shape, self.dtype(), value, &[(region, self)])?;
-        if !needs_record(&[self]) {
-            return Ok(out);
-        }
-        Ok(record(&PAD, Attrs::Pad { pads: full_pads, value }, &[self], &[], false, out))
     }
     /// The same values laid out row-major (a copy only when needed).
     pub fn contiguous(&self) -> Result<Tensor> {

@@ -14,6 +14,7 @@ pub mod index;
 pub mod kernels;
 pub mod matmul;
 pub mod optim;
+pub mod pipelines;
 pub mod readback;
 pub mod reduce;
 pub mod runtime;

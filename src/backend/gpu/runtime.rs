@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::pipelines::KernelLayout;
+
 /// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
 pub const PARAM_BYTES: u64 = 256;
 /// Dispatches per batch: the pending encoder is submitted when it holds this many.
@@ -34,11 +36,11 @@ pub struct GpuCounters {
 }
 
 #[derive(Default)]
-struct Counters {
+pub(super) struct Counters {
     buffers_created: AtomicU64,
     buffers_reused: AtomicU64,
-    pipelines_compiled: AtomicU64,
-    bind_groups_created: AtomicU64,
+    pub(super) pipelines_compiled: AtomicU64,
+    pub(super) bind_groups_created: AtomicU64,
     dispatches: AtomicU64,
     submits: AtomicU64,
     readbacks: AtomicU64,
@@ -70,32 +72,6 @@ impl Batch {
     }
 }
 
-/// The explicit bind group layout of a kernel and its cached bind groups.
-struct KernelLayout {
-    layout: wgpu::BindGroupLayout,
-    bind_groups: HashMap<Vec<wgpu::Buffer>, wgpu::BindGroup>,
-}
-
-/// Bind groups cached per kernel before the cache is cleared (buffers held by
-/// cached bind groups stay alive, so the cache must not grow without bound).
-const MAX_CACHED_BIND_GROUPS: usize = 1024;
-
-/// Reads the storage bindings a WGSL source declares: (binding, read-only).
-fn storage_bindings(src: &str) -> Vec<(u32, bool)> {
-    let mut out = Vec::new();
-    for (i, _) in src.match_indices("@binding(") {
-        let rest = &src[i + 9..];
-        let Some(close) = rest.find(')') else { continue };
-        let Ok(n) = rest[..close].trim().parse::<u32>() else { continue };
-        let decl = rest[close..].split(';').next().unwrap_or("");
-        if let Some(k) = decl.find("var<storage") {
-            let access = &decl[k..];
-            out.push((n, !access.contains("read_write")));
-        }
-    }
-    out
-}
-
 /// Everything skiff keeps per GPU device.
 pub struct GpuContext {
     pub(crate) id: u64,
@@ -103,13 +79,13 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
-    uniforms: wgpu::Buffer,
+    pub(super) uniforms: wgpu::Buffer,
     pool: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
     pooled_bytes: AtomicU64,
-    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
-    layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
+    pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    pub(super) layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
     batch: Mutex<Batch>,
-    counters: Counters,
+    pub(super) counters: Counters,
     /// First uncaptured wgpu error or device loss, reported on the next op.
     failure: Arc<Mutex<Option<String>>>,
     lost: Arc<AtomicBool>,
@@ -237,66 +213,6 @@ impl GpuContext {
         self.pooled_bytes.store(0, Ordering::Relaxed);
     }
 
-    /// The cached pipeline for `key`, compiling `source()` on first use.
-    /// A kernel that fails validation is an error for the op that needed it,
-    /// and leaves the context usable.
-    pub(crate) fn pipeline(&self, key: &str, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
-        if let Some(p) = lock(&self.pipelines).get(key) {
-            return Ok(p.clone());
-        }
-        let src = source();
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let mut entries = vec![wgpu::BindGroupLayoutEntry {
-            binding: 0,
-            visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Uniform,
-                has_dynamic_offset: true,
-                min_binding_size: wgpu::BufferSize::new(PARAM_BYTES),
-            },
-            count: None,
-        }];
-        for (binding, read_only) in storage_bindings(&src) {
-            entries.push(wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            });
-        }
-        let layout = self
-            .device
-            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some(key), entries: &entries });
-        let pipeline_layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(key),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(key),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
-        });
-        let p = Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(key),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        }));
-        if let Some(e) = context::scope_error(scope) {
-            return Err(Error::value("gpu", format!("kernel '{key}' failed to compile: {e}")));
-        }
-        self.counters.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
-        lock(&self.layouts).insert((*p).clone(), KernelLayout { layout, bind_groups: HashMap::new() });
-        lock(&self.pipelines).insert(key.to_string(), p.clone());
-        Ok(p)
-    }
-
     /// Records one dispatch of `pipeline` over `workgroups` workgroups with
     /// `params` in binding 0 and `buffers` in bindings 1.. (the last one is
     /// the output). Submits the batch when the uniform ring is full.
@@ -340,39 +256,6 @@ impl GpuContext {
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind_group, &[offset as u32]);
         pass.dispatch_workgroups(x, y, z);
-    }
-
-    /// The bind group of `pipeline` over `buffers` (binding 0: the params ring
-    /// at a dynamic offset), cached so a training loop stops creating them.
-    fn bind_group(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
-        let mut layouts = lock(&self.layouts);
-        let k = layouts.get_mut(pipeline).expect("pipelines are created through GpuContext::pipeline");
-        let key: Vec<wgpu::Buffer> = buffers.iter().map(|b| (*b).clone()).collect();
-        if let Some(bg) = k.bind_groups.get(&key) {
-            return bg.clone();
-        }
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.uniforms,
-                offset: 0,
-                size: wgpu::BufferSize::new(PARAM_BYTES),
-            }),
-        }];
-        for (i, b) in buffers.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
-        }
-        let bg = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &k.layout,
-            entries: &entries,
-        });
-        self.counters.bind_groups_created.fetch_add(1, Ordering::Relaxed);
-        if k.bind_groups.len() >= MAX_CACHED_BIND_GROUPS {
-            k.bind_groups.clear();
-        }
-        k.bind_groups.insert(key, bg.clone());
-        bg
     }
 
     fn submit_locked(&self, batch: &mut Batch) {
