@@ -85,3 +85,53 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     OUT[i] = acc;
 }
+
+// ==== kernel: scatter_add_scan
+// scatter_add for an index the host never read (computed on the GPU and
+// trusted to be in range, like max-pool's argmax): no sorted keys, so each
+// output element scans its whole line of A index positions and adds the
+// sources aimed at it, in increasing position (the cpu kernel's order again).
+// Costs A reads per output instead of a binary search; needs no readback.
+// Parameters as for scatter_add, except m[7] is the index's offset and
+// m[40 + d] the index's strides (its axis stride steps along a line).
+@group(0) @binding(1) var<storage, read> BASE: array<{T}>;
+@group(0) @binding(2) var<storage, read> SRC: array<{T}>;
+@group(0) @binding(3) var<storage, read> I: array<i32>;
+@group(0) @binding(4) var<storage, read_write> OUT: array<{T}>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid(wid, lid, nwg);
+    if (i >= pm(0u)) { return; }
+    let axis = pm(2u);
+    var rem = i;
+    var b = pm(4u);
+    var s = pm(5u);
+    var line = pm(7u);
+    var want = 0u;
+    var inside = true;
+    for (var d = pm(1u); d > 0u; d = d - 1u) {
+        let e = d - 1u;
+        let c = rem % pm(8u + e);
+        rem = rem / pm(8u + e);
+        b = b + c * pm(24u + e);
+        if (e == axis) {
+            want = c;
+        } else {
+            inside = inside && c < pm(16u + e);
+            s = s + c * pm(32u + e);
+            line = line + c * pm(40u + e);
+        }
+    }
+    var acc = BASE[b];
+    if (inside) {
+        let step = pm(40u + axis);
+        for (var k = 0u; k < pm(3u); k = k + 1u) {
+            if (u32(I[line + k * step]) == want) {
+                acc = acc + SRC[s + k * pm(6u)];
+            }
+        }
+    }
+    OUT[i] = acc;
+}

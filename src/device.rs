@@ -68,6 +68,19 @@ impl Device {
         }
     }
 
+    /// `Device::gpu` without blocking: opens the default GPU on first call. In
+    /// the browser this is the only way to get one (JS: `init()`).
+    pub async fn gpu_async() -> Result<Device> {
+        #[cfg(feature = "gpu")]
+        {
+            crate::backend::gpu::init_default_async().await.map(Device::Gpu)
+        }
+        #[cfg(not(feature = "gpu"))]
+        {
+            Err(Error::value("Device::gpu_async", "skiff was built without the `gpu` feature"))
+        }
+    }
+
     pub fn is_gpu(&self) -> bool {
         !matches!(self, Device::Cpu)
     }

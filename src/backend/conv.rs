@@ -57,14 +57,14 @@ pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
 pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
     let guard = x.storage().read();
     let out = match &*guard {
-        Buffer::Cpu(CpuBuffer::F32(v)) => k::window_argmax(&contiguous(v, x), g),
-        Buffer::Cpu(CpuBuffer::F64(v)) => k::window_argmax(&contiguous(v, x), g),
+        Buffer::Cpu(CpuBuffer::F32(v)) => Buffer::Cpu(CpuBuffer::I32(k::window_argmax(&contiguous(v, x), g))),
+        Buffer::Cpu(CpuBuffer::F64(v)) => Buffer::Cpu(CpuBuffer::I32(k::window_argmax(&contiguous(v, x), g))),
         #[cfg(feature = "gpu")]
-        Buffer::Gpu(b) => {
-            let y = gk::window_argmax(op, b, x.layout(), g)?;
-            return Ok(Tensor::from_buffer(Buffer::Gpu(y), &[g.n, g.c, g.out_h, g.out_w]));
-        }
+        Buffer::Gpu(b) => Buffer::Gpu(gk::window_argmax(op, b, x.layout(), g)?),
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
     };
-    Ok(Tensor::from_buffer(Buffer::Cpu(CpuBuffer::I32(out)), &[g.n, g.c, g.out_h, g.out_w]))
+    // Flat positions in each H*W plane: trusted by the gather/scatter that use them.
+    let y = Tensor::from_buffer(out, &[g.n, g.c, g.out_h, g.out_w]);
+    y.storage().set_index_bound(g.h * g.w);
+    Ok(y)
 }

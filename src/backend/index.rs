@@ -34,24 +34,49 @@ fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
     }
 }
 
-/// Reads `index` (I32, checked by the caller; read back from a GPU) and
-/// checks every value is in `0..dim`.
-fn checked_indices(
-    op: &'static str,
-    index: &Tensor,
-    dim: usize,
-    axis: usize,
-    data_shape: &[usize],
-) -> Result<Vec<usize>> {
+/// An index operand after its range check.
+enum Checked {
+    /// The values, read on the host and checked to lie in `0..dim`.
+    Host(Vec<usize>),
+    /// A GPU index whose storage carries a bound within `0..dim` (written by
+    /// argmax or max-pool's window argmax): nothing was read back.
+    #[cfg(feature = "gpu")]
+    Trusted,
+}
+
+impl Checked {
+    /// The host values (`Trusted` only arises for GPU indices, which the cpu
+    /// kernels never see).
+    fn host(&self, op: &'static str) -> Result<&[usize]> {
+        match self {
+            Checked::Host(v) => Ok(v),
+            #[cfg(feature = "gpu")]
+            Checked::Trusted => Err(Error::value(op, "internal: a GPU index reached a cpu index kernel")),
+        }
+    }
+}
+
+/// Reads `index` (I32, checked by the caller) and checks every value is in
+/// `0..dim`; values with a known bound are not checked again, and on a GPU
+/// not read back at all.
+fn checked_indices(op: &'static str, index: &Tensor, dim: usize, axis: usize, data_shape: &[usize]) -> Result<Checked> {
     let not_i32 = || Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()));
+    let trusted = index.storage().index_bound().is_some_and(|b| b <= dim);
     #[cfg(feature = "gpu")]
     if let crate::device::Device::Gpu(_) = index.device() {
+        if trusted {
+            return Ok(Checked::Trusted);
+        }
         let CpuBuffer::I32(v) = super::host_copy(index)? else { return Err(not_i32()) };
-        return in_range(op, &v, dim, axis, data_shape, index.shape());
+        return in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host);
     }
     let g = index.storage().read();
     let CpuBuffer::I32(v) = cpu_of(&g)? else { return Err(not_i32()) };
-    in_range(op, &contiguous(v, index.layout()), dim, axis, data_shape, index.shape())
+    let v = contiguous(v, index.layout());
+    if trusted {
+        return Ok(Checked::Host(v.iter().map(|&i| i as usize).collect()));
+    }
+    in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host)
 }
 
 fn in_range(
@@ -103,7 +128,7 @@ macro_rules! addable_pair {
 pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     let mut shape = x.dims();
-    shape[axis] = idx.len();
+    shape[axis] = index.numel();
     #[cfg(feature = "gpu")]
     if on_gpu(x) {
         // The 1-D index viewed in the output's shape, broadcast along every other dim.
@@ -115,7 +140,7 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
     let (outer, dim, inner) = split3(x.shape(), axis);
     let g = x.storage().read();
     let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => {
-        T::wrap(k::index_select(&contiguous(v, x.layout()), outer, dim, inner, &idx))
+        T::wrap(k::index_select(&contiguous(v, x.layout()), outer, dim, inner, idx.host(op)?))
     });
     Ok(Tensor::from_buffer(Buffer::Cpu(out), &shape))
 }
@@ -125,13 +150,24 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {
-        return gpu_scatter_add(op, base, axis, src, &gk::ScatterPlan::index_add(&idx, base.shape()));
+        let plan = match &idx {
+            Checked::Host(v) => gk::ScatterPlan::index_add(v, base.shape()),
+            Checked::Trusted => {
+                // The 1-D index seen from every output position: its stride on the axis, 0 elsewhere.
+                let il = index.layout();
+                let mut strides: Dims = smallvec::smallvec![0; base.ndim()];
+                strides[axis] = il.strides[0];
+                let view = Layout { shape: base.dims(), strides, offset: il.offset };
+                gk::ScatterPlan::device_index(index.numel(), base.shape(), view)
+            }
+        };
+        return gpu_scatter_add(op, base, axis, src, Some(index), &plan);
     }
     let (outer, dim, inner) = split3(base.shape(), axis);
     let (gb, gs) = (base.storage().read(), src.storage().read());
     let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
         let mut out = gather_strided(b, base.layout());
-        k::index_add(&mut out, outer, dim, inner, &idx, &contiguous(s, src.layout()));
+        k::index_add(&mut out, outer, dim, inner, idx.host(op)?, &contiguous(s, src.layout()));
         out
     });
     Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
@@ -145,8 +181,7 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
         return gpu_gather(op, x, axis, index, index.layout());
     }
     let g = x.storage().read();
-    let out =
-        crate::with_cpu_buffer!(cpu_of(&g)?, v, T => T::wrap(k::gather(v, x.layout(), axis, &idx, index.shape())));
+    let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => T::wrap(k::gather(v, x.layout(), axis, idx.host(op)?, index.shape())));
     Ok(Tensor::from_buffer(Buffer::Cpu(out), index.shape()))
 }
 
@@ -155,12 +190,18 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {
-        return gpu_scatter_add(op, base, axis, src, &gk::ScatterPlan::scatter(&idx, index.shape(), axis));
+        let plan = match &idx {
+            Checked::Host(v) => gk::ScatterPlan::scatter(v, index.shape(), axis),
+            Checked::Trusted => {
+                gk::ScatterPlan::device_index(index.shape()[axis], index.shape(), index.layout().clone())
+            }
+        };
+        return gpu_scatter_add(op, base, axis, src, Some(index), &plan);
     }
     let (gb, gs) = (base.storage().read(), src.storage().read());
     let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
         let mut out = gather_strided(b, base.layout());
-        k::scatter_add(&mut out, base.shape(), axis, &idx, index.shape(), s, src.layout());
+        k::scatter_add(&mut out, base.shape(), axis, idx.host(op)?, index.shape(), s, src.layout());
         out
     });
     Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
@@ -191,6 +232,7 @@ fn gpu_scatter_add(
     base: &Tensor,
     axis: usize,
     src: &Tensor,
+    index: Option<&Tensor>,
     plan: &gk::ScatterPlan,
 ) -> Result<Tensor> {
     let (gb, gs) = (base.storage().read(), src.storage().read());
@@ -198,6 +240,12 @@ fn gpu_scatter_add(
     if bb.dtype != sb.dtype || !matches!(bb.dtype, DType::F32 | DType::I32) {
         return Err(internal(op, "add"));
     }
-    let out = gk::scatter_add(op, bb, base.layout(), sb, src.layout(), axis, plan)?;
+    let gi = index.map(|i| i.storage().read());
+    let ib = match gi.as_deref() {
+        Some(Buffer::Gpu(ib)) => Some(ib),
+        Some(_) => return Err(mixed(op, base, index.expect("read above"))),
+        None => None,
+    };
+    let out = gk::scatter_add(op, (bb, base.layout()), (sb, src.layout()), axis, plan, ib)?;
     Ok(Tensor::from_buffer(Buffer::Gpu(out), base.shape()))
 }

@@ -52,6 +52,12 @@ pub struct StorageInner {
     /// matches. See `host_copy`.
     #[cfg(feature = "gpu")]
     mirror: std::sync::Mutex<Option<(u64, Vec<i32>)>>,
+    /// For i32 storages written by an op that guarantees it (argmax, the
+    /// max-pool window argmax): every value lies in `0..bound`, valid while the
+    /// storage version matches. Index ops then skip the host-side range check,
+    /// so indices computed on a GPU need no readback (impossible to do
+    /// synchronously in the browser).
+    index_bound: std::sync::Mutex<Option<(u64, usize)>>,
 }
 
 /// i32 GPU storages up to this many elements keep a host mirror.
@@ -69,6 +75,7 @@ pub fn new_storage(buf: Buffer) -> Storage {
         device,
         #[cfg(feature = "gpu")]
         mirror: std::sync::Mutex::new(None),
+        index_bound: std::sync::Mutex::new(None),
     })
 }
 
@@ -90,6 +97,15 @@ impl StorageInner {
     }
     pub fn device(&self) -> &Device {
         &self.device
+    }
+    /// Records that every value is in `0..bound` (see `index_bound`).
+    pub(crate) fn set_index_bound(&self, bound: usize) {
+        *self.index_bound.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), bound));
+    }
+    /// The recorded bound of this storage's values, unless written since.
+    pub(crate) fn index_bound(&self) -> Option<usize> {
+        let g = self.index_bound.lock().unwrap_or_else(|e| e.into_inner());
+        g.filter(|(v, _)| *v == self.version()).map(|(_, b)| b)
     }
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         self.data.read().unwrap_or_else(|e| e.into_inner())

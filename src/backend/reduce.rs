@@ -32,5 +32,7 @@ pub fn arg_reduce(op: &'static str, x: &Tensor, axis: usize, max: bool, out_shap
         }
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
     };
-    Ok(Tensor::from_buffer(out, out_shape))
+    let y = Tensor::from_buffer(out, out_shape);
+    y.storage().set_index_bound(x.shape()[axis]);
+    Ok(y)
 }

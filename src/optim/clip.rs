@@ -10,7 +10,19 @@ use crate::tensor::Tensor;
 /// returns the norm before clipping. `norm_type` is any p > 0 or
 /// `f64::INFINITY` (max |g|). Gradients are scaled by
 /// `max_norm / (total + 1e-6)` when that is below 1, as in PyTorch.
+/// Reads the norm back; `clip_grad_norm_tensor_` does not.
 pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Result<f64> {
+    match clip_grad_norm_tensor_(params, max_norm, norm_type)? {
+        Some(total) => total.item(),
+        None => Ok(0.0),
+    }
+}
+
+/// `clip_grad_norm_` without leaving the device: the norm is a one-element
+/// tensor on the gradients' device (None without gradients), and the scale
+/// `min(1, max_norm / (total + 1e-6))` is applied as a tensor, so nothing is
+/// read back (a browser cannot wait for a GPU readback in the middle of a step).
+pub fn clip_grad_norm_tensor_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Result<Option<Tensor>> {
     const OP: &str = "clip_grad_norm_";
     if norm_type.is_nan() || norm_type <= 0.0 {
         return Err(Error::value(OP, format!("norm_type must be > 0 or infinity, got {norm_type}")));
@@ -18,32 +30,31 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
     if max_norm.is_nan() || max_norm < 0.0 {
         return Err(Error::value(OP, format!("max_norm must be >= 0, got {max_norm}")));
     }
-    let grads: Vec<Tensor> = params.iter().filter_map(|p| p.grad()).collect();
+    let grads: Vec<Tensor> = params.iter().filter_map(|p| p.grad()).filter(|g| g.numel() > 0).collect();
     if grads.is_empty() {
-        return Ok(0.0);
+        return Ok(None);
     }
-    let total = no_grad(|| -> Result<f64> {
-        let mut acc = 0.0;
-        for g in grads.iter().filter(|g| g.numel() > 0) {
+    no_grad(|| {
+        let mut parts = Vec::with_capacity(grads.len());
+        for g in &grads {
             let a = g.abs()?;
-            if norm_type.is_infinite() {
-                acc = f64::max(acc, a.max(&[], false)?.item()?);
+            parts.push(if norm_type.is_infinite() {
+                a.max(&[], false)?
             } else {
-                acc += a.pow_scalar(norm_type)?.sum_all()?.item()?;
-            }
+                a.pow_scalar(norm_type)?.sum_all()?
+            });
         }
-        Ok(if norm_type.is_infinite() { acc } else { acc.powf(1.0 / norm_type) })
-    })?;
-    let coef = max_norm / (total + 1e-6);
-    if coef < 1.0 {
-        no_grad(|| -> Result<()> {
-            for g in &grads {
-                g.mul_scalar_(coef)?;
-            }
-            Ok(())
-        })?;
-    }
-    Ok(total)
+        let total = if norm_type.is_infinite() {
+            parts.iter().skip(1).try_fold(parts[0].clone(), |m, p| m.maximum(p))?
+        } else {
+            parts.iter().skip(1).try_fold(parts[0].clone(), |s, p| s.add(p))?.pow_scalar(1.0 / norm_type)?
+        };
+        let coef = total.add_scalar(1e-6)?.pow_scalar(-1.0)?.mul_scalar(max_norm)?.clamp(Some(0.0), Some(1.0))?;
+        for g in &grads {
+            g.mul_(&coef)?;
+        }
+        Ok(Some(total))
+    })
 }
 
 /// Clamps every gradient element into `[-clip, clip]`.

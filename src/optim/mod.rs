@@ -33,7 +33,7 @@ mod state;
 
 pub use adagrad::{Adagrad, AdagradConfig};
 pub use adam::{Adam, AdamConfig, AdamW};
-pub use clip::{clip_grad_norm_, clip_grad_value_};
+pub use clip::{clip_grad_norm_, clip_grad_norm_tensor_, clip_grad_value_};
 pub use rmsprop::{RmsProp, RmsPropConfig};
 pub use schedule::{CosineAnnealing, ExponentialLR, LrSchedule, OneCycleLR, StepLR};
 pub use sgd::{Sgd, SgdConfig};

@@ -41,7 +41,9 @@ pub fn sources() -> Vec<(String, String)> {
         all.push((format!("index:gather:{}", dt.name()), kernel_source(INDEX, "gather", dt)));
     }
     for dt in [DType::F32, DType::I32] {
-        all.push((format!("index:scatter_add:{}", dt.name()), kernel_source(INDEX, "scatter_add", dt)));
+        for kernel in ["scatter_add", "scatter_add_scan"] {
+            all.push((format!("index:{kernel}:{}", dt.name()), kernel_source(INDEX, kernel, dt)));
+        }
     }
     all
 }
@@ -81,10 +83,15 @@ pub struct ScatterPlan {
     extent: usize,
     /// Extent of the index in each dim (outputs beyond it outside the axis get nothing).
     bounds: Vec<usize>,
-    /// Per dim, how far one step moves a line's offset into the sorted keys.
+    /// Per dim, how far one step moves a line's offset into the sorted keys
+    /// (for a device index: the index's own strides).
     line_strides: Vec<usize>,
-    /// Targets of every line, then their axis positions (same order).
+    /// Targets of every line, then their axis positions (same order); empty
+    /// for a device index.
     keys: Vec<u32>,
+    /// Set when the index stays on the GPU (never read by the host): its
+    /// offset. Each output then scans its whole line (see `scatter_add_scan`).
+    device_offset: Option<usize>,
 }
 
 impl ScatterPlan {
@@ -100,14 +107,34 @@ impl ScatterPlan {
         }
         line_strides[axis] = 0;
         let keys = sort_lines(idx, outer, extent, inner);
-        ScatterPlan { extent, bounds: idx_shape.to_vec(), line_strides, keys }
+        ScatterPlan { extent, bounds: idx_shape.to_vec(), line_strides, keys, device_offset: None }
     }
 
     /// For `index_add` on an output of `out_shape`: one line (the 1-D `idx`)
     /// shared by every output position.
     pub fn index_add(idx: &[usize], out_shape: &[usize]) -> ScatterPlan {
         let keys = sort_lines(idx, 1, idx.len(), 1);
-        ScatterPlan { extent: idx.len(), bounds: out_shape.to_vec(), line_strides: vec![0; out_shape.len()], keys }
+        ScatterPlan {
+            extent: idx.len(),
+            bounds: out_shape.to_vec(),
+            line_strides: vec![0; out_shape.len()],
+            keys,
+            device_offset: None,
+        }
+    }
+
+    /// For an index the host has not read (trusted to be in range, e.g. a
+    /// max-pool argmax): `extent` positions along the axis, outputs within
+    /// `bounds` receive, and `view` is the index seen from each output
+    /// position (index_add: its stride on the axis, zero elsewhere).
+    pub fn device_index(extent: usize, bounds: &[usize], view: Layout) -> ScatterPlan {
+        ScatterPlan {
+            extent,
+            bounds: bounds.to_vec(),
+            line_strides: view.strides.to_vec(),
+            keys: Vec::new(),
+            device_offset: Some(view.offset),
+        }
     }
 }
 
@@ -138,12 +165,11 @@ fn sort_lines(idx: &[usize], outer: usize, a: usize, inner: usize) -> Vec<u32> {
 /// index (`sl` covers it in every dim). Runs both scatter_add and index_add.
 pub fn scatter_add(
     op: &'static str,
-    base: &GpuBuffer,
-    bl: &Layout,
-    src: &GpuBuffer,
-    sl: &Layout,
+    (base, bl): (&GpuBuffer, &Layout),
+    (src, sl): (&GpuBuffer, &Layout),
     axis: usize,
     plan: &ScatterPlan,
+    index: Option<&GpuBuffer>,
 ) -> Result<GpuBuffer> {
     let rank = bl.shape.len();
     if rank > MAX_RANK {
@@ -152,10 +178,8 @@ pub fn scatter_add(
     let ctx = base.ctx().clone();
     let n = bl.numel();
     let out = GpuBuffer::new(&ctx, op, base.dtype, n)?;
-    let keys = GpuBuffer::new(&ctx, op, DType::I32, plan.keys.len())?;
-    ctx.upload(keys.raw(), bytemuck::cast_slice(&plan.keys))?;
     let mut m = vec![0u32; 48];
-    m[..8].copy_from_slice(&[
+    m[..7].copy_from_slice(&[
         n as u32,
         rank as u32,
         axis as u32,
@@ -163,7 +187,6 @@ pub fn scatter_add(
         bl.offset as u32,
         sl.offset as u32,
         sl.strides[axis] as u32,
-        (plan.keys.len() / 2) as u32,
     ]);
     for d in 0..rank {
         m[8 + d] = bl.shape[d] as u32;
@@ -173,7 +196,25 @@ pub fn scatter_add(
         m[40 + d] = plan.line_strides[d] as u32;
     }
     let dt = base.dtype;
-    let key = format!("index:scatter_add:{}", dt.name());
-    launch(&ctx, &key, || kernel_source(INDEX, "scatter_add", dt), &m, &[base, src, &keys], &out, n)?;
+    let (kernel, keys) = match (plan.device_offset, index) {
+        (Some(offset), Some(_)) => {
+            m[7] = offset as u32;
+            ("scatter_add_scan", None)
+        }
+        (None, _) => {
+            let keys = GpuBuffer::new(&ctx, op, DType::I32, plan.keys.len())?;
+            ctx.upload(keys.raw(), bytemuck::cast_slice(&plan.keys))?;
+            m[7] = (plan.keys.len() / 2) as u32;
+            ("scatter_add", Some(keys))
+        }
+        (Some(_), None) => return Err(Error::value(op, "internal: a device-index scatter without its index")),
+    };
+    let third = match (&keys, index) {
+        (Some(k), _) => k,
+        (None, Some(i)) => i,
+        (None, None) => unreachable!("checked above"),
+    };
+    let key = format!("index:{kernel}:{}", dt.name());
+    launch(&ctx, &key, || kernel_source(INDEX, kernel, dt), &m, &[base, src, third], &out, n)?;
     Ok(out)
 }

@@ -60,6 +60,10 @@ impl GpuDevice {
     pub fn open() -> Result<GpuDevice> {
         context::request_blocking().map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
     }
+    /// `open` without blocking: the only way to open a device in the browser.
+    pub async fn open_async() -> Result<GpuDevice> {
+        context::request().await.map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
+    }
     /// Destroys the device, as a driver reset or unplugged GPU would: every
     /// later op on it returns an error. For tests of device-loss handling.
     #[doc(hidden)]
@@ -88,8 +92,30 @@ impl fmt::Debug for GpuDevice {
 static DEFAULT: OnceLock<std::result::Result<GpuDevice, Error>> = OnceLock::new();
 
 /// The process-wide default GPU (opened on first use).
+///
+/// Natively it opens on first use (blocking). In the browser a device can only
+/// be opened asynchronously, so `init_default_async` must have run first.
 pub fn default_device() -> Result<GpuDevice> {
+    if !context::CAN_BLOCK {
+        return DEFAULT.get().cloned().unwrap_or_else(|| {
+            Err(Error::value(
+                "Device::gpu",
+                "the GPU is not initialised yet: await Device::gpu_async() (JS: init()) first",
+            ))
+        });
+    }
     DEFAULT.get_or_init(GpuDevice::open).clone()
+}
+
+/// Opens the default GPU without blocking (once; later calls return the same
+/// result). A failure is remembered like `default_device`'s.
+pub async fn init_default_async() -> Result<GpuDevice> {
+    if let Some(done) = DEFAULT.get() {
+        return done.clone();
+    }
+    let opened = GpuDevice::open_async().await;
+    // Another caller may have finished first while this one awaited: keep theirs.
+    DEFAULT.get_or_init(|| opened).clone()
 }
 
 /// Device memory holding one tensor storage.
