@@ -48,6 +48,8 @@ pub mod optim;
 pub mod random;
 pub mod shape;
 pub mod tensor;
+#[cfg(feature = "web")]
+pub mod web;
 
 pub use autograd::{enable_grad, grad, no_grad, BackwardOptions, Function, FunctionCtx, GradOptions};
 pub use device::Device;

@@ -17,6 +17,7 @@ pub struct Opened {
 /// adapter's own limits (so large storage buffers work where the hardware
 /// allows them), and the WebGPU defaults as the floor.
 pub async fn request() -> Result<Opened> {
+    check_webgpu_present()?;
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = instance
         .request_adapter(&wgpu::RequestAdapterOptions {
@@ -39,6 +40,24 @@ pub async fn request() -> Result<Opened> {
         .await
         .map_err(|e| Error::value("Device::gpu", format!("adapter '{}' refused a device: {e}", info.name)))?;
     Ok(Opened { info, limits, device, queue })
+}
+
+/// In the browser, wgpu's WebGPU backend needs `navigator.gpu` (it panics
+/// without one): say so as an error first. Natively there is nothing to check.
+#[cfg(target_arch = "wasm32")]
+fn check_webgpu_present() -> Result<()> {
+    use js_sys::{global, JsString, Reflect};
+    let navigator = Reflect::get(&global(), &JsString::from("navigator")).ok().filter(|v| v.is_object());
+    let gpu = navigator.and_then(|n| Reflect::get(&n, &JsString::from("gpu")).ok()).filter(|v| v.is_object());
+    match gpu {
+        Some(_) => Ok(()),
+        None => Err(Error::value("Device::gpu", "WebGPU is not available here (no navigator.gpu)")),
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn check_webgpu_present() -> Result<()> {
+    Ok(())
 }
 
 /// Blocks on a future natively.

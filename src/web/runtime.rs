@@ -1,0 +1,189 @@
+//! Process-wide state for JS: backend initialisation, the default device,
+//! `tidy` scopes, grad mode, seeding and the memory report.
+
+use super::args::{self, object};
+use super::{js_error, JsResult};
+use crate::device::Device;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use wasm_bindgen::prelude::*;
+
+thread_local! {
+    static DEFAULT: RefCell<Device> = const { RefCell::new(Device::Cpu) };
+    static GPU: RefCell<Option<Device>> = const { RefCell::new(None) };
+}
+
+/// The device creation functions use when none is given (what `init` chose).
+pub fn default_device() -> Device {
+    DEFAULT.with(|d| d.borrow().clone())
+}
+
+/// The initialised GPU, or an error saying `init` must open it first.
+pub fn gpu_device(op: &'static str) -> JsResult<Device> {
+    GPU.with(|g| g.borrow().clone())
+        .ok_or_else(|| js_error(op, "no WebGPU device: call init({ device: 'webgpu' }) (or 'auto') first"))
+}
+
+/// Opens the backend: `kind` is 'cpu' (no GPU is touched) or 'webgpu' (the
+/// GPU is opened, or the returned promise rejects with the reason). Resolves
+/// to `{ device, adapter }`; the JS `init()` adds the fallback logic.
+#[wasm_bindgen(js_name = initBackend)]
+pub async fn init_backend(kind: String) -> JsResult<JsValue> {
+    let device = match kind.as_str() {
+        "cpu" => Device::Cpu,
+        "webgpu" | "gpu" => {
+            let d = Device::gpu_async().await?;
+            GPU.with(|g| *g.borrow_mut() = Some(d.clone()));
+            d
+        }
+        other => return Err(js_error("init", format!("device must be 'auto', 'webgpu' or 'cpu', got {other:?}"))),
+    };
+    DEFAULT.with(|d| *d.borrow_mut() = device.clone());
+    Ok(object(&[("device", args::device_name(&device).into()), ("adapter", adapter_info(&device))]))
+}
+
+/// `{ name, vendor, architecture, backend, deviceType, driver }` of a GPU, else null.
+fn adapter_info(device: &Device) -> JsValue {
+    match device {
+        Device::Cpu => JsValue::NULL,
+        #[cfg(feature = "gpu")]
+        Device::Gpu(g) => {
+            let i = g.info();
+            object(&[
+                ("name", i.name.as_str().into()),
+                ("vendor", i.vendor.to_string().into()),
+                ("backend", format!("{:?}", i.backend).into()),
+                ("deviceType", format!("{:?}", i.device_type).into()),
+                ("driver", i.driver.as_str().into()),
+                ("driverInfo", i.driver_info.as_str().into()),
+            ])
+        }
+    }
+}
+
+/// Makes `device` ('cpu' | 'webgpu') the default for creation functions.
+#[wasm_bindgen(js_name = setDefaultDevice)]
+pub fn set_default_device(#[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<()> {
+    let d = args::device("setDefaultDevice", &device)?;
+    DEFAULT.with(|x| *x.borrow_mut() = d);
+    Ok(())
+}
+
+/// The default device's name.
+#[wasm_bindgen(js_name = getDefaultDevice, unchecked_return_type = "DeviceName")]
+pub fn get_default_device() -> String {
+    args::device_name(&default_device()).to_string()
+}
+
+/// Seeds the global random generator (randn, rand, dropout, init).
+#[wasm_bindgen(js_name = manualSeed)]
+pub fn manual_seed(seed: f64) -> JsResult<()> {
+    if !(seed >= 0.0 && seed.fract() == 0.0 && seed <= 9.0e15) {
+        return Err(js_error("manualSeed", format!("seed must be a non-negative integer, got {seed}")));
+    }
+    crate::random::manual_seed(seed as u64);
+    Ok(())
+}
+
+/// Opens a tidy scope (the JS `tidy()` pairs it with `endScope`).
+#[wasm_bindgen(js_name = beginScope)]
+pub fn begin_scope() {
+    super::begin_scope();
+}
+
+/// Closes the innermost tidy scope, disposing its tensors except those whose
+/// handle ids are in `keep` (they move to the enclosing scope).
+#[wasm_bindgen(js_name = endScope)]
+pub fn end_scope(keep: Vec<u32>) -> JsResult<()> {
+    super::end_scope(&keep)
+}
+
+/// Keeps a tensor out of every open tidy scope (it lives until disposed).
+#[wasm_bindgen(js_name = keep)]
+pub fn keep(#[wasm_bindgen(unchecked_param_type = "Tensor")] t: JsValue) -> JsResult<JsValue> {
+    args::tensor("keep", "tensor", &t)?;
+    let id = js_sys::Reflect::get(&t, &JsValue::from_str(args::ID_PROPERTY)).ok().and_then(|v| v.as_f64());
+    if let Some(id) = id {
+        super::keep_handle(id as u32);
+    }
+    Ok(t)
+}
+
+/// Turns gradient recording on or off; returns the previous setting.
+#[wasm_bindgen(js_name = setGradEnabled)]
+pub fn set_grad_enabled(on: bool) -> bool {
+    let was = crate::autograd::is_grad_enabled();
+    // The guard restores on drop; JS restores explicitly (noGrad's finally).
+    std::mem::forget(crate::autograd::set_grad_enabled(on));
+    was
+}
+
+/// Whether gradient recording is on.
+#[wasm_bindgen(js_name = isGradEnabled)]
+pub fn is_grad_enabled() -> bool {
+    crate::autograd::is_grad_enabled()
+}
+
+/// Live tensor handles, the bytes their storages hold per device (each
+/// storage counted once, however many views share it), open tidy scopes, and
+/// for the GPU the runtime's own figures (every live buffer, including
+/// gradients and optimizer state, and the pool of free buffers).
+#[wasm_bindgen(
+    js_name = memoryInfo,
+    unchecked_return_type = "{ tensors: number; bytes: { cpu: number; webgpu: number }; scopes: number; gpu: { liveBytes: number; pooledBytes: number; buffersCreated: number; readbacks: number; submits: number } | null }"
+)]
+pub fn memory_info() -> JsValue {
+    let live = super::live_tensors();
+    let mut seen = HashSet::new();
+    let (mut cpu, mut gpu) = (0usize, 0usize);
+    for t in &live {
+        let st = t.storage();
+        if seen.insert(std::sync::Arc::as_ptr(st) as usize) {
+            let bytes = storage_bytes(t);
+            if t.device().is_gpu() {
+                gpu += bytes;
+            } else {
+                cpu += bytes;
+            }
+        }
+    }
+    let runtime = match GPU.with(|g| g.borrow().clone()) {
+        #[cfg(feature = "gpu")]
+        Some(Device::Gpu(g)) => {
+            let c = g.counters();
+            object(&[
+                ("liveBytes", (c.bytes_live as f64).into()),
+                ("pooledBytes", (c.bytes_pooled as f64).into()),
+                ("buffersCreated", (c.buffers_created as f64).into()),
+                ("readbacks", (c.readbacks as f64).into()),
+                ("submits", (c.submits as f64).into()),
+            ])
+        }
+        _ => JsValue::NULL,
+    };
+    object(&[
+        ("tensors", (live.len() as f64).into()),
+        ("bytes", object(&[("cpu", (cpu as f64).into()), ("webgpu", (gpu as f64).into())])),
+        ("scopes", (super::scope_depth() as f64).into()),
+        ("gpu", runtime),
+    ])
+}
+
+/// Bytes of the whole storage behind `t` (not just its view).
+fn storage_bytes(t: &crate::tensor::Tensor) -> usize {
+    let g = t.storage().read();
+    match &*g {
+        crate::backend::Buffer::Cpu(b) => b.len() * t.dtype().size_in_bytes(),
+        #[cfg(feature = "gpu")]
+        crate::backend::Buffer::Gpu(b) => b.len * 4,
+    }
+}
+
+/// Frees the GPU's pool of unused buffers.
+#[wasm_bindgen(js_name = emptyCache)]
+pub fn empty_cache() {
+    #[cfg(feature = "gpu")]
+    if let Some(Device::Gpu(g)) = GPU.with(|g| g.borrow().clone()) {
+        g.context().empty_cache();
+    }
+}

@@ -1,0 +1,271 @@
+//! The JS `Tensor` class: creation, properties, async readback, disposal.
+//! Op methods live in `ops.rs`, autodiff in `autograd.rs`.
+
+use super::args::{self, describe, device_name, dtype_name, Opts};
+use super::{js_error, JsResult, Slot};
+use crate::backend::cpu::CpuBuffer;
+use crate::dtype::DType;
+use crate::tensor::Tensor;
+use js_sys::{Float32Array, Float64Array, Int32Array, Uint8Array};
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+
+/// A tensor handle. Create tensors with `fromData`, `zeros`, `randn`, ...
+/// (or the wrapper's `tensor()`); free them with `dispose()` or `tidy()`.
+#[wasm_bindgen(js_name = Tensor)]
+pub struct JsTensor {
+    pub(super) slot: Rc<Slot>,
+}
+
+/// A creation function's `{ dtype, device }` options.
+fn placement(op: &'static str, options: &JsValue) -> JsResult<(DType, crate::device::Device)> {
+    let o = Opts::new(op, options)?;
+    let dtype = match o.get("dtype") {
+        v if v.is_undefined() || v.is_null() => DType::F32,
+        v => args::dtype(op, &v)?,
+    };
+    Ok((dtype, args::device(op, &o.get("device"))?))
+}
+
+fn place(t: Tensor, device: &crate::device::Device) -> JsResult<JsTensor> {
+    Ok(JsTensor::wrap(if device.is_gpu() { t.to(device)? } else { t }))
+}
+
+#[wasm_bindgen(js_class = Tensor)]
+impl JsTensor {
+    /// The registry id of this handle (used to find the tensor behind a JS value).
+    #[wasm_bindgen(getter = _skiffId, skip_typescript)]
+    pub fn skiff_id(&self) -> u32 {
+        self.id()
+    }
+
+    /// A tensor from a typed array (Float32Array, Float64Array, Int32Array or
+    /// Uint8Array for bool) and a shape; `options.dtype` converts, and
+    /// `options.device` places it ('cpu' | 'webgpu'; default: init's choice).
+    #[wasm_bindgen(js_name = fromData)]
+    pub fn from_data(
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | Float64Array | Int32Array | Uint8Array")] data: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "tensor";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let o = Opts::new(OP, &options)?;
+        let t = if let Some(a) = data.dyn_ref::<Float32Array>() {
+            Tensor::from_vec(a.to_vec(), &shape)?
+        } else if let Some(a) = data.dyn_ref::<Float64Array>() {
+            Tensor::from_vec(a.to_vec(), &shape)?
+        } else if let Some(a) = data.dyn_ref::<Int32Array>() {
+            Tensor::from_vec(a.to_vec(), &shape)?
+        } else if let Some(a) = data.dyn_ref::<Uint8Array>() {
+            Tensor::from_vec(a.to_vec().into_iter().map(|b| (b != 0) as u8).collect::<Vec<u8>>(), &shape)?
+        } else {
+            return Err(js_error(
+                OP,
+                format!("data must be a Float32Array, Float64Array, Int32Array or Uint8Array, got {}", describe(&data)),
+            ));
+        };
+        let t = match o.get("dtype") {
+            v if v.is_undefined() || v.is_null() => t,
+            v => t.to_dtype(args::dtype(OP, &v)?)?,
+        };
+        place(t, &args::device(OP, &o.get("device"))?)
+    }
+
+    /// Zeros of `shape`.
+    pub fn zeros(
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("zeros", "shape", &shape)?;
+        let (dtype, device) = placement("zeros", &options)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 0.0, dtype, &device)?))
+    }
+
+    /// Ones of `shape`.
+    pub fn ones(
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("ones", "shape", &shape)?;
+        let (dtype, device) = placement("ones", &options)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 1.0, dtype, &device)?))
+    }
+
+    /// `value` everywhere in `shape`.
+    pub fn full(
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        value: f64,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("full", "shape", &shape)?;
+        let (dtype, device) = placement("full", &options)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, value, dtype, &device)?))
+    }
+
+    /// Standard normal samples (seeded by `manualSeed`).
+    pub fn randn(
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("randn", "shape", &shape)?;
+        let (dtype, device) = placement("randn", &options)?;
+        place(Tensor::randn(&shape, dtype), &device)
+    }
+
+    /// Uniform samples in [0, 1).
+    pub fn rand(
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("rand", "shape", &shape)?;
+        let (dtype, device) = placement("rand", &options)?;
+        place(Tensor::rand(&shape, dtype), &device)
+    }
+
+    /// Integers uniform in [low, high) (int32).
+    pub fn randint(
+        low: i32,
+        high: i32,
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "{ device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let shape = args::dims("randint", "shape", &shape)?;
+        let (_, device) = placement("randint", &options)?;
+        place(Tensor::randint(low, high, &shape)?, &device)
+    }
+
+    /// start, start + step, ... below end.
+    pub fn arange(
+        start: f64,
+        end: f64,
+        step: f64,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let (dtype, device) = placement("arange", &options)?;
+        place(Tensor::arange(start, end, step, dtype)?, &device)
+    }
+
+    /// `steps` evenly spaced values from start to end.
+    pub fn linspace(
+        start: f64,
+        end: f64,
+        steps: usize,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let (dtype, device) = placement("linspace", &options)?;
+        place(Tensor::linspace(start, end, steps, dtype)?, &device)
+    }
+
+    /// The n x n identity.
+    pub fn eye(
+        n: usize,
+        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+    ) -> JsResult<JsTensor> {
+        let (dtype, device) = placement("eye", &options)?;
+        place(Tensor::eye(n, dtype), &device)
+    }
+
+    /// The shape, as an array of numbers.
+    #[wasm_bindgen(getter)]
+    pub fn shape(&self) -> JsResult<Vec<u32>> {
+        Ok(self.get("shape")?.shape().iter().map(|&d| d as u32).collect())
+    }
+
+    /// 'float32' | 'float64' | 'int32' | 'bool'.
+    #[wasm_bindgen(getter, unchecked_return_type = "DType")]
+    pub fn dtype(&self) -> JsResult<String> {
+        Ok(dtype_name(self.get("dtype")?.dtype()).to_string())
+    }
+
+    /// 'cpu' | 'webgpu'.
+    #[wasm_bindgen(getter, unchecked_return_type = "DeviceName")]
+    pub fn device(&self) -> JsResult<String> {
+        Ok(device_name(&self.get("device")?.device()).to_string())
+    }
+
+    /// Number of dimensions.
+    #[wasm_bindgen(getter)]
+    pub fn ndim(&self) -> JsResult<usize> {
+        Ok(self.get("ndim")?.ndim())
+    }
+
+    /// Number of elements.
+    #[wasm_bindgen(getter)]
+    pub fn size(&self) -> JsResult<usize> {
+        Ok(self.get("size")?.numel())
+    }
+
+    /// True once `dispose()` (or a tidy scope) freed this handle.
+    #[wasm_bindgen(getter, js_name = isDisposed)]
+    pub fn is_disposed(&self) -> bool {
+        self.slot.tensor.borrow().is_none()
+    }
+
+    /// Frees this handle's tensor now (views and autograd records that share
+    /// its memory keep it alive). Disposing twice is allowed.
+    pub fn dispose(&self) {
+        let t = self.slot.tensor.borrow_mut().take();
+        drop(t);
+    }
+
+    /// The elements in row-major order, read without blocking: a
+    /// Float32Array, Float64Array, Int32Array, or Uint8Array for bool.
+    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Float64Array | Int32Array | Uint8Array>")]
+    pub fn data(&self) -> JsResult<js_sys::Promise> {
+        let t = self.get("data")?;
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
+            let host = crate::backend::host_copy_async(&t).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            Ok(match host {
+                CpuBuffer::F32(v) => Float32Array::from(&v[..]).into(),
+                CpuBuffer::F64(v) => Float64Array::from(&v[..]).into(),
+                CpuBuffer::I32(v) => Int32Array::from(&v[..]).into(),
+                CpuBuffer::Bool(v) => Uint8Array::from(&v[..]).into(),
+            })
+        }))
+    }
+
+    /// The single element of a one-element tensor, as a number.
+    #[wasm_bindgen(unchecked_return_type = "Promise<number>")]
+    pub fn item(&self) -> JsResult<js_sys::Promise> {
+        let t = self.get("item")?;
+        if t.numel() != 1 {
+            return Err(js_error("item", format!("needs a one-element tensor, got shape {:?}", t.shape())));
+        }
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
+            let host = crate::backend::host_copy_async(&t).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            let first = crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
+            Ok(JsValue::from_f64(first.unwrap_or(f64::NAN)))
+        }))
+    }
+
+    /// A copy on `device` ('cpu' | 'webgpu'); the same tensor when already there.
+    /// Recorded by autodiff, like any op.
+    pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<JsTensor> {
+        let t = self.get("to")?;
+        Ok(JsTensor::wrap(t.to(&args::device("to", &device)?)?))
+    }
+
+    /// A new handle to the same tensor (disposing one leaves the other usable).
+    #[wasm_bindgen(js_name = handle)]
+    pub fn new_handle(&self) -> JsResult<JsTensor> {
+        Ok(JsTensor::wrap(self.get("handle")?))
+    }
+
+    /// "Tensor(shape=[2, 3], dtype=float32, device=cpu)", with the values for
+    /// cpu tensors (GPU values need `await data()`).
+    #[wasm_bindgen(js_name = toString)]
+    pub fn to_js_string(&self) -> String {
+        let Ok(t) = self.get("toString") else { return "Tensor(disposed)".into() };
+        let head =
+            format!("Tensor(shape={:?}, dtype={}, device={}", t.shape(), dtype_name(t.dtype()), device_name(&t.device()));
+        if t.device().is_gpu() {
+            return head + ")";
+        }
+        match t.to_f64_vec() {
+            Ok(v) if v.len() <= 64 => format!("{head}, data={v:?})"),
+            Ok(v) => format!("{head}, data=[{}, {}, ... {} values])", v[0], v[1], v.len()),
+            Err(_) => head + ")",
+        }
+    }
+}
