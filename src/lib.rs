@@ -48,6 +48,8 @@ pub mod optim;
 pub mod random;
 pub mod shape;
 pub mod tensor;
+#[doc(hidden)]
+pub mod testing;
 #[cfg(feature = "web")]
 pub mod web;
 
