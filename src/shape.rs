@@ -55,6 +55,15 @@ pub fn normalize_axis(op: &'static str, axis: isize, shape: &[usize]) -> Result<
     Ok(a as usize)
 }
 
+/// `normalize_axis` for ops that index along the axis (slice, concat,
+/// transpose, ...): a 0-d tensor has no axis at all for them.
+pub fn normalize_real_axis(op: &'static str, axis: isize, shape: &[usize]) -> Result<usize> {
+    if shape.is_empty() {
+        return Err(Error::Axis { op, axis, ndim: 0, shape: Vec::new() });
+    }
+    normalize_axis(op, axis, shape)
+}
+
 /// Normalises a set of axes, rejecting duplicates; an empty set means "all axes".
 pub fn normalize_axes(op: &'static str, axes: &[isize], shape: &[usize]) -> Result<Dims> {
     if axes.is_empty() {

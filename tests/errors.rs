@@ -342,3 +342,25 @@ fn inplace_writes_into_an_expanded_view_are_rejected() {
     one.add_scalar_(1.0).unwrap();
     assert_eq!(base.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
 }
+
+/// A 0-d tensor has no axis to slice, split, concatenate along or swap:
+/// errors naming the op, never an index panic (axis 0 of a scalar is accepted
+/// only by reductions, as in PyTorch).
+#[test]
+fn axis_ops_on_a_scalar_are_errors() {
+    let s = Tensor::scalar(1.0, DType::F32);
+    let errs = [
+        s.transpose(0, 0).err(),
+        s.transpose(0, -1).err(),
+        s.slice(0, 0, 1, 1).err(),
+        s.narrow(0, 0, 1).err(),
+        s.split(1, 0).err(),
+        s.chunk(1, 0).err(),
+        Tensor::concat(&[s.clone(), s.clone()], 0).err(),
+    ];
+    for (i, e) in errs.into_iter().enumerate() {
+        let e = e.unwrap_or_else(|| panic!("case {i} accepted a 0-d tensor"));
+        assert!(e.to_string().contains("axis") || e.to_string().contains("0-d"), "case {i}: {e}");
+    }
+    assert_eq!(s.sum(&[0], false).unwrap().item().unwrap(), 1.0);
+}

@@ -7,7 +7,7 @@ use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
 use crate::autograd::{needs_record, record};
 use crate::backend::movement as be;
 use crate::error::{Error, Result};
-use crate::shape::{normalize_axis, Dims, Layout};
+use crate::shape::{normalize_real_axis, Dims, Layout};
 use crate::tensor::Tensor;
 
 static CONCAT: OpDef = OpDef {
@@ -78,7 +78,7 @@ impl Tensor {
     /// Joins tensors along an existing axis.
     pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
         let first = tensors.first().ok_or_else(|| Error::value("concat", "needs at least one tensor"))?;
-        let ax = normalize_axis("concat", axis, first.shape())?;
+        let ax = normalize_real_axis("concat", axis, first.shape())?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         same_device("concat", &refs)?;
         let mut shape = first.dims();
@@ -122,7 +122,7 @@ impl Tensor {
     }
     /// Pieces of `size` along `axis` (the last may be smaller).
     pub fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("split", axis, self.shape())?;
+        let ax = normalize_real_axis("split", axis, self.shape())?;
         if size == 0 {
             return Err(Error::value("split", "split size must be at least 1"));
         }
@@ -131,7 +131,7 @@ impl Tensor {
     }
     /// Pieces of the given sizes along `axis` (they must add up to the axis size).
     pub fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("split", axis, self.shape())?;
+        let ax = normalize_real_axis("split", axis, self.shape())?;
         if sizes.iter().sum::<usize>() != self.shape()[ax] {
             return Err(Error::shape(
                 "split",
@@ -150,7 +150,7 @@ impl Tensor {
     }
     /// `chunks` nearly equal pieces along `axis` (as PyTorch's `chunk`).
     pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
-        let ax = normalize_axis("chunk", axis, self.shape())?;
+        let ax = normalize_real_axis("chunk", axis, self.shape())?;
         if chunks == 0 {
             return Err(Error::value("chunk", "chunks must be at least 1"));
         }

@@ -9,7 +9,7 @@ use crate::autograd::{needs_record, record};
 use crate::backend::elementwise as be_copy;
 use crate::backend::movement as be;
 use crate::error::{Error, Result};
-use crate::shape::{contiguous_strides, normalize_axis, numel, Dims, Layout};
+use crate::shape::{contiguous_strides, normalize_axis, normalize_real_axis, numel, Dims, Layout};
 use crate::tensor::Tensor;
 
 pub(super) fn one(g: Result<Tensor>) -> Result<Vec<Option<Tensor>>> {
@@ -258,8 +258,8 @@ impl Tensor {
     }
     /// Swaps two axes (a view).
     pub fn transpose(&self, a: isize, b: isize) -> Result<Tensor> {
-        let a = normalize_axis("transpose", a, self.shape())?;
-        let b = normalize_axis("transpose", b, self.shape())?;
+        let a = normalize_real_axis("transpose", a, self.shape())?;
+        let b = normalize_real_axis("transpose", b, self.shape())?;
         let mut perm: Vec<isize> = (0..self.ndim() as isize).collect();
         perm.swap(a, b);
         self.permute(&perm)
@@ -311,7 +311,7 @@ impl Tensor {
     /// Elements `start, start+step, ...` below `end` along `axis` (Python slice
     /// semantics for negative and out-of-range bounds; step >= 1). A view.
     pub fn slice(&self, axis: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
-        let ax = normalize_axis("slice", axis, self.shape())?;
+        let ax = normalize_real_axis("slice", axis, self.shape())?;
         if step == 0 {
             return Err(Error::value("slice", "step must be at least 1"));
         }
@@ -324,7 +324,7 @@ impl Tensor {
     }
     /// `len` elements from `start` along `axis`.
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
-        let ax = normalize_axis("narrow", axis, self.shape())?;
+        let ax = normalize_real_axis("narrow", axis, self.shape())?;
         if start + len > self.shape()[ax] {
             return Err(Error::shape(
                 "narrow",
