@@ -114,11 +114,22 @@ pub fn dims(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
     if v.as_f64().is_some() {
         return Ok(vec![usize_arg(op, name, v)?]);
     }
-    if !Array::is_array(v) && !v.is_instance_of::<js_sys::Int32Array>() {
+    // Plain arrays, and typed arrays such as a shape read back from a tensor.
+    if !Array::is_array(v) && !js_sys::ArrayBuffer::is_view(v) {
         return Err(js_error(op, format!("{name} must be an array of non-negative integers, got {}", describe(v))));
     }
-    let arr: Array = if Array::is_array(v) { Array::from(v) } else { Array::from(v) };
-    arr.iter().enumerate().map(|(i, d)| usize_arg(op, &format!("{name}[{i}]"), &d)).collect()
+    let dims: Vec<usize> = Array::from(v)
+        .iter()
+        .enumerate()
+        .map(|(i, d)| usize_arg(op, &format!("{name}[{i}]"), &d))
+        .collect::<JsResult<_>>()?;
+    // wasm32 sizes are 32-bit: refuse shapes whose element count could overflow
+    // them (zero-sized dims counted as 1, so views of them stay checkable).
+    let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d.max(1) as u64));
+    if total.is_none_or(|n| n > i32::MAX as u64) {
+        return Err(js_error(op, format!("{name} {dims:?} has more than 2^31 - 1 elements")));
+    }
+    Ok(dims)
 }
 
 /// Axes: an integer, an array of integers, or `undefined`/`null` (empty: all axes).

@@ -17,6 +17,7 @@
 
 mod args;
 mod autograd;
+mod bench;
 mod nn;
 mod ops;
 mod optim;
@@ -33,6 +34,15 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::JsError;
+
+// Names the generated .d.ts uses in `unchecked_param_type`s.
+#[wasm_bindgen::prelude::wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** Element types: 32/64-bit floats, 32-bit integers (indices, labels), bool masks. */
+export type DType = 'float32' | 'float64' | 'int32' | 'bool';
+/** Where a tensor lives: the WebAssembly cpu backend or the WebGPU device. */
+export type DeviceName = 'cpu' | 'webgpu';
+"#;
 
 /// The result type of every export.
 pub type JsResult<T> = std::result::Result<T, JsError>;

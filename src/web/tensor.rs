@@ -18,8 +18,9 @@ pub struct JsTensor {
 }
 
 /// A creation function's `{ dtype, device }` options.
-fn placement(op: &'static str, options: &JsValue) -> JsResult<(DType, crate::device::Device)> {
-    let o = Opts::new(op, options)?;
+fn placement(op: &'static str, options: &Option<JsValue>) -> JsResult<(DType, crate::device::Device)> {
+    let bag = options.clone().unwrap_or(JsValue::UNDEFINED);
+    let o = Opts::new(op, &bag)?;
     let dtype = match o.get("dtype") {
         v if v.is_undefined() || v.is_null() => DType::F32,
         v => args::dtype(op, &v)?,
@@ -46,10 +47,13 @@ impl JsTensor {
     pub fn from_data(
         #[wasm_bindgen(unchecked_param_type = "Float32Array | Float64Array | Int32Array | Uint8Array")] data: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         const OP: &str = "tensor";
         let shape = args::dims(OP, "shape", &shape)?;
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let o = Opts::new(OP, &options)?;
         let t = if let Some(a) = data.dyn_ref::<Float32Array>() {
             Tensor::from_vec(a.to_vec(), &shape)?
@@ -75,7 +79,9 @@ impl JsTensor {
     /// Zeros of `shape`.
     pub fn zeros(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("zeros", "shape", &shape)?;
         let (dtype, device) = placement("zeros", &options)?;
@@ -85,7 +91,9 @@ impl JsTensor {
     /// Ones of `shape`.
     pub fn ones(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("ones", "shape", &shape)?;
         let (dtype, device) = placement("ones", &options)?;
@@ -96,7 +104,9 @@ impl JsTensor {
     pub fn full(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
         value: f64,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("full", "shape", &shape)?;
         let (dtype, device) = placement("full", &options)?;
@@ -106,7 +116,9 @@ impl JsTensor {
     /// Standard normal samples (seeded by `manualSeed`).
     pub fn randn(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("randn", "shape", &shape)?;
         let (dtype, device) = placement("randn", &options)?;
@@ -116,7 +128,9 @@ impl JsTensor {
     /// Uniform samples in [0, 1).
     pub fn rand(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("rand", "shape", &shape)?;
         let (dtype, device) = placement("rand", &options)?;
@@ -128,7 +142,7 @@ impl JsTensor {
         low: i32,
         high: i32,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "{ device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ device?: DeviceName }")] options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("randint", "shape", &shape)?;
         let (_, device) = placement("randint", &options)?;
@@ -140,7 +154,9 @@ impl JsTensor {
         start: f64,
         end: f64,
         step: f64,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let (dtype, device) = placement("arange", &options)?;
         place(Tensor::arange(start, end, step, dtype)?, &device)
@@ -151,7 +167,9 @@ impl JsTensor {
         start: f64,
         end: f64,
         steps: usize,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let (dtype, device) = placement("linspace", &options)?;
         place(Tensor::linspace(start, end, steps, dtype)?, &device)
@@ -160,16 +178,18 @@ impl JsTensor {
     /// The n x n identity.
     pub fn eye(
         n: usize,
-        #[wasm_bindgen(unchecked_param_type = "{ dtype?: DType, device?: DeviceName }")] options: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
+            JsValue,
+        >,
     ) -> JsResult<JsTensor> {
         let (dtype, device) = placement("eye", &options)?;
         place(Tensor::eye(n, dtype), &device)
     }
 
     /// The shape, as an array of numbers.
-    #[wasm_bindgen(getter)]
-    pub fn shape(&self) -> JsResult<Vec<u32>> {
-        Ok(self.get("shape")?.shape().iter().map(|&d| d as u32).collect())
+    #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
+    pub fn shape(&self) -> JsResult<js_sys::Array> {
+        Ok(self.get("shape")?.shape().iter().map(|&d| JsValue::from(d as u32)).collect())
     }
 
     /// 'float32' | 'float64' | 'int32' | 'bool'.
@@ -234,7 +254,8 @@ impl JsTensor {
         }
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             let host = crate::backend::host_copy_async(&t).await.map_err(|e| JsValue::from(JsError::from(e)))?;
-            let first = crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
+            let first =
+                crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
             Ok(JsValue::from_f64(first.unwrap_or(f64::NAN)))
         }))
     }
@@ -257,8 +278,12 @@ impl JsTensor {
     #[wasm_bindgen(js_name = toString)]
     pub fn to_js_string(&self) -> String {
         let Ok(t) = self.get("toString") else { return "Tensor(disposed)".into() };
-        let head =
-            format!("Tensor(shape={:?}, dtype={}, device={}", t.shape(), dtype_name(t.dtype()), device_name(&t.device()));
+        let head = format!(
+            "Tensor(shape={:?}, dtype={}, device={}",
+            t.shape(),
+            dtype_name(t.dtype()),
+            device_name(&t.device())
+        );
         if t.device().is_gpu() {
             return head + ")";
         }

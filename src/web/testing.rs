@@ -1,1 +1,80 @@
-//! (filled in below)
+//! The registry checks for JS (`crate::testing`, the code the native
+//! gradcheck and GPU parity tests run): `registryCases()` lists every case of
+//! every op, `checkCase(op, caseIndex, { gpu })` runs one. A browser test page
+//! walks the list to check the wasm build (and, with `gpu: true`, WebGPU).
+
+use super::args::{describe, object, usize_arg, Opts};
+use super::{js_error, JsResult};
+use crate::ops::{registry, OpKind};
+use crate::testing::{check_cpu, check_gpu_parity, find_op, registry_problems};
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+
+fn kind_name(kind: OpKind) -> &'static str {
+    match kind {
+        OpKind::Primitive => "primitive",
+        OpKind::Composite => "composite",
+        OpKind::NoGrad => "noGrad",
+    }
+}
+
+/// Every case of every registry op, in registry order. Throws when the
+/// registry breaks its rules (an op without cases, an op registered twice, a
+/// primitive without a backward rule), so a runner cannot skip such an op.
+#[wasm_bindgen(
+    js_name = registryCases,
+    unchecked_return_type = "Array<{ op: string; kind: 'primitive' | 'composite' | 'noGrad'; caseIndex: number; caseName: string; secondOrder: boolean }>"
+)]
+pub fn registry_cases() -> JsResult<Array> {
+    let problems = registry_problems();
+    if !problems.is_empty() {
+        return Err(js_error("registryCases", format!("the registry breaks its rules: {}", problems.join("; "))));
+    }
+    let out = Array::new();
+    for def in registry() {
+        for (k, case) in (def.cases)().iter().enumerate() {
+            out.push(&object(&[
+                ("op", def.name.into()),
+                ("kind", kind_name(def.kind).into()),
+                ("caseIndex", (k as f64).into()),
+                ("caseName", case.name.into()),
+                ("secondOrder", def.second_order.into()),
+            ]));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs case `caseIndex` of registry op `op`: forward in f32 and f64, the f64
+/// gradcheck (to second order where the op is marked) on the cpu, and with
+/// `options.gpu` also the cpu-vs-WebGPU parity on the device `init` opened.
+/// Resolves to `{ op, caseName, checks }` (the names of the checks that ran);
+/// rejects with an Error naming the op, the case and the failing element.
+#[wasm_bindgen(
+    js_name = checkCase,
+    unchecked_return_type = "{ op: string; caseName: string; checks: string[] }"
+)]
+pub async fn check_case(
+    #[wasm_bindgen(unchecked_param_type = "string")] op: JsValue,
+    #[wasm_bindgen(js_name = caseIndex, unchecked_param_type = "number")] case_index: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "{ gpu?: boolean }")] options: Option<JsValue>,
+) -> JsResult<JsValue> {
+    const OP: &str = "checkCase";
+    let Some(name) = op.as_string() else {
+        return Err(js_error(OP, format!("op must be a registry op name (a string), got {}", describe(&op))));
+    };
+    let def = find_op(&name).ok_or_else(|| js_error(OP, format!("no registry op is named {name:?}")))?;
+    let k = usize_arg(OP, "caseIndex", &case_index)?;
+    let options = options.unwrap_or(JsValue::UNDEFINED);
+    let gpu = Opts::new(OP, &options)?.bool("gpu", false)?;
+    // Resolve the device before running anything: a missing WebGPU device is
+    // an error of the call, not a skipped check.
+    let device = if gpu { Some(super::runtime::gpu_device(OP)?) } else { None };
+    let case = crate::testing::case_of(def, k).map_err(|e| js_error(OP, e.to_string()))?;
+    let mut checks = check_cpu(def, k).map_err(|e| JsError::new(&e.to_string()))?;
+    if let Some(device) = device {
+        checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| JsError::new(&e.to_string()))?);
+    }
+    let names: Array = checks.iter().map(|c| JsValue::from_str(c.name())).collect();
+    Ok(object(&[("op", def.name.into()), ("caseName", case.name.into()), ("checks", names.into())]))
+}

@@ -1,0 +1,425 @@
+//! The `Module` class: the registry of module entries, the handles, hooks,
+//! state dicts and `toString`.
+
+use super::bag;
+use crate::error::Error;
+use crate::nn::{HookHandle, Layer, MultiHeadAttention};
+use crate::tensor::Tensor;
+use crate::web::args::{self, describe, object};
+use crate::web::nn::read_entries;
+use crate::web::nn::serialize_promise;
+use crate::web::{js_error, JsResult, JsTensor, SingleThreaded};
+use js_sys::{Array, Function, Reflect};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use wasm_bindgen::prelude::*;
+
+/// The property every JS `Module` handle exposes with its registry id.
+pub const MODULE_ID_PROPERTY: &str = "_skiffModuleId";
+
+/// What a module is, beyond its `Layer`.
+pub(crate) enum Kind {
+    Layer,
+    Attention(Arc<MultiHeadAttention>),
+    Sequential,
+    List,
+    Dict,
+}
+
+/// One module: its layer and what `toString` and the accessors need.
+pub(crate) struct Entry {
+    id: u32,
+    pub(super) layer: Arc<dyn Layer>,
+    kind: Kind,
+    /// PyTorch's class name ("Linear", "Sequential", ...).
+    name: &'static str,
+    /// PyTorch's `extra_repr` ("in_features=4, out_features=8, bias=True").
+    extra: String,
+    /// A container's children, in order.
+    children: Vec<(String, Rc<Entry>)>,
+    /// Sub-layers that have no entry of their own (attention's out_proj), rendered.
+    fixed: Vec<(String, String)>,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        let _ = MODULES.try_with(|m| {
+            if let Ok(mut m) = m.try_borrow_mut() {
+                m.live.remove(&self.id);
+            }
+        });
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    next_id: u32,
+    live: HashMap<u32, Weak<Entry>>,
+}
+
+thread_local! {
+    static MODULES: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// The parts of a new entry (the id is assigned on registration).
+pub(crate) struct Spec {
+    pub layer: Arc<dyn Layer>,
+    pub kind: Kind,
+    pub name: &'static str,
+    pub extra: String,
+    pub children: Vec<(String, Rc<Entry>)>,
+    pub fixed: Vec<(String, String)>,
+}
+
+impl Spec {
+    /// A plain layer without children.
+    pub fn layer(layer: impl Layer + 'static, name: &'static str, extra: String) -> Spec {
+        Spec { layer: Arc::new(layer), kind: Kind::Layer, name, extra, children: Vec::new(), fixed: Vec::new() }
+    }
+    /// Registers the entry and returns a handle to it.
+    pub fn build(self) -> JsModule {
+        MODULES.with(|m| {
+            let mut m = m.borrow_mut();
+            m.next_id = m.next_id.wrapping_add(1);
+            let entry = Rc::new(Entry {
+                id: m.next_id,
+                layer: self.layer,
+                kind: self.kind,
+                name: self.name,
+                extra: self.extra,
+                children: self.children,
+                fixed: self.fixed,
+            });
+            m.live.insert(entry.id, Rc::downgrade(&entry));
+            JsModule { entry }
+        })
+    }
+}
+
+impl Entry {
+    /// PyTorch's module repr: `Name(extra)`, children indented below.
+    fn repr(&self) -> String {
+        let lines: Vec<String> = self
+            .children
+            .iter()
+            .map(|(k, c)| format!("({k}): {}", c.repr()))
+            .chain(self.fixed.iter().map(|(k, r)| format!("({k}): {r}")))
+            .collect();
+        if lines.is_empty() {
+            return format!("{}({})", self.name, self.extra);
+        }
+        let mut s = format!("{}(\n", self.name);
+        let extra = (!self.extra.is_empty()).then(|| self.extra.clone());
+        for l in extra.into_iter().chain(lines) {
+            s.push_str("  ");
+            s.push_str(&l.replace('\n', "\n  "));
+            s.push('\n');
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// The module behind a JS `Module` argument.
+pub(crate) fn module_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Rc<Entry>> {
+    let id = if v.is_object() { Reflect::get(v, &JsValue::from_str(MODULE_ID_PROPERTY)).ok() } else { None };
+    // A handle freed by wasm-bindgen's free() throws from its getter: Err above.
+    let Some(id) = id.and_then(|i| i.as_f64()) else {
+        return Err(js_error(op, format!("{name} must be a Module, got {}", describe(v))));
+    };
+    MODULES
+        .with(|m| m.borrow().live.get(&(id as u32)).and_then(Weak::upgrade))
+        .ok_or_else(|| js_error(op, format!("{name} is a Module that was freed")))
+}
+
+/// A JS function argument.
+fn function(op: &'static str, v: &JsValue) -> JsResult<Function> {
+    v.dyn_ref::<Function>()
+        .cloned()
+        .ok_or_else(|| js_error(op, format!("hook must be a function, got {}", describe(v))))
+}
+
+/// A hook's return value: undefined/null keeps, a Tensor replaces.
+fn hook_result(op: &'static str, what: &str, r: &JsValue) -> crate::error::Result<Option<Tensor>> {
+    if r.is_undefined() || r.is_null() {
+        return Ok(None);
+    }
+    let is_handle = r.is_object() && Reflect::has(r, &JsValue::from_str(args::ID_PROPERTY)).unwrap_or(false);
+    args::tensor(op, "value", r).map(Some).map_err(|_| {
+        let got = if is_handle { "a disposed Tensor".to_string() } else { describe(r) };
+        Error::value(op, format!("the {what} must return a Tensor or undefined, got {got}"))
+    })
+}
+
+/// A new JS handle for a still-registered entry (undefined once it is gone).
+fn module_value(w: &Weak<Entry>) -> JsValue {
+    w.upgrade().map_or(JsValue::UNDEFINED, |entry| JsModule { entry }.into())
+}
+
+/// `[name, Tensor]` pairs as a JS array.
+fn named(pairs: Vec<(String, Tensor)>) -> Array {
+    pairs.into_iter().map(|(n, t)| JsValue::from(Array::of2(&n.into(), &JsTensor::wrap(t).into()))).collect()
+}
+
+/// A layer (PyTorch's `nn.Module`). Create one with the static factories
+/// (`Module.linear(4, 8)`, `Module.sequential([...])`, ...).
+#[wasm_bindgen(js_name = Module)]
+pub struct JsModule {
+    entry: Rc<Entry>,
+}
+
+/// Removes a forward hook (PyTorch's `RemovableHandle`); dropping it keeps the hook.
+#[wasm_bindgen(js_name = ModuleHookHandle)]
+pub struct JsHookHandle {
+    handle: RefCell<Option<HookHandle>>,
+}
+
+#[wasm_bindgen(js_class = ModuleHookHandle)]
+impl JsHookHandle {
+    /// Removes the hook (a no-op when already removed).
+    pub fn remove(&self) {
+        if let Some(h) = self.handle.borrow_mut().take() {
+            h.remove();
+        }
+    }
+}
+
+#[wasm_bindgen(js_class = Module)]
+impl JsModule {
+    /// The registry id of this module (used to find it behind a JS value).
+    #[wasm_bindgen(getter = _skiffModuleId, skip_typescript)]
+    pub fn skiff_module_id(&self) -> u32 {
+        self.entry.id
+    }
+
+    /// PyTorch's class name: 'Linear', 'Conv2d', 'Sequential', ...
+    #[wasm_bindgen(getter, js_name = typeName)]
+    pub fn type_name(&self) -> String {
+        self.entry.name.to_string()
+    }
+
+    /// Runs the module on `x` (forward pre-hooks, the layer, forward hooks).
+    pub fn forward(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] x: JsValue) -> JsResult<JsTensor> {
+        let x = args::tensor("forward", "x", &x)?;
+        Ok(JsTensor::wrap(self.entry.layer.forward(&x)?))
+    }
+
+    /// The parameters (deduplicated, in registration order), as new handles.
+    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    pub fn parameters(&self) -> Array {
+        args::handles(self.entry.layer.parameters())
+    }
+
+    /// `[name, Tensor]` pairs with PyTorch's dotted names ('0.weight', ...).
+    #[wasm_bindgen(js_name = namedParameters, unchecked_return_type = "[string, Tensor][]")]
+    pub fn named_parameters(&self) -> Array {
+        named(self.entry.layer.named_parameters())
+    }
+
+    /// The buffers (batch norm's running statistics, ...), as new handles.
+    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    pub fn buffers(&self) -> Array {
+        args::handles(self.entry.layer.named_buffers().into_iter().map(|(_, t)| t).collect())
+    }
+
+    /// `[name, Tensor]` pairs of the buffers ('running_mean', ...).
+    #[wasm_bindgen(js_name = namedBuffers, unchecked_return_type = "[string, Tensor][]")]
+    pub fn named_buffers(&self) -> Array {
+        named(self.entry.layer.named_buffers())
+    }
+
+    /// The direct children of a container as `[name, Module]` pairs.
+    #[wasm_bindgen(unchecked_return_type = "[string, Module][]")]
+    pub fn children(&self) -> Array {
+        self.entry
+            .children
+            .iter()
+            .map(|(k, c)| JsValue::from(Array::of2(&k.into(), &JsModule { entry: c.clone() }.into())))
+            .collect()
+    }
+
+    /// A container's child by index (sequential, moduleList; negative counts
+    /// from the end) or by key (moduleDict).
+    pub fn get(&self, #[wasm_bindgen(unchecked_param_type = "number | string")] key: JsValue) -> JsResult<JsModule> {
+        const OP: &str = "Module.get";
+        let kids = &self.entry.children;
+        let found = match (&self.entry.kind, key.as_string()) {
+            (Kind::Dict, Some(k)) => kids.iter().find(|(n, _)| *n == k),
+            (Kind::Sequential | Kind::List, None) => {
+                let i = args::int_arg(OP, "index", &key)?;
+                let i = if i < 0 { i + kids.len() as isize } else { i };
+                usize::try_from(i).ok().and_then(|i| kids.get(i))
+            }
+            (Kind::Dict, None) => return Err(js_error(OP, format!("key must be a string, got {}", describe(&key)))),
+            (Kind::Sequential | Kind::List, Some(_)) => {
+                return Err(js_error(OP, format!("index must be an integer, got {}", describe(&key))))
+            }
+            _ => return Err(js_error(OP, format!("a {} has no children to get", self.entry.name))),
+        };
+        found.map(|(_, c)| JsModule { entry: c.clone() }).ok_or_else(|| {
+            js_error(OP, format!("no child {} in this {} of {}", describe(&key), self.entry.name, kids.len()))
+        })
+    }
+
+    /// Sets training mode (default true) on this module and its descendants.
+    pub fn train(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] mode: Option<JsValue>,
+    ) -> JsResult<()> {
+        let mode = match mode {
+            None => true,
+            Some(v) if v.is_undefined() => true,
+            Some(v) => {
+                v.as_bool().ok_or_else(|| js_error("train", format!("mode must be a boolean, got {}", describe(&v))))?
+            }
+        };
+        self.entry.layer.train(mode);
+        Ok(())
+    }
+
+    /// Evaluation mode (`train(false)`): dropout off, batch norm uses running statistics.
+    pub fn eval(&self) {
+        self.entry.layer.eval();
+    }
+
+    /// Whether the module is in training mode.
+    #[wasm_bindgen(getter)]
+    pub fn training(&self) -> bool {
+        self.entry.layer.is_training()
+    }
+
+    /// Clears every parameter's gradient.
+    #[wasm_bindgen(js_name = zeroGrad)]
+    pub fn zero_grad(&self) {
+        self.entry.layer.zero_grad();
+    }
+
+    /// Moves every parameter and buffer to `device` ('cpu' | 'webgpu') in
+    /// place. The parameters become new tensors: create optimizers after `to`.
+    pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<()> {
+        let d = args::device("Module.to", &device)?;
+        Ok(self.entry.layer.to(&d)?)
+    }
+
+    /// Number of parameter elements (shared parameters counted once).
+    #[wasm_bindgen(getter, js_name = numParameters)]
+    pub fn num_parameters(&self) -> f64 {
+        self.entry.layer.parameters().iter().map(|t| t.numel() as f64).sum()
+    }
+
+    /// Registers `hook(module, input, output)`, run after each forward; a
+    /// returned Tensor replaces the output. A hook that throws makes forward throw.
+    #[wasm_bindgen(js_name = registerForwardHook)]
+    pub fn register_forward_hook(
+        &self,
+        #[wasm_bindgen(
+            unchecked_param_type = "(module: Module, input: Tensor, output: Tensor) => Tensor | undefined | void"
+        )]
+        hook: JsValue,
+    ) -> JsResult<JsHookHandle> {
+        const OP: &str = "forward hook";
+        let captured = SingleThreaded((Rc::downgrade(&self.entry), function("registerForwardHook", &hook)?));
+        let h = self.entry.layer.register_forward_hook(Box::new(move |x, y| {
+            let captured = &captured; // capture the whole Send + Sync wrapper
+            let (w, f) = &captured.0;
+            let (x, y) = (JsValue::from(JsTensor::wrap(x.clone())), JsValue::from(JsTensor::wrap(y.clone())));
+            let r = args::js_call(OP, "the forward hook", f.call3(&JsValue::UNDEFINED, &module_value(w), &x, &y))?;
+            hook_result(OP, "forward hook", &r)
+        }));
+        Ok(JsHookHandle { handle: RefCell::new(Some(h)) })
+    }
+
+    /// Registers `hook(module, input)`, run before each forward; a returned
+    /// Tensor replaces the input. A hook that throws makes forward throw.
+    #[wasm_bindgen(js_name = registerForwardPreHook)]
+    pub fn register_forward_pre_hook(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "(module: Module, input: Tensor) => Tensor | undefined | void")]
+        hook: JsValue,
+    ) -> JsResult<JsHookHandle> {
+        const OP: &str = "forward pre-hook";
+        let captured = SingleThreaded((Rc::downgrade(&self.entry), function("registerForwardPreHook", &hook)?));
+        let h = self.entry.layer.register_forward_pre_hook(Box::new(move |x| {
+            let captured = &captured; // capture the whole Send + Sync wrapper
+            let (w, f) = &captured.0;
+            let x = JsValue::from(JsTensor::wrap(x.clone()));
+            let r = args::js_call(OP, "the forward pre-hook", f.call2(&JsValue::UNDEFINED, &module_value(w), &x))?;
+            hook_result(OP, "forward pre-hook", &r)
+        }));
+        Ok(JsHookHandle { handle: RefCell::new(Some(h)) })
+    }
+
+    /// The parameters and buffers as safetensors bytes, with PyTorch's names
+    /// (a snapshot taken now; GPU tensors are read back without blocking).
+    #[wasm_bindgen(js_name = stateDict, unchecked_return_type = "Promise<Uint8Array>")]
+    pub fn state_dict(&self) -> JsResult<js_sys::Promise> {
+        serialize_promise("stateDict", self.entry.layer.state_dict())
+    }
+
+    /// Copies a state dict (safetensors bytes, or a `{ name: Tensor }` record)
+    /// into the parameters and buffers in place, converting dtype and device.
+    /// A wrong shape is always an error; with `strict` (default true) missing
+    /// or unexpected names are too, else they are returned. Nothing is
+    /// written when an error is thrown.
+    #[wasm_bindgen(
+        js_name = loadStateDict,
+        unchecked_return_type = "{ missingKeys: string[]; unexpectedKeys: string[] }"
+    )]
+    pub fn load_state_dict(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer | Record<string, Tensor>")] state: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ strict?: boolean }")] options: Option<JsValue>,
+    ) -> JsResult<JsValue> {
+        const OP: &str = "loadStateDict";
+        let options = options.unwrap_or(JsValue::UNDEFINED);
+        let strict = bag(OP, &options, &["strict"])?.bool("strict", true)?;
+        let mut entries = read_entries(OP, &state)?;
+        // Convert dtypes on the cpu first (f64 cannot go to a GPU).
+        let mine: HashMap<String, Tensor> = self.entry.layer.state_dict().into_iter().collect();
+        for (name, t) in entries.iter_mut() {
+            if let Some(dst) = mine.get(name.as_str()) {
+                if dst.dtype() != t.dtype() && !t.device().is_gpu() && dst.shape() == t.shape() {
+                    *t = t.to_dtype(dst.dtype())?;
+                }
+            }
+        }
+        let report = self.entry.layer.load_state_dict(&entries, strict)?;
+        let list = |v: Vec<String>| JsValue::from(v.into_iter().map(JsValue::from).collect::<Array>());
+        Ok(object(&[("missingKeys", list(report.missing_keys)), ("unexpectedKeys", list(report.unexpected_keys))]))
+    }
+
+    /// Multi-head attention of `query` [B, L, E] over `key`/`value` [B, S, E]
+    /// (batch first): `[output [B, L, E], weights [B, H, L, S]]`.
+    /// `keyPaddingMask` is a bool [B, S] tensor (true = ignore); `causal`
+    /// masks later keys (default: the module's own setting). Hooks do not run.
+    #[wasm_bindgen(unchecked_return_type = "[Tensor, Tensor]")]
+    pub fn attention(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] query: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] key: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] value: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ keyPaddingMask?: Tensor; causal?: boolean }")]
+        options: Option<JsValue>,
+    ) -> JsResult<Array> {
+        const OP: &str = "attention";
+        let Kind::Attention(mha) = &self.entry.kind else {
+            return Err(js_error(OP, format!("needs a MultiheadAttention module, this is a {}", self.entry.name)));
+        };
+        let options = options.unwrap_or(JsValue::UNDEFINED);
+        let o = bag(OP, &options, &["keyPaddingMask", "causal"])?;
+        let (q, k, v) =
+            (args::tensor(OP, "query", &query)?, args::tensor(OP, "key", &key)?, args::tensor(OP, "value", &value)?);
+        let mask = o.opt_tensor("keyPaddingMask")?;
+        let causal = o.bool("causal", mha.causal)?;
+        let (out, weights) = mha.attend(&q, &k, &v, mask.as_ref(), causal)?;
+        Ok(Array::of2(&JsTensor::wrap(out).into(), &JsTensor::wrap(weights).into()))
+    }
+
+    /// A PyTorch-style summary: `Sequential(\n  (0): Linear(in_features=4, ...)\n)`.
+    #[wasm_bindgen(js_name = toString)]
+    pub fn to_js_string(&self) -> String {
+        self.entry.repr()
+    }
+}

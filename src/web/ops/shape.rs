@@ -1,0 +1,427 @@
+//! Movement (reshape, permute, expand, slice, squeeze, flip, ...), joining
+//! and cutting (`cat`, `stack`, `split`, `chunk`, `pad`) and the index ops
+//! (`indexSelect`, `indexAdd`, `gather`, `scatterAdd`).
+
+use super::{check_numel, is_absent, needs_axis, number, shape_arg, signed_shape, undef, wrap};
+use crate::shape::normalize_axis;
+use crate::tensor::Tensor;
+use crate::web::args::{self, Opts};
+use crate::web::{js_error, JsResult, JsTensor};
+use js_sys::Array;
+use wasm_bindgen::prelude::*;
+
+/// An optional integer argument with a default.
+fn int_or(op: &'static str, name: &str, v: Option<JsValue>, default: isize) -> JsResult<isize> {
+    let v = undef(v);
+    if is_absent(&v) {
+        Ok(default)
+    } else {
+        args::int_arg(op, name, &v)
+    }
+}
+
+/// `axis` of a tensor with at least one axis, normalised.
+fn one_axis(op: &'static str, x: &Tensor, axis: isize) -> JsResult<usize> {
+    needs_axis(op, x)?;
+    Ok(normalize_axis(op, axis, x.shape())?)
+}
+
+/// Normalised, distinct axes (for squeeze and flip).
+fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usize>> {
+    let mut out = Vec::new();
+    for a in args::axes(op, "dims", v)? {
+        let n = normalize_axis(op, a, x.shape())?;
+        if out.contains(&n) {
+            return Err(js_error(op, format!("axis {a} appears twice")));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+fn required(op: &'static str, name: &str, v: &JsValue) -> JsResult<()> {
+    if is_absent(v) {
+        return Err(js_error(op, format!("{name} is required, got {}", args::describe(v))));
+    }
+    Ok(())
+}
+
+#[wasm_bindgen(js_class = Tensor)]
+impl JsTensor {
+    /// The same elements in `shape` (one entry may be -1); a view when the data is contiguous.
+    pub fn reshape(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "reshape";
+        let x = self.get(OP)?;
+        wrap(x.reshape(&signed_shape(OP, "shape", &shape)?)?)
+    }
+
+    /// Alias of `reshape` (one entry of `shape` may be -1).
+    pub fn view(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "view";
+        let x = self.get(OP)?;
+        wrap(x.view(&signed_shape(OP, "shape", &shape)?)?)
+    }
+
+    /// Reorders the axes: `dims` lists every axis once (a view).
+    pub fn permute(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] dims: JsValue) -> JsResult<JsTensor> {
+        const OP: &str = "permute";
+        let x = self.get(OP)?;
+        required(OP, "dims", &dims)?;
+        wrap(x.permute(&args::axes(OP, "dims", &dims)?)?)
+    }
+
+    /// Swaps axes `dim0` and `dim1` (a view).
+    pub fn transpose(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim0: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim1: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "transpose";
+        let x = self.get(OP)?;
+        let (a, b) = (args::int_arg(OP, "dim0", &dim0)?, args::int_arg(OP, "dim1", &dim1)?);
+        needs_axis(OP, &x)?;
+        wrap(x.transpose(a, b)?)
+    }
+
+    /// The transpose of a matrix (0-D and 1-D tensors are returned as is).
+    pub fn t(&self) -> JsResult<JsTensor> {
+        const OP: &str = "t";
+        let x = self.get(OP)?;
+        match x.ndim() {
+            0 | 1 => wrap(x),
+            2 => wrap(x.transpose(0, 1)?),
+            _ => Err(js_error(OP, format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()))),
+        }
+    }
+
+    /// Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).
+    pub fn expand(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "expand";
+        let x = self.get(OP)?;
+        let shape = signed_shape(OP, "shape", &shape)?;
+        // -1 keeps the size of the matching (trailing-aligned) axis; the whole shape must fit.
+        let lead = shape.len().saturating_sub(x.ndim());
+        let kept = |i: usize| i.checked_sub(lead).and_then(|j| x.shape().get(j)).map_or(1, |&d| d as u64);
+        check_numel(OP, "shape", shape.iter().enumerate().map(|(i, &d)| if d < 0 { kept(i) } else { d as u64 }))?;
+        wrap(x.expand(&shape)?)
+    }
+
+    /// `expand` to the shape of `other`.
+    #[wasm_bindgen(js_name = expandAs)]
+    pub fn expand_as(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
+        const OP: &str = "expand_as";
+        let x = self.get(OP)?;
+        let other = args::tensor(OP, "other", &other)?;
+        wrap(x.expand_dims(other.shape())?)
+    }
+
+    /// Broadcasts to `shape` (NumPy's `broadcast_to`; a view).
+    #[wasm_bindgen(js_name = broadcastTo)]
+    pub fn broadcast_to(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "broadcast_to";
+        let x = self.get(OP)?;
+        wrap(x.broadcast_to(&shape_arg(OP, "shape", &shape)?)?)
+    }
+
+    /// Elements start, start + step, ... below end along `dim` (Python slice bounds: negative counts from the end; a view).
+    pub fn slice(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] start: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] end: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] step: Option<JsValue>,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "slice";
+        let x = self.get(OP)?;
+        let ax = one_axis(OP, &x, args::int_arg(OP, "dim", &dim)?)?;
+        let size = x.shape()[ax];
+        let start = int_or(OP, "start", start, 0)?;
+        let end = int_or(OP, "end", end, isize::MAX)?;
+        let step = undef(step);
+        let step = if is_absent(&step) { 1 } else { args::usize_arg(OP, "step", &step)? };
+        if step == 0 {
+            return Err(js_error(OP, "step must be at least 1"));
+        }
+        // A step past the axis size selects at most one element either way; capping it keeps strides small.
+        wrap(x.slice(ax as isize, start, end, step.min(size.max(1)))?)
+    }
+
+    /// `length` elements from `start` (negative counts from the end) along `dim` (a view).
+    pub fn narrow(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] start: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] length: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "narrow";
+        let x = self.get(OP)?;
+        let ax = one_axis(OP, &x, args::int_arg(OP, "dim", &dim)?)?;
+        let size = x.shape()[ax];
+        let s = args::int_arg(OP, "start", &start)?;
+        let len = args::usize_arg(OP, "length", &length)?;
+        let s = if s < 0 { s + size as isize } else { s };
+        let fits = s >= 0 && (s as usize).checked_add(len).is_some_and(|e| e <= size);
+        if !fits {
+            return Err(js_error(
+                OP,
+                format!("start {s} + length {len} is outside axis {ax} of size {size} (shape {:?})", x.shape()),
+            ));
+        }
+        wrap(x.narrow(ax as isize, s as usize, len)?)
+    }
+
+    /// The slice at `index` (negative counts from the end) along `dim`, with that dim removed (a view).
+    pub fn select(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] index: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "select";
+        let x = self.get(OP)?;
+        let ax = one_axis(OP, &x, args::int_arg(OP, "dim", &dim)?)?;
+        let size = x.shape()[ax] as isize;
+        let i = args::int_arg(OP, "index", &index)?;
+        let j = if i < 0 { i + size } else { i };
+        if j < 0 || j >= size {
+            return Err(js_error(OP, format!("index {i} is out of range for axis {ax} of size {size}")));
+        }
+        wrap(x.narrow(ax as isize, j as usize, 1)?.squeeze(Some(ax as isize))?)
+    }
+
+    /// Removes size-1 axes: those in `dims` (a number or a list), or all of them when omitted.
+    pub fn squeeze(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | number[]")] dims: Option<JsValue>,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "squeeze";
+        let x = self.get(OP)?;
+        let dims = undef(dims);
+        if is_absent(&dims) {
+            return wrap(x.squeeze(None)?);
+        }
+        let mut axes = distinct_axes(OP, &x, &dims)?;
+        axes.sort_unstable_by(|a, b| b.cmp(a));
+        let mut y = x;
+        for a in axes {
+            y = y.squeeze(Some(a as isize))?;
+        }
+        wrap(y)
+    }
+
+    /// Inserts a size-1 axis at `dim` (which may be ndim, or negative).
+    pub fn unsqueeze(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
+        const OP: &str = "unsqueeze";
+        let x = self.get(OP)?;
+        wrap(x.unsqueeze(args::int_arg(OP, "dim", &dim)?)?)
+    }
+
+    /// Merges axes startDim..=endDim (default: all) into one.
+    pub fn flatten(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = startDim)] start_dim: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = endDim)] end_dim: Option<JsValue>,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "flatten";
+        let x = self.get(OP)?;
+        wrap(x.flatten(int_or(OP, "startDim", start_dim, 0)?, int_or(OP, "endDim", end_dim, -1)?)?)
+    }
+
+    /// The same values laid out row-major (a copy only when needed).
+    pub fn contiguous(&self) -> JsResult<JsTensor> {
+        wrap(self.get("contiguous")?.contiguous()?)
+    }
+
+    /// Reverses the order of elements along `dims` (a number or a list); a copy.
+    pub fn flip(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | number[]")] dims: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "flip";
+        let x = self.get(OP)?;
+        required(OP, "dims", &dims)?;
+        let axes = distinct_axes(OP, &x, &dims)?;
+        if !axes.is_empty() {
+            needs_axis(OP, &x)?;
+        }
+        let mut y = x.clone();
+        for a in axes {
+            let n = x.shape()[a];
+            let top = i32::try_from(n).map_err(|_| js_error(OP, format!("axis {a} of size {n} is too long")))?;
+            let idx = Tensor::from_vec((0..top).rev().collect::<Vec<i32>>(), &[n])?.to(&x.device())?;
+            idx.storage().set_index_bound(n);
+            y = y.index_select(a as isize, &idx)?;
+        }
+        wrap(y)
+    }
+
+    /// Pieces along `dim` (default 0): of `splitSize` each (the last may be smaller), or of the listed sizes.
+    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    pub fn split(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number | number[]", js_name = splitSizeOrSections)]
+        split_size_or_sections: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] dim: Option<JsValue>,
+    ) -> JsResult<Array> {
+        const OP: &str = "split";
+        let x = self.get(OP)?;
+        let ax = one_axis(OP, &x, int_or(OP, "dim", dim, 0)?)? as isize;
+        let v = &split_size_or_sections;
+        let parts = if v.as_f64().is_some() {
+            x.split(args::usize_arg(OP, "splitSize", v)?, ax)?
+        } else if js_sys::Array::is_array(v) {
+            let sizes = args::dims(OP, "sections", v)?;
+            let total = sizes.iter().try_fold(0usize, |s, &d| s.checked_add(d));
+            if total.is_none() {
+                return Err(js_error(OP, format!("sections {sizes:?} add up to more than any axis")));
+            }
+            x.split_sizes(&sizes, ax)?
+        } else {
+            return Err(js_error(
+                OP,
+                format!("splitSizeOrSections must be a number or an array of sizes, got {}", args::describe(v)),
+            ));
+        };
+        Ok(args::handles(parts))
+    }
+
+    /// `chunks` nearly equal pieces along `dim` (default 0), as PyTorch's `chunk`.
+    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    pub fn chunk(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] chunks: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] dim: Option<JsValue>,
+    ) -> JsResult<Array> {
+        const OP: &str = "chunk";
+        let x = self.get(OP)?;
+        let ax = one_axis(OP, &x, int_or(OP, "dim", dim, 0)?)? as isize;
+        Ok(args::handles(x.chunk(args::usize_arg(OP, "chunks", &chunks)?, ax)?))
+    }
+
+    /// Constant padding, PyTorch's `F.pad` order: `[left, right]` pads the last dim, `[l, r, top, bottom]` the last two, ...
+    pub fn pad(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number[]")] pad: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] value: Option<JsValue>,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "pad";
+        let x = self.get(OP)?;
+        let flat = args::dims(OP, "pad", &pad)?;
+        if flat.len() % 2 != 0 {
+            return Err(js_error(OP, format!("pad must hold (before, after) pairs, got {} numbers", flat.len())));
+        }
+        let value = undef(value);
+        let value = if is_absent(&value) { 0.0 } else { number(OP, "value", &value)? };
+        // F.pad lists the last dim first; skiff lists the padded trailing dims in order.
+        let pairs: Vec<(usize, usize)> = flat.chunks(2).rev().map(|p| (p[0], p[1])).collect();
+        if pairs.len() <= x.ndim() {
+            let lead = x.ndim() - pairs.len();
+            let sizes = x.shape().iter().enumerate().map(|(i, &d)| {
+                let (b, a) = if i < lead { (0, 0) } else { pairs[i - lead] };
+                d as u64 + b as u64 + a as u64
+            });
+            check_numel(OP, "the padded tensor", sizes)?;
+        }
+        wrap(x.pad(&pairs, value)?)
+    }
+
+    /// The slices along `dim` at the positions in the 1-D int32 `index`.
+    #[wasm_bindgen(js_name = indexSelect)]
+    pub fn index_select(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "index_select";
+        let x = self.get(OP)?;
+        let dim = args::int_arg(OP, "dim", &dim)?;
+        wrap(x.index_select(dim, &args::tensor(OP, "index", &index)?)?)
+    }
+
+    /// A copy of this with slice k of `source` (times `alpha`) added at position index[k] along `dim`.
+    #[wasm_bindgen(js_name = indexAdd)]
+    pub fn index_add(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] source: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "{ alpha?: number }")] options: Option<JsValue>,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "index_add";
+        let x = self.get(OP)?;
+        let dim = args::int_arg(OP, "dim", &dim)?;
+        let index = args::tensor(OP, "index", &index)?;
+        let source = args::tensor(OP, "source", &source)?;
+        let options = undef(options);
+        let alpha = Opts::new(OP, &options)?.f64("alpha", 1.0)?;
+        let source = if alpha == 1.0 { source } else { source.mul_scalar(alpha)? };
+        wrap(x.index_add(dim, &index, &source)?)
+    }
+
+    /// PyTorch's `gather`: out[p] = this[p with p[dim] replaced by index[p]] (int32 `index`).
+    pub fn gather(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "gather";
+        let x = self.get(OP)?;
+        let dim = args::int_arg(OP, "dim", &dim)?;
+        wrap(x.gather(dim, &args::tensor(OP, "index", &index)?)?)
+    }
+
+    /// A copy of this with src[p] added at p with p[dim] replaced by index[p] (PyTorch's `scatter_add`).
+    #[wasm_bindgen(js_name = scatterAdd)]
+    pub fn scatter_add(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Tensor")] src: JsValue,
+    ) -> JsResult<JsTensor> {
+        const OP: &str = "scatter_add";
+        let x = self.get(OP)?;
+        let dim = args::int_arg(OP, "dim", &dim)?;
+        let index = args::tensor(OP, "index", &index)?;
+        wrap(x.scatter_add(dim, &index, &args::tensor(OP, "src", &src)?)?)
+    }
+}
+
+/// Joins tensors along an existing axis `dim` (default 0), as `torch.cat`.
+#[wasm_bindgen(js_name = cat)]
+pub fn cat(
+    #[wasm_bindgen(unchecked_param_type = "Tensor[]")] tensors: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "number")] dim: Option<JsValue>,
+) -> JsResult<JsTensor> {
+    const OP: &str = "cat";
+    let ts = args::tensors(OP, "tensors", &tensors)?;
+    let dim = int_or(OP, "dim", dim, 0)?;
+    if let Some((i, t)) = ts.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
+        return Err(js_error(
+            OP,
+            format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
+        ));
+    }
+    wrap(Tensor::concat(&ts, dim)?)
+}
+
+/// Joins same-shaped tensors along a new axis `dim` (default 0), as `torch.stack`.
+#[wasm_bindgen(js_name = stack)]
+pub fn stack(
+    #[wasm_bindgen(unchecked_param_type = "Tensor[]")] tensors: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "number")] dim: Option<JsValue>,
+) -> JsResult<JsTensor> {
+    const OP: &str = "stack";
+    let ts = args::tensors(OP, "tensors", &tensors)?;
+    wrap(Tensor::stack(&ts, int_or(OP, "dim", dim, 0)?)?)
+}

@@ -1,0 +1,483 @@
+// The skiff JS API over the wasm-bindgen module (pkg/skiff.js). The entry
+// points differ only in how the .wasm is loaded: web/index.js (browsers and
+// bundlers: fetched next to the glue) and web/node.js (read from disk).
+//
+// Rust does the work and the argument checks; this file adds what is natural
+// in JS: init() with the WebGPU/cpu choice, tensor() from nested arrays,
+// tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
+
+import * as raw from '../pkg/skiff.js';
+
+export const Tensor = raw.Tensor;
+export const FunctionCtx = raw.FunctionCtx;
+export const HookHandle = raw.HookHandle;
+export const Module = raw.Module;
+export const Loss = raw.Loss;
+export const Optimizer = raw.Optimizer;
+export const LrScheduler = raw.LrScheduler;
+
+let loadWasm = null;
+let loaded = null;
+let backend = null;
+
+/** Used by the entry points: how to instantiate the wasm module. */
+export function _setLoader(fn) {
+  loadWasm = fn;
+}
+
+function ready(op) {
+  if (!backend) throw new Error(`${op}: skiff is not initialised yet: call await init() first`);
+}
+
+const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';
+
+/** Why WebGPU cannot be used here, or null when an adapter is available. */
+async function webgpuUnavailable() {
+  const gpu = typeof navigator === 'undefined' ? undefined : navigator.gpu;
+  if (!gpu) return 'WebGPU is not available here (no navigator.gpu)';
+  try {
+    const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!adapter) return 'navigator.gpu.requestAdapter() found no adapter';
+  } catch (e) {
+    return `navigator.gpu.requestAdapter() failed: ${e && e.message ? e.message : e}`;
+  }
+  return null;
+}
+
+/**
+ * Loads the wasm module and picks the backend. `device`: 'auto' (WebGPU when
+ * an adapter works, else the cpu), 'webgpu' (an error when it cannot) or
+ * 'cpu'. Resolves to { device, adapter, reason }: reason says why 'auto' fell
+ * back to the cpu (null otherwise).
+ */
+export async function init(options = {}) {
+  if (options === null || typeof options !== 'object') {
+    throw new Error(`init: options must be an object like { device: 'auto' }, got ${String(options)}`);
+  }
+  const device = options.device ?? 'auto';
+  if (!['auto', 'webgpu', 'cpu'].includes(device)) {
+    throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${JSON.stringify(device)}`);
+  }
+  if (!loaded) {
+    if (!loadWasm) throw new Error('init: no wasm loader (import skiff from its package entry)');
+    loaded = loadWasm();
+  }
+  await loaded;
+  const finish = (info, reason) => {
+    backend = { ...info, reason };
+    return backend;
+  };
+  if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
+  const why = await webgpuUnavailable();
+  if (why) {
+    if (device === 'webgpu') throw new Error(`init: WebGPU was requested but ${why}`);
+    return finish(await raw.initBackend('cpu'), why);
+  }
+  try {
+    return finish(await raw.initBackend('webgpu'), null);
+  } catch (e) {
+    if (device === 'webgpu') throw e;
+    return finish(await raw.initBackend('cpu'), `the WebGPU device request failed: ${e.message}`);
+  }
+}
+
+/** What init() chose ({ device, adapter, reason }), or null before init. */
+export function backendInfo() {
+  return backend;
+}
+
+// ---- creation --------------------------------------------------------------
+
+const DTYPES = ['float32', 'float64', 'int32', 'bool'];
+
+/** Shape and flat values of nested arrays (checked to be rectangular). */
+function flatten(data) {
+  const shape = [];
+  for (let v = data; Array.isArray(v); v = v[0]) shape.push(v.length);
+  const flat = [];
+  const walk = (v, depth, path) => {
+    if (depth === shape.length) {
+      if (typeof v !== 'number' && typeof v !== 'boolean') {
+        throw new Error(`tensor: element ${path} must be a number or boolean, got ${v === null ? 'null' : typeof v}`);
+      }
+      flat.push(v);
+      return;
+    }
+    if (!Array.isArray(v) || v.length !== shape[depth]) {
+      throw new Error(
+        `tensor: nested arrays must be rectangular: ${path} should have ${shape[depth]} elements (shape ${JSON.stringify(shape)})`,
+      );
+    }
+    v.forEach((x, i) => walk(x, depth + 1, `${path}[${i}]`));
+  };
+  walk(data, 0, 'data');
+  return { shape, flat };
+}
+
+function typed(flat, dtype) {
+  switch (dtype) {
+    case 'float32':
+      return Float32Array.from(flat, Number);
+    case 'float64':
+      return Float64Array.from(flat, Number);
+    case 'int32':
+      flat.forEach((v, i) => {
+        if (!Number.isInteger(Number(v))) throw new Error(`tensor: int32 data must be integers, got ${v} at [${i}]`);
+      });
+      return Int32Array.from(flat, Number);
+    case 'bool':
+      return Uint8Array.from(flat, (v) => (v ? 1 : 0));
+    default:
+      throw new Error(`tensor: dtype must be one of ${DTYPES.join(', ')}, got ${JSON.stringify(dtype)}`);
+  }
+}
+
+/**
+ * A tensor from a number, (nested) arrays of numbers or booleans, or a typed
+ * array. options: { dtype, device, requiresGrad, shape } (shape is needed
+ * only to view a flat typed array as more than 1-D).
+ */
+export function tensor(data, options = {}) {
+  ready('tensor');
+  const { dtype, device, requiresGrad = false, shape } = options ?? {};
+  let t;
+  if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
+    t = raw.Tensor.fromData(data, shape ?? [data.length], { dtype, device });
+  } else if (typeof data === 'number' || typeof data === 'boolean' || Array.isArray(data)) {
+    const { shape: inferred, flat } = flatten(data);
+    const kind = dtype ?? (flat.length > 0 && flat.every((v) => typeof v === 'boolean') ? 'bool' : 'float32');
+    t = raw.Tensor.fromData(typed(flat, kind), shape ?? inferred, { device });
+  } else {
+    const what = data === null ? 'null' : data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : typeof data;
+    throw new Error(`tensor: data must be a number, a (nested) array or a typed array, got ${what}`);
+  }
+  if (requiresGrad) t.requiresGrad_(true);
+  return t;
+}
+
+const creators = ['zeros', 'ones', 'full', 'randn', 'rand', 'randint', 'arange', 'linspace', 'eye'];
+const made = {};
+for (const name of creators) {
+  made[name] = (...args) => {
+    ready(name);
+    return raw.Tensor[name](...args);
+  };
+}
+/** zeros(shape, { dtype, device }) */
+export const zeros = made.zeros;
+/** ones(shape, { dtype, device }) */
+export const ones = made.ones;
+/** full(shape, value, { dtype, device }) */
+export const full = made.full;
+/** randn(shape, { dtype, device }): standard normal samples (seed with manualSeed). */
+export const randn = made.randn;
+/** rand(shape, { dtype, device }): uniform in [0, 1). */
+export const rand = made.rand;
+/** randint(low, high, shape, { device }): int32 uniform in [low, high). */
+export const randint = made.randint;
+/** arange(start, end, step = 1, { dtype, device }). */
+export const arange = (start, end, step = 1, options) => made.arange(start, end, step, options);
+/** linspace(start, end, steps, { dtype, device }). */
+export const linspace = made.linspace;
+/** eye(n, { dtype, device }). */
+export const eye = made.eye;
+
+// ---- Tensor conveniences -----------------------------------------------------
+
+function nest(flat, shape) {
+  if (shape.length === 0) return flat[0];
+  const build = (offset, depth) => {
+    const n = shape[depth];
+    if (depth === shape.length - 1) return flat.slice(offset, offset + n);
+    const stride = shape.slice(depth + 1).reduce((a, b) => a * b, 1);
+    return Array.from({ length: n }, (_, i) => build(offset + i * stride, depth + 1));
+  };
+  return build(0, 0);
+}
+
+const proto = raw.Tensor.prototype;
+
+/** The values as nested arrays (numbers; booleans for bool tensors). */
+proto.array = async function array() {
+  const shape = Array.from(this.shape);
+  const dtype = this.dtype;
+  const data = await this.data();
+  const flat = dtype === 'bool' ? Array.from(data, (v) => v !== 0) : Array.from(data);
+  return nest(flat, shape);
+};
+
+const setRequiresGrad = proto.requiresGrad_;
+/** Marks this leaf as requiring grad; returns this tensor. */
+proto.requiresGrad_ = function requiresGrad_(on = true) {
+  setRequiresGrad.call(this, on);
+  return this;
+};
+
+const saveForBackward = raw.FunctionCtx.prototype.saveForBackward;
+/** ctx.saveForBackward(...tensors) (an array works too). */
+raw.FunctionCtx.prototype.saveForBackward = function save(...ts) {
+  return saveForBackward.call(this, ts.length === 1 && Array.isArray(ts[0]) ? ts[0] : ts);
+};
+
+// ---- scopes ------------------------------------------------------------------
+
+/** Ids of every tensor handle reachable in `value` (arrays, plain objects, Maps). */
+function handleIds(value, out = [], seen = new Set()) {
+  if (value === null || typeof value !== 'object' || seen.has(value)) return out;
+  seen.add(value);
+  if (value instanceof raw.Tensor) {
+    if (!value.isDisposed) out.push(value._skiffId);
+  } else if (Array.isArray(value)) {
+    for (const v of value) handleIds(v, out, seen);
+  } else if (value instanceof Map) {
+    for (const v of value.values()) handleIds(v, out, seen);
+  } else if (Object.getPrototypeOf(value) === Object.prototype) {
+    for (const v of Object.values(value)) handleIds(v, out, seen);
+  }
+  return out;
+}
+
+/**
+ * Runs fn and disposes every tensor it created, except those in its result
+ * (arrays and plain objects are searched). fn may be async: the scope then
+ * closes when its promise settles (tensors created meanwhile by other code
+ * also belong to it, so do not interleave unrelated async work).
+ */
+export function tidy(nameOrFn, maybeFn) {
+  const fn = typeof nameOrFn === 'function' ? nameOrFn : maybeFn;
+  if (typeof fn !== 'function') throw new Error('tidy: expects a function');
+  ready('tidy');
+  raw.beginScope();
+  let result;
+  try {
+    result = fn();
+  } catch (e) {
+    raw.endScope([]);
+    throw e;
+  }
+  if (isPromise(result)) {
+    return result.then(
+      (v) => {
+        raw.endScope(handleIds(v));
+        return v;
+      },
+      (e) => {
+        raw.endScope([]);
+        throw e;
+      },
+    );
+  }
+  raw.endScope(handleIds(result));
+  return result;
+}
+
+/** Disposes every tensor in `value` (a tensor, or arrays/objects of them). */
+export function dispose(value) {
+  const seen = new Set();
+  const walk = (v) => {
+    if (v === null || typeof v !== 'object' || seen.has(v)) return;
+    seen.add(v);
+    if (v instanceof raw.Tensor) v.dispose();
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v instanceof Map) [...v.values()].forEach(walk);
+    else if (Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach(walk);
+  };
+  walk(value);
+}
+
+/** Keeps a tensor out of every open tidy scope; returns it. */
+export function keep(t) {
+  return raw.keep(t);
+}
+
+/** Live tensor handles, bytes per device, open scopes, and the GPU runtime's figures. */
+export function memory() {
+  ready('memory');
+  return raw.memoryInfo();
+}
+
+function withGrad(on, fn) {
+  if (typeof fn !== 'function') throw new Error(`${on ? 'enableGrad' : 'noGrad'}: expects a function`);
+  ready(on ? 'enableGrad' : 'noGrad');
+  const was = raw.setGradEnabled(on);
+  let result;
+  try {
+    result = fn();
+  } catch (e) {
+    raw.setGradEnabled(was);
+    throw e;
+  }
+  if (isPromise(result)) return result.finally(() => raw.setGradEnabled(was));
+  raw.setGradEnabled(was);
+  return result;
+}
+
+/** Runs fn without recording autograd history (PyTorch's torch.no_grad()). */
+export const noGrad = (fn) => withGrad(false, fn);
+/** Runs fn with recording on, even inside noGrad. */
+export const enableGrad = (fn) => withGrad(true, fn);
+export const isGradEnabled = (...a) => raw.isGradEnabled(...a);
+export const setGradEnabled = (...a) => raw.setGradEnabled(...a);
+
+// ---- autodiff ------------------------------------------------------------------
+
+/** grad(outputs, inputs, { gradOutputs, createGraph, retainGraph, allowUnused }). */
+export const grad = (...a) => raw.grad(...a);
+
+/**
+ * A differentiable function with a hand-written backward (PyTorch's
+ * autograd.Function, Paddle's PyLayer):
+ *   const Cube = new Function({
+ *     forward(ctx, x) { ctx.saveForBackward(x); return x.mul(x).mul(x); },
+ *     backward(ctx, g) { const [x] = ctx.savedTensors; return g.mul(x.mul(x).mul(3)); },
+ *   });
+ *   const y = Cube.apply(x);
+ * Subclasses may define forward/backward as methods instead.
+ */
+class SkiffFunction {
+  constructor(definition = {}) {
+    const { forward, backward, name } = definition;
+    if (forward) this.forward = forward;
+    if (backward) this.backward = backward;
+    this.name = name ?? (this.constructor !== SkiffFunction ? this.constructor.name : 'CustomFunction');
+    if (typeof this.forward !== 'function' || typeof this.backward !== 'function') {
+      throw new Error('Function: needs forward(ctx, ...inputs) and backward(ctx, ...grads) functions');
+    }
+  }
+
+  /** Runs forward on the inputs and records backward; one output or an array. */
+  apply(...inputs) {
+    ready('Function.apply');
+    const ctx = new raw.FunctionCtx();
+    const outs = raw.applyFunction(
+      this.name,
+      ctx,
+      (...xs) => this.forward(ctx, ...xs),
+      (...gs) => this.backward(ctx, ...gs),
+      inputs,
+    );
+    return outs.length === 1 ? outs[0] : outs;
+  }
+}
+export { SkiffFunction as Function };
+
+// ---- nn and optim ------------------------------------------------------------------
+
+/**
+ * A constructor-like function: `new nn.Linear(4, 2)` (and plain `nn.Linear(4, 2)`)
+ * returns the object the Rust factory builds.
+ */
+function ctor(name, factory) {
+  return {
+    [name](...args) {
+      ready(name);
+      return factory(...args);
+    },
+  }[name];
+}
+
+/** Layers, containers, losses and weight init, with PyTorch's class names. */
+export const nn = {
+  Linear: ctor('Linear', (...a) => raw.Module.linear(...a)),
+  Conv2d: ctor('Conv2d', (...a) => raw.Module.conv2d(...a)),
+  MaxPool2d: ctor('MaxPool2d', (...a) => raw.Module.maxPool2d(...a)),
+  AvgPool2d: ctor('AvgPool2d', (...a) => raw.Module.avgPool2d(...a)),
+  AdaptiveAvgPool2d: ctor('AdaptiveAvgPool2d', (...a) => raw.Module.adaptiveAvgPool2d(...a)),
+  BatchNorm1d: ctor('BatchNorm1d', (...a) => raw.Module.batchNorm1d(...a)),
+  BatchNorm2d: ctor('BatchNorm2d', (...a) => raw.Module.batchNorm2d(...a)),
+  LayerNorm: ctor('LayerNorm', (...a) => raw.Module.layerNorm(...a)),
+  Dropout: ctor('Dropout', (...a) => raw.Module.dropout(...a)),
+  Embedding: ctor('Embedding', (...a) => raw.Module.embedding(...a)),
+  Flatten: ctor('Flatten', (...a) => raw.Module.flatten(...a)),
+  ReLU: ctor('ReLU', () => raw.Module.relu()),
+  LeakyReLU: ctor('LeakyReLU', (...a) => raw.Module.leakyRelu(...a)),
+  GELU: ctor('GELU', (...a) => raw.Module.gelu(...a)),
+  Sigmoid: ctor('Sigmoid', () => raw.Module.sigmoid()),
+  Tanh: ctor('Tanh', () => raw.Module.tanh()),
+  SiLU: ctor('SiLU', () => raw.Module.silu()),
+  Softmax: ctor('Softmax', (...a) => raw.Module.softmax(...a)),
+  MultiheadAttention: ctor('MultiheadAttention', (...a) => raw.Module.multiheadAttention(...a)),
+  /** Sequential([a, b]) or Sequential(a, b), as in PyTorch. */
+  Sequential: ctor('Sequential', (...a) => raw.Module.sequential(a.length === 1 && Array.isArray(a[0]) ? a[0] : a)),
+  ModuleList: ctor('ModuleList', (modules = []) => raw.Module.moduleList(modules)),
+  ModuleDict: ctor('ModuleDict', (modules = {}) => raw.Module.moduleDict(modules)),
+  CrossEntropyLoss: ctor('CrossEntropyLoss', (...a) => raw.Loss.crossEntropyLoss(...a)),
+  NLLLoss: ctor('NLLLoss', (...a) => raw.Loss.nllLoss(...a)),
+  MSELoss: ctor('MSELoss', (...a) => raw.Loss.mseLoss(...a)),
+  L1Loss: ctor('L1Loss', (...a) => raw.Loss.l1Loss(...a)),
+  BCEWithLogitsLoss: ctor('BCEWithLogitsLoss', (...a) => raw.Loss.bceWithLogitsLoss(...a)),
+  init: {
+    calculateGain: (...a) => raw.calculateGain(...a),
+    kaimingUniform_: (...a) => raw.initKaimingUniform_(...a),
+    kaimingNormal_: (...a) => raw.initKaimingNormal_(...a),
+    xavierUniform_: (...a) => raw.initXavierUniform_(...a),
+    xavierNormal_: (...a) => raw.initXavierNormal_(...a),
+    uniform_: (...a) => raw.initUniform_(...a),
+    normal_: (...a) => raw.initNormal_(...a),
+    constant_: (...a) => raw.initConstant_(...a),
+    zeros_: (...a) => raw.initZeros_(...a),
+    ones_: (...a) => raw.initOnes_(...a),
+  },
+  utils: {
+    /** Scales gradients so their joint norm is at most maxNorm; returns the norm as a tensor (no readback). */
+    clipGradNorm_: (...a) => raw.clipGradNorm(...a),
+    clipGradValue_: (...a) => raw.clipGradValue(...a),
+  },
+};
+
+/** Optimizers and learning-rate schedules, with PyTorch's class names. */
+export const optim = {
+  SGD: ctor('SGD', (...a) => raw.Optimizer.sgd(...a)),
+  Adam: ctor('Adam', (...a) => raw.Optimizer.adam(...a)),
+  AdamW: ctor('AdamW', (...a) => raw.Optimizer.adamw(...a)),
+  RMSprop: ctor('RMSprop', (...a) => raw.Optimizer.rmsprop(...a)),
+  Adagrad: ctor('Adagrad', (...a) => raw.Optimizer.adagrad(...a)),
+  lrScheduler: {},
+};
+optim.StepLR = ctor('StepLR', (...a) => raw.LrScheduler.stepLR(...a));
+optim.ExponentialLR = ctor('ExponentialLR', (...a) => raw.LrScheduler.exponentialLR(...a));
+optim.CosineAnnealingLR = ctor('CosineAnnealingLR', (...a) => raw.LrScheduler.cosineAnnealing(...a));
+optim.OneCycleLR = ctor('OneCycleLR', (...a) => raw.LrScheduler.oneCycleLR(...a));
+Object.assign(optim.lrScheduler, {
+  StepLR: optim.StepLR,
+  ExponentialLR: optim.ExponentialLR,
+  CosineAnnealingLR: optim.CosineAnnealingLR,
+  OneCycleLR: optim.OneCycleLR,
+});
+
+/** Concatenates tensors along dim (default 0). */
+export const cat = (...a) => raw.cat(...a);
+/** Stacks tensors along a new dim (default 0). */
+export const stack = (...a) => raw.stack(...a);
+/** Elementwise choice: input where condition, else other. */
+export const where = (...a) => raw.where(...a);
+export const unfold = (...a) => raw.unfold(...a);
+export const fold = (...a) => raw.fold(...a);
+/** Serialises named tensors to safetensors bytes (awaits GPU reads). */
+export const saveSafetensors = (...a) => raw.saveSafetensors(...a);
+/** Named tensors from safetensors bytes. */
+export const loadSafetensors = (...a) => raw.loadSafetensors(...a);
+export const clipGradNorm = (...a) => raw.clipGradNorm(...a);
+export const clipGradValue = (...a) => raw.clipGradValue(...a);
+
+// ---- misc ------------------------------------------------------------------------
+
+/** Seeds the random generator (randn, rand, dropout, weight init). */
+export const manualSeed = (seed) => {
+  ready('manualSeed');
+  raw.manualSeed(seed);
+};
+export const setDefaultDevice = (d) => raw.setDefaultDevice(d);
+export const getDefaultDevice = () => raw.getDefaultDevice();
+/** Frees the GPU's pool of unused buffers. */
+export const emptyCache = () => raw.emptyCache();
+
+/** Registry checks for the test suites (not part of the stable API). */
+export const testing = {
+  registryCases: (...a) => raw.registryCases(...a),
+  checkCase: (...a) => raw.checkCase(...a),
+  registryCoverage: (...a) => raw.registryCoverage(...a),
+  opNames: (...a) => raw.opNames(...a),
+};
+
+export { raw as _raw };
