@@ -11,7 +11,9 @@ fn erf_approx(x: f32) -> f32 {
 fn spow(a: f32, b: f32) -> f32 {
     if (a >= 0.0) { return pow(a, b); }
     // Negative base: defined for integer exponents only (as powf).
-    if (fract(b) != 0.0) { return bitcast<f32>(0x7fc00000u); }
+    // NaN from a variable: Chromium's WGSL compiler rejects a constant bitcast
+    // to a non-finite f32 ("value nan cannot be represented").
+    if (fract(b) != 0.0) { var nan_bits = 0x7fc00000u; return bitcast<f32>(nan_bits); }
     let m = pow(-a, b);
     if (fract(b * 0.5) != 0.0) { return -m; }
     return m;

@@ -44,8 +44,10 @@ fn is_nan(v: f32) -> bool {
 // 0 for sums, -inf for max, +inf for min: what an empty reduction gives.
 fn identity() -> f32 {
     if (KIND == 0u) { return 0.0; }
-    if (MAXLIKE) { return bitcast<f32>(0xff800000u); }
-    return bitcast<f32>(0x7f800000u);
+    // From a variable: Chromium rejects a constant bitcast to a non-finite f32.
+    var bits = 0x7f800000u;
+    if (MAXLIKE) { bits = 0xff800000u; }
+    return bitcast<f32>(bits);
 }
 
 // Whether (a, ai) beats (b, bi): NaN is the most extreme value (so it

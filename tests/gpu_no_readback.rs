@@ -124,4 +124,21 @@ mod gpu {
             }
         }
     }
+
+    /// `to_async` moves off a GPU by awaiting the readback (the browser's way),
+    /// and is recorded like `to`: the gradient flows back to the GPU.
+    #[test]
+    fn to_async_moves_off_the_gpu_and_keeps_the_gradient_path() {
+        let Some((dev, _lock)) = gpu() else { return };
+        let x = ramp(&[2, 3], 37).to(&dev).unwrap().requires_grad_(true).unwrap();
+        let y = pollster::block_on(x.mul_scalar(2.0).unwrap().to_async(&Device::Cpu)).unwrap();
+        assert_eq!(y.device(), Device::Cpu);
+        let want: Vec<f32> = ramp(&[2, 3], 37).to_vec::<f32>().unwrap().iter().map(|v| v * 2.0).collect();
+        assert_eq!(y.to_vec::<f32>().unwrap(), want);
+        y.mul(&y).unwrap().sum_all().unwrap().backward().unwrap();
+        let g = x.grad().unwrap();
+        assert_eq!(g.device(), dev);
+        let want: Vec<f32> = want.iter().map(|v| 2.0 * v * 2.0).collect();
+        assert_eq!(g.to_vec::<f32>().unwrap(), want);
+    }
 }

@@ -31,17 +31,23 @@ function ready(op) {
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';
 
-/** Why WebGPU cannot be used here, or null when an adapter is available. */
-async function webgpuUnavailable() {
+/**
+ * Probes WebGPU: { reason } when it cannot be used here, else { info } with
+ * the adapter's GPUAdapterInfo fields (wgpu does not report them all).
+ */
+async function probeWebgpu() {
   const gpu = typeof navigator === 'undefined' ? undefined : navigator.gpu;
-  if (!gpu) return 'WebGPU is not available here (no navigator.gpu)';
+  if (!gpu) return { reason: 'WebGPU is not available here (no navigator.gpu)' };
   try {
     const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-    if (!adapter) return 'navigator.gpu.requestAdapter() found no adapter';
+    if (!adapter) return { reason: 'navigator.gpu.requestAdapter() found no adapter' };
+    const i = adapter.info ?? {};
+    return {
+      info: { vendor: i.vendor ?? '', architecture: i.architecture ?? '', device: i.device ?? '', description: i.description ?? '' },
+    };
   } catch (e) {
-    return `navigator.gpu.requestAdapter() failed: ${e && e.message ? e.message : e}`;
+    return { reason: `navigator.gpu.requestAdapter() failed: ${e && e.message ? e.message : e}` };
   }
-  return null;
 }
 
 /**
@@ -68,13 +74,20 @@ export async function init(options = {}) {
     return backend;
   };
   if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
-  const why = await webgpuUnavailable();
-  if (why) {
-    if (device === 'webgpu') throw new Error(`init: WebGPU was requested but ${why}`);
-    return finish(await raw.initBackend('cpu'), why);
+  const probe = await probeWebgpu();
+  if (probe.reason) {
+    if (device === 'webgpu') throw new Error(`init: WebGPU was requested but ${probe.reason}`);
+    return finish(await raw.initBackend('cpu'), probe.reason);
   }
   try {
-    return finish(await raw.initBackend('webgpu'), null);
+    const software = /swiftshader|llvmpipe|lavapipe|software/i.test(
+      `${probe.info.architecture} ${probe.info.description} ${probe.info.device}`,
+    );
+    const info = await raw.initBackend('webgpu', software);
+    // Prefer the browser's adapter description where wgpu's fields are empty.
+    const adapter = { ...info.adapter, ...probe.info };
+    if (!adapter.name) adapter.name = probe.info.description || [probe.info.vendor, probe.info.architecture].filter(Boolean).join(' ');
+    return finish({ ...info, adapter }, null);
   } catch (e) {
     if (device === 'webgpu') throw e;
     return finish(await raw.initBackend('cpu'), `the WebGPU device request failed: ${e.message}`);
@@ -368,39 +381,53 @@ export { SkiffFunction as Function };
  * returns the object the Rust factory builds.
  */
 function ctor(name, factory) {
+  // A `function` (not a method shorthand) so that `new` works; returning an
+  // object from it makes that object the result of `new`.
   return {
-    [name](...args) {
+    [name]: function (...args) {
       ready(name);
       return factory(...args);
     },
   }[name];
 }
 
+/**
+ * `ctor` for layers: the new layer's parameters are moved to the default
+ * device (what init chose), as tensor() places new tensors there.
+ */
+function layer(name, factory) {
+  return ctor(name, (...args) => {
+    const m = factory(...args);
+    if (raw.getDefaultDevice() !== 'cpu') m.to(raw.getDefaultDevice());
+    return m;
+  });
+}
+
 /** Layers, containers, losses and weight init, with PyTorch's class names. */
 export const nn = {
-  Linear: ctor('Linear', (...a) => raw.Module.linear(...a)),
-  Conv2d: ctor('Conv2d', (...a) => raw.Module.conv2d(...a)),
-  MaxPool2d: ctor('MaxPool2d', (...a) => raw.Module.maxPool2d(...a)),
-  AvgPool2d: ctor('AvgPool2d', (...a) => raw.Module.avgPool2d(...a)),
-  AdaptiveAvgPool2d: ctor('AdaptiveAvgPool2d', (...a) => raw.Module.adaptiveAvgPool2d(...a)),
-  BatchNorm1d: ctor('BatchNorm1d', (...a) => raw.Module.batchNorm1d(...a)),
-  BatchNorm2d: ctor('BatchNorm2d', (...a) => raw.Module.batchNorm2d(...a)),
-  LayerNorm: ctor('LayerNorm', (...a) => raw.Module.layerNorm(...a)),
-  Dropout: ctor('Dropout', (...a) => raw.Module.dropout(...a)),
-  Embedding: ctor('Embedding', (...a) => raw.Module.embedding(...a)),
-  Flatten: ctor('Flatten', (...a) => raw.Module.flatten(...a)),
-  ReLU: ctor('ReLU', () => raw.Module.relu()),
-  LeakyReLU: ctor('LeakyReLU', (...a) => raw.Module.leakyRelu(...a)),
-  GELU: ctor('GELU', (...a) => raw.Module.gelu(...a)),
-  Sigmoid: ctor('Sigmoid', () => raw.Module.sigmoid()),
-  Tanh: ctor('Tanh', () => raw.Module.tanh()),
-  SiLU: ctor('SiLU', () => raw.Module.silu()),
-  Softmax: ctor('Softmax', (...a) => raw.Module.softmax(...a)),
-  MultiheadAttention: ctor('MultiheadAttention', (...a) => raw.Module.multiheadAttention(...a)),
+  Linear: layer('Linear', (...a) => raw.Module.linear(...a)),
+  Conv2d: layer('Conv2d', (...a) => raw.Module.conv2d(...a)),
+  MaxPool2d: layer('MaxPool2d', (...a) => raw.Module.maxPool2d(...a)),
+  AvgPool2d: layer('AvgPool2d', (...a) => raw.Module.avgPool2d(...a)),
+  AdaptiveAvgPool2d: layer('AdaptiveAvgPool2d', (...a) => raw.Module.adaptiveAvgPool2d(...a)),
+  BatchNorm1d: layer('BatchNorm1d', (...a) => raw.Module.batchNorm1d(...a)),
+  BatchNorm2d: layer('BatchNorm2d', (...a) => raw.Module.batchNorm2d(...a)),
+  LayerNorm: layer('LayerNorm', (...a) => raw.Module.layerNorm(...a)),
+  Dropout: layer('Dropout', (...a) => raw.Module.dropout(...a)),
+  Embedding: layer('Embedding', (...a) => raw.Module.embedding(...a)),
+  Flatten: layer('Flatten', (...a) => raw.Module.flatten(...a)),
+  ReLU: layer('ReLU', () => raw.Module.relu()),
+  LeakyReLU: layer('LeakyReLU', (...a) => raw.Module.leakyRelu(...a)),
+  GELU: layer('GELU', (...a) => raw.Module.gelu(...a)),
+  Sigmoid: layer('Sigmoid', () => raw.Module.sigmoid()),
+  Tanh: layer('Tanh', () => raw.Module.tanh()),
+  SiLU: layer('SiLU', () => raw.Module.silu()),
+  Softmax: layer('Softmax', (...a) => raw.Module.softmax(...a)),
+  MultiheadAttention: layer('MultiheadAttention', (...a) => raw.Module.multiheadAttention(...a)),
   /** Sequential([a, b]) or Sequential(a, b), as in PyTorch. */
-  Sequential: ctor('Sequential', (...a) => raw.Module.sequential(a.length === 1 && Array.isArray(a[0]) ? a[0] : a)),
-  ModuleList: ctor('ModuleList', (modules = []) => raw.Module.moduleList(modules)),
-  ModuleDict: ctor('ModuleDict', (modules = {}) => raw.Module.moduleDict(modules)),
+  Sequential: layer('Sequential', (...a) => raw.Module.sequential(a.length === 1 && Array.isArray(a[0]) ? a[0] : a)),
+  ModuleList: layer('ModuleList', (modules = []) => raw.Module.moduleList(modules)),
+  ModuleDict: layer('ModuleDict', (modules = {}) => raw.Module.moduleDict(modules)),
   CrossEntropyLoss: ctor('CrossEntropyLoss', (...a) => raw.Loss.crossEntropyLoss(...a)),
   NLLLoss: ctor('NLLLoss', (...a) => raw.Loss.nllLoss(...a)),
   MSELoss: ctor('MSELoss', (...a) => raw.Loss.mseLoss(...a)),
@@ -478,6 +505,7 @@ export const testing = {
   checkCase: (...a) => raw.checkCase(...a),
   registryCoverage: (...a) => raw.registryCoverage(...a),
   opNames: (...a) => raw.opNames(...a),
+  kernelSources: (...a) => raw.kernelSources(...a),
 };
 
 export { raw as _raw };

@@ -247,4 +247,5 @@ export const testing: {
   checkCase(op: string, caseIndex: number, options: { gpu: boolean }): Promise<{ op: string; caseName: string; checks: string[] }>;
   registryCoverage(): Record<string, string>;
   opNames(): string[];
+  kernelSources(): [string, string][];
 };

@@ -173,7 +173,7 @@ impl Node {
                 self.name_static(),
                 format!(
                     "trying to backward through the graph a second time (node '{}'): its saved tensors were freed \
-                     after the first backward. Pass retain_graph=true to the first backward or grad call.",
+                     after the first backward. Pass retain_graph=true (JS: {{ retainGraph: true }}) to the first backward or grad call.",
                     self.name()
                 ),
             ));

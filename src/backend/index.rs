@@ -48,6 +48,8 @@ impl Checked {
     /// The host values (`Trusted` only arises for GPU indices, which the cpu
     /// kernels never see).
     fn host(&self, op: &'static str) -> Result<&[usize]> {
+        #[cfg(not(feature = "gpu"))]
+        let _ = op;
         match self {
             Checked::Host(v) => Ok(v),
             #[cfg(feature = "gpu")]

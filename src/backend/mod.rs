@@ -203,7 +203,9 @@ pub async fn host_copy_async(x: &crate::tensor::Tensor) -> crate::error::Result<
             }
         };
         if let Some((readback, dtype)) = pending {
-            return Ok(gpu::elementwise::decode(&readback.await?, dtype));
+            let bytes = readback.await?;
+            gpu::context::pending_errors().await?;
+            return Ok(gpu::elementwise::decode(&bytes, dtype));
         }
     }
     host_copy(x)

@@ -185,6 +185,21 @@ pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Te
     Ok(record(&TO_DEVICE, Attrs::None, &[x], &[], false, out))
 }
 
+/// `to_device` for a source whose elements were already read into `host`
+/// (asynchronously, from a GPU): the same recorded op, without blocking.
+pub(crate) fn to_device_read(
+    x: &Tensor,
+    host: crate::backend::cpu::CpuBuffer,
+    device: &crate::device::Device,
+) -> Result<Tensor> {
+    let cpu = Tensor::from_buffer(crate::backend::Buffer::Cpu(host), x.shape());
+    let out = if device.is_gpu() { crate::backend::transfer(&cpu, device)? } else { cpu };
+    if !needs_record(&[x]) {
+        return Ok(out);
+    }
+    Ok(record(&TO_DEVICE, Attrs::None, &[x], &[], false, out))
+}
+
 pub fn ops() -> Vec<&'static OpDef> {
     vec![&TO_DEVICE, &RESHAPE, &PERMUTE, &EXPAND, &SLICE, &SLICE_BACKWARD, &CONTIGUOUS, &SQUEEZE]
 }

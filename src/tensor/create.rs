@@ -134,6 +134,15 @@ impl Tensor {
         }
         crate::ops::movement::to_device(self, device)
     }
+    /// `to` without blocking: a move off a GPU awaits its readback (the only
+    /// way in the browser); other moves are `to`. Recorded like `to`.
+    pub async fn to_async(&self, device: &Device) -> Result<Tensor> {
+        if &self.device() == device || !self.device().is_gpu() {
+            return self.to(device);
+        }
+        let host = crate::backend::host_copy_async(self).await?;
+        crate::ops::movement::to_device_read(self, host, device)
+    }
 }
 
 impl From<f32> for Tensor {

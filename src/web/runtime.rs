@@ -27,12 +27,24 @@ pub fn gpu_device(op: &'static str) -> JsResult<Device> {
 /// Opens the backend: `kind` is 'cpu' (no GPU is touched) or 'webgpu' (the
 /// GPU is opened, or the returned promise rejects with the reason). Resolves
 /// to `{ device, adapter }`; the JS `init()` adds the fallback logic.
+/// `softwareAdapter`: the page saw (in `GPUAdapterInfo`) that the adapter is
+/// a software rasteriser such as SwiftShader, which WebGPU does not report
+/// otherwise; skiff then uses its kernels for CPU adapters.
 #[wasm_bindgen(js_name = initBackend)]
-pub async fn init_backend(kind: String) -> JsResult<JsValue> {
+pub async fn init_backend(
+    kind: String,
+    #[wasm_bindgen(js_name = softwareAdapter)] software_adapter: Option<bool>,
+) -> JsResult<JsValue> {
     let device = match kind.as_str() {
         "cpu" => Device::Cpu,
         "webgpu" | "gpu" => {
-            let d = Device::gpu_async().await?;
+            #[cfg(feature = "gpu")]
+            let d = Device::Gpu(crate::backend::gpu::init_default_async_with(software_adapter.unwrap_or(false)).await?);
+            #[cfg(not(feature = "gpu"))]
+            let d = {
+                let _ = software_adapter;
+                Device::gpu_async().await?
+            };
             GPU.with(|g| *g.borrow_mut() = Some(d.clone()));
             d
         }

@@ -264,7 +264,33 @@ impl JsTensor {
     /// Recorded by autodiff, like any op.
     pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<JsTensor> {
         let t = self.get("to")?;
-        Ok(JsTensor::wrap(t.to(&args::device("to", &device)?)?))
+        let device = args::device("to", &device)?;
+        if t.device().is_gpu() && t.device() != device && cfg!(target_arch = "wasm32") {
+            return Err(js_error(
+                "to",
+                format!(
+                    "moving a tensor of shape {:?} off the GPU reads it back, which cannot block in the browser: use await t.toAsync('{}')",
+                    t.shape(),
+                    args::device_name(&device)
+                ),
+            ));
+        }
+        Ok(JsTensor::wrap(t.to(&device)?))
+    }
+
+    /// A copy on `device` without blocking (moving off the GPU awaits a
+    /// readback); resolves to this tensor's own copy. Recorded by autodiff.
+    #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor>")]
+    pub fn to_async(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue,
+    ) -> JsResult<js_sys::Promise> {
+        let t = self.get("toAsync")?;
+        let device = args::device("toAsync", &device)?;
+        Ok(wasm_bindgen_futures::future_to_promise(async move {
+            let moved = t.to_async(&device).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            Ok(JsTensor::wrap(moved).into())
+        }))
     }
 
     /// A new handle to the same tensor (disposing one leaves the other usable).

@@ -78,3 +78,15 @@ pub async fn check_case(
     let names: Array = checks.iter().map(|c| JsValue::from_str(c.name())).collect();
     Ok(object(&[("op", def.name.into()), ("caseName", case.name.into()), ("checks", names.into())]))
 }
+
+/// Every WGSL source the GPU backend can build, as `[name, source]` pairs, so
+/// the browser suite can compile each with the browser's own WGSL compiler
+/// (stricter than naga in places, e.g. about non-finite constants).
+#[wasm_bindgen(js_name = kernelSources, unchecked_return_type = "[string, string][]")]
+pub fn kernel_sources() -> Array {
+    #[cfg(feature = "gpu")]
+    let all = crate::backend::gpu::catalog::all_kernel_sources();
+    #[cfg(not(feature = "gpu"))]
+    let all: Vec<(String, String)> = Vec::new();
+    all.into_iter().map(|(name, src)| JsValue::from(Array::of2(&name.into(), &src.into()))).collect()
+}

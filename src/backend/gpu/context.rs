@@ -95,18 +95,43 @@ pub fn wait_idle(_device: &wgpu::Device) -> Result<()> {
 }
 
 /// The validation error captured by an error scope, if any. Natively this
-/// waits for the scope; in the browser errors arrive asynchronously, so the
-/// scope's result is dropped and failures reach the uncaptured-error handler
-/// (reported on the next op) instead.
+/// waits for the scope. In the browser errors arrive asynchronously: the
+/// scope's result is kept and awaited by the next readback
+/// (`pending_errors`), so a kernel that failed to compile makes the read
+/// that depends on it fail instead of returning stale data.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
     block_on(scope.pop())
 }
 
 #[cfg(target_arch = "wasm32")]
+type PendingScope = std::pin::Pin<Box<dyn std::future::Future<Output = Option<wgpu::Error>>>>;
+
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static PENDING_SCOPES: std::cell::RefCell<Vec<PendingScope>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(target_arch = "wasm32")]
 pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
-    drop(scope);
+    let pending: PendingScope = Box::pin(scope.pop());
+    PENDING_SCOPES.with(|p| p.borrow_mut().push(pending));
     None
+}
+
+/// The first error of the error scopes not yet awaited (browser only; natively
+/// scopes are checked when they close).
+pub async fn pending_errors() -> Result<()> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let scopes = PENDING_SCOPES.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        for scope in scopes {
+            if let Some(e) = scope.await {
+                return Err(Error::value("gpu", format!("a GPU kernel failed to compile: {e}")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Opens the device synchronously (native only; the browser path is async).

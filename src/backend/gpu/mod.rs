@@ -110,10 +110,24 @@ pub fn default_device() -> Result<GpuDevice> {
 /// Opens the default GPU without blocking (once; later calls return the same
 /// result). A failure is remembered like `default_device`'s.
 pub async fn init_default_async() -> Result<GpuDevice> {
+    init_default_async_with(false).await
+}
+
+/// `init_default_async`, where the caller knows more about the adapter than
+/// wgpu reports: in the browser WebGPU hides the device type, and the page
+/// can tell a software adapter (SwiftShader) from `GPUAdapterInfo`. With
+/// `software`, an adapter of unknown type is recorded as a CPU device, which
+/// picks the kernels made for software rasterisers (see `matmul`).
+pub async fn init_default_async_with(software: bool) -> Result<GpuDevice> {
     if let Some(done) = DEFAULT.get() {
         return done.clone();
     }
-    let opened = GpuDevice::open_async().await;
+    let opened = context::request().await.map(|mut o| {
+        if software && o.info.device_type == wgpu::DeviceType::Other {
+            o.info.device_type = wgpu::DeviceType::Cpu;
+        }
+        GpuDevice(Arc::new(GpuContext::new(o)))
+    });
     // Another caller may have finished first while this one awaited: keep theirs.
     DEFAULT.get_or_init(|| opened).clone()
 }

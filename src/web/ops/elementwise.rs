@@ -43,8 +43,9 @@ unary_methods! {
     softplus: "log(1 + e^x), computed stably, elementwise.";
 }
 
-/// Binary methods: `Tensor` operands broadcast; a number uses `$scalar`.
-macro_rules! binary_methods {
+/// Methods taking a Tensor (broadcast) or a number (which runs `$scalar`):
+/// the binary ops and their in-place forms.
+macro_rules! operand_methods {
     ($($name:ident: $doc:literal, |$x:ident, $c:ident| $scalar:expr;)*) => {
         #[wasm_bindgen(js_class = Tensor)]
         impl JsTensor {
@@ -66,7 +67,7 @@ macro_rules! binary_methods {
     };
 }
 
-binary_methods! {
+operand_methods! {
     add: "this + other (a Tensor, broadcast, or a number).", |x, c| x.add_scalar(c);
     sub: "this - other (a Tensor, broadcast, or a number).", |x, c| x.sub_scalar(c);
     mul: "this * other (a Tensor, broadcast, or a number).", |x, c| x.mul_scalar(c);
@@ -290,30 +291,8 @@ impl JsTensor {
     }
 }
 
-/// In-place arithmetic: writes into this tensor and returns a handle to it.
-macro_rules! inplace_methods {
-    ($($name:ident: $doc:literal, |$x:ident, $c:ident| $scalar:expr;)*) => {
-        #[wasm_bindgen(js_class = Tensor)]
-        impl JsTensor {
-            $(
-                #[doc = $doc]
-                pub fn $name(
-                    &self,
-                    #[wasm_bindgen(unchecked_param_type = "Tensor | number")] other: JsValue,
-                ) -> JsResult<JsTensor> {
-                    const OP: &str = stringify!($name);
-                    let $x = self.get(OP)?;
-                    wrap(match Operand::parse(OP, "other", &other)? {
-                        Operand::Scalar($c) => ($scalar).map_err(|e| renamed(OP, e))?,
-                        Operand::Tensor(t) => $x.$name(&t)?,
-                    })
-                }
-            )*
-        }
-    };
-}
-
-inplace_methods! {
+// In-place arithmetic: writes into this tensor and returns a handle to it.
+operand_methods! {
     add_: "In place: this += other (a Tensor broadcast to this shape, or a number); returns this tensor.",
         |x, c| x.add_scalar_(c);
     sub_: "In place: this -= other; returns this tensor.", |x, c| x.add_scalar_(-c);
