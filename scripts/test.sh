@@ -24,10 +24,15 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "cargo fmt --check"
 cargo fmt --check
-# Insurance that the crate keeps building for WebAssembly (TOOLCHAIN.md).
-step "cargo check --lib --target wasm32-unknown-unknown"
-cargo check --lib --target wasm32-unknown-unknown
 step "cargo clippy --lib --no-default-features -- -D warnings (the cpu-only build)"
 cargo clippy --lib --no-default-features -- -D warnings
+# The npm package: the wasm32 build with the `web` bindings, then everything
+# that runs it (Node, headless Chromium with WebGPU and without, Vite, tsc).
+step "cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings"
+cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings
+step "npm run build (wasm32 + wasm-bindgen into pkg/)"
+npm run build
+step "node --test tests/browser/ (Node, Chromium on WebGPU and on the cpu fallback, Vite, tsc)"
+node --test --test-concurrency=1 tests/browser/
 
 printf '\nAll checks passed.\n'

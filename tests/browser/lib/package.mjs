@@ -1,0 +1,21 @@
+// A copy of the package as `npm install` leaves it in node_modules/skiff:
+// package.json plus the files its "files" list names (pkg/ taken from
+// PKG_DIR, so a development build can stand in for pkg/).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PKG_DIR, REPO } from './browser.mjs';
+
+/** Writes `<dir>/node_modules/skiff`; returns its path. */
+export function installPackage(dir) {
+  const pkgDir = path.join(dir, 'node_modules/skiff');
+  const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  fs.mkdirSync(pkgDir, { recursive: true });
+  fs.copyFileSync(path.join(REPO, 'package.json'), path.join(pkgDir, 'package.json'));
+  for (const entry of manifest.files) {
+    const from = entry.startsWith('pkg/') ? path.join(PKG_DIR, entry.slice(4)) : path.join(REPO, entry);
+    assert.ok(fs.existsSync(from), `package.json "files" names ${entry}, which does not exist`);
+    fs.cpSync(from, path.join(pkgDir, entry), { recursive: true });
+  }
+  return pkgDir;
+}

@@ -1,0 +1,113 @@
+// The browser suites' page half: each export is called from Node through
+// session.call(name, ...args) (tests/browser/lib/browser.mjs) and returns
+// plain data (numbers, arrays, strings) that the Node half asserts on.
+// Written against the public wrapper API, imported as a user would.
+import * as skiff from '/web/index.js';
+import { scenarios } from './scenarios.js';
+
+export { skiff };
+
+/** init() as the pass needs it; returns what init reported plus navigator.gpu presence. */
+export async function setup(passName) {
+  const info = await skiff.init({ device: passName === 'webgpu' ? 'webgpu' : 'auto' });
+  return { info: JSON.parse(JSON.stringify(info)), hasGpu: 'gpu' in navigator };
+}
+
+/** Runs one shared scenario (scenarios.js; the Node test runs the same ones). */
+export async function scenario(name, ...args) {
+  return scenarios[name](skiff, ...args);
+}
+
+// ---- registry ---------------------------------------------------------------
+
+export function registryCases() {
+  return skiff.testing.registryCases().map((c) => ({ ...c }));
+}
+
+/**
+ * Runs checkCase for each case index of `op`; returns one entry per failing
+ * case: "caseName (#k): message" (an empty array when all pass).
+ */
+export async function checkOp(op, cases, gpu) {
+  const failures = [];
+  for (const { caseIndex, caseName } of cases) {
+    try {
+      await skiff.testing.checkCase(op, caseIndex, { gpu });
+    } catch (e) {
+      const kind = e instanceof Error ? '' : ` (rejected with a non-Error ${typeof e})`;
+      failures.push(`${caseName} (#${caseIndex}): ${e && e.message ? e.message : String(e)}${kind}`);
+    }
+  }
+  if (skiff.memory().scopes !== 0) failures.push(`memory().scopes is ${skiff.memory().scopes} after the checks`);
+  return failures;
+}
+
+/**
+ * For every registry op: the JS name registryCoverage() gives it, and
+ * whether that name resolves to a function (a Tensor method, a top-level
+ * export, or a dotted path such as 'nn.functional.x' from the module).
+ */
+export function coverage() {
+  const cov = skiff.testing.registryCoverage();
+  const t = skiff.zeros([1]);
+  const proto = Object.getPrototypeOf(t);
+  t.dispose();
+  const out = {};
+  for (const [op, jsName] of Object.entries(cov)) {
+    let fn;
+    if (typeof jsName === 'string') {
+      if (jsName.includes('.')) {
+        fn = jsName.split('.').reduce((o, k) => (o == null ? undefined : o[k]), skiff);
+        if (fn === undefined && jsName.startsWith('Tensor.')) {
+          fn = jsName.slice(7).split('.').reduce((o, k) => (o == null ? undefined : o[k]), proto);
+        }
+      } else {
+        fn = typeof proto[jsName] === 'function' ? proto[jsName] : skiff[jsName];
+      }
+    }
+    out[op] = { jsName, resolves: typeof fn === 'function' };
+  }
+  return out;
+}
+
+// ---- kernels ------------------------------------------------------------------
+
+/** Whether the bindings export every WGSL source (testing.kernelSources()). */
+export function hasKernelSources() {
+  return typeof skiff.testing.kernelSources === 'function';
+}
+
+/**
+ * Compiles every WGSL source the GPU backend can build with the browser's
+ * own compiler (Tint in Chromium, stricter than naga in places) on a device
+ * of its own; returns "name: first error" for each that fails.
+ */
+export async function compileKernels() {
+  const sources = skiff.testing.kernelSources();
+  const adapter = await navigator.gpu.requestAdapter();
+  const device = await adapter.requestDevice();
+  const failures = [];
+  for (const entry of sources) {
+    const [name, code] = Array.isArray(entry) ? entry : [entry.name, entry.source];
+    device.pushErrorScope('validation');
+    const module = device.createShaderModule({ code, label: name });
+    const info = await module.getCompilationInfo();
+    const errs = info.messages
+      .filter((m) => m.type === 'error')
+      .map((m) => `${m.lineNum}:${m.linePos} ${m.message} | ${code.split('\n')[m.lineNum - 1]?.trim()}`);
+    let pipelineError = null;
+    if (!errs.length) {
+      try {
+        await device.createComputePipelineAsync({ layout: 'auto', compute: { module } });
+      } catch (e) {
+        pipelineError = e.message;
+      }
+    }
+    const scoped = await device.popErrorScope();
+    if (errs.length || pipelineError || scoped) {
+      failures.push(`${name}: ${errs[0] ?? pipelineError ?? scoped.message}`);
+    }
+  }
+  device.destroy();
+  return { count: sources.length, failures };
+}

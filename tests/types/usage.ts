@@ -1,0 +1,139 @@
+// A typed tour of the skiff API, as a TypeScript user writes it. Never run:
+// `npx tsc --noEmit -p tests/types/tsconfig.json` checks it against
+// web/index.d.ts (through package.json "exports", the way users import it),
+// and tests/browser/types.test.mjs runs that check under `npm test`.
+// The @ts-expect-error lines check that the declarations are precise
+// (a loose `any` would make them fail as unused directives).
+import * as skiff from 'skiff';
+import { init, tensor, zeros, ones, randn, arange, tidy, noGrad, grad, dispose, keep, memory, nn, optim, manualSeed } from 'skiff';
+import type { Tensor } from 'skiff';
+
+export async function tour(): Promise<number> {
+  // ---- init ------------------------------------------------------------------
+  const info = await init({ device: 'auto' });
+  const where: 'webgpu' | 'cpu' = info.device;
+  const why: string | null = info.reason;
+  if (info.adapter !== null) {
+    const name: string = info.adapter.name;
+    console.log(name);
+  }
+  console.log(where, why);
+  // @ts-expect-error: 'tpu' is no device
+  await init({ device: 'tpu' });
+
+  // ---- creation ----------------------------------------------------------------
+  manualSeed(42);
+  const a: Tensor = tensor([
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
+  const b = tensor(new Float32Array([1, 2, 3, 4, 5, 6]), { shape: [3, 2], requiresGrad: true });
+  const c = tensor(3, { dtype: 'float64', device: 'cpu' });
+  const z = zeros([2, 2], { dtype: 'int32' });
+  const o = ones([3]);
+  const r = randn([4, 4]);
+  const n = arange(0, 10);
+  const s = skiff.full([2], 7);
+  const e = skiff.eye(3);
+  const l = skiff.linspace(0, 1, 5);
+  const u = skiff.rand([2]);
+  const k = skiff.randint(0, 10, [5]);
+  // @ts-expect-error: 'float17' is no dtype
+  tensor([1], { dtype: 'float17' });
+
+  // ---- properties and readback ---------------------------------------------------
+  const shape: readonly number[] | Uint32Array = a.shape;
+  const dtype: 'float32' | 'float64' | 'int32' | 'bool' = a.dtype;
+  const device: 'cpu' | 'webgpu' = a.device;
+  const values: Float32Array | Float64Array | Int32Array | Uint8Array = await a.data();
+  const nested: unknown = await a.array();
+  const one: number = await c.item();
+  const text: string = a.toString();
+  const disposed: boolean = z.isDisposed;
+  console.log(shape, dtype, device, values, nested, one, text, disposed);
+
+  // ---- ops -----------------------------------------------------------------------------
+  const y = a.matmul(b).add(1).sub(o.sum()).mul(2).div(c.to(a.device).reshape([1, 1]).add(1));
+  const act = y.relu().softmax(-1);
+  const red = act.sum([1], { keepdim: true }).mean();
+  const p = r.permute([1, 0]).reshape([16]);
+  const loss = y.crossEntropy(tensor(new Int32Array([0, 1])));
+  dispose([n, s, e, l, u, k, p, red]);
+  // @ts-expect-error: matmul takes a Tensor
+  a.matmul('x');
+
+  // ---- autodiff -------------------------------------------------------------------------
+  loss.backward();
+  const gb: Tensor | undefined = b.grad;
+  const x = tensor([1, 2, 3], { requiresGrad: true });
+  const cube = x.mul(x).mul(x).sum();
+  const [g1] = grad([cube], [x], { createGraph: true });
+  const [g2] = grad([g1!.sum()], [x], { retainGraph: false, allowUnused: false });
+  const handle = x.registerHook((g: Tensor) => g.mul(2));
+  handle.remove();
+  x.registerHook(() => undefined);
+  const w = tensor([1.0], { requiresGrad: true }).requiresGrad_(true);
+  w.mul(3).backward(undefined, { retainGraph: true });
+  const frozen: Tensor = noGrad(() => x.mul(2));
+  const Scale = new skiff.Function({
+    forward(ctx, input: Tensor) {
+      ctx.saveForBackward(input);
+      return input.mul(3);
+    },
+    backward(ctx, g: Tensor) {
+      const [saved] = ctx.savedTensors;
+      console.log(saved.shape);
+      return [g.mul(3)];
+    },
+  });
+  const scaled = Scale.apply(x) as Tensor; // apply returns Tensor | Tensor[] (one output or several)
+  console.log(gb, g2, frozen, scaled);
+
+  // ---- nn and optim -----------------------------------------------------------------------
+  const model = new nn.Sequential([new nn.Linear(2, 16), new nn.ReLU(), new nn.Linear(16, 2)]);
+  const params: Tensor[] = model.parameters();
+  const opt = new optim.Adam(params, { lr: 1e-2 });
+  const sgd = new optim.SGD(new nn.Linear(2, 2).parameters(), { lr: 0.1 });
+  const sched = new optim.StepLR(opt, { stepSize: 10, gamma: 0.5 });
+  const conv = new nn.Conv2d(1, 4, 3);
+  const hook = model.registerForwardHook(() => undefined);
+  hook.remove();
+  const bytes: Uint8Array = await model.stateDict();
+  model.loadStateDict(bytes);
+  const inputs = randn([8, 2]);
+  const labels = tensor(new Int32Array(8));
+  let last = 0;
+  for (let step = 0; step < 3; step++) {
+    const stepLoss: Tensor = tidy(() => {
+      opt.zeroGrad();
+      const out: Tensor = model.forward(inputs);
+      const lossT = out.crossEntropy(labels);
+      lossT.backward();
+      opt.step();
+      return lossT;
+    });
+    sched.step();
+    last = await stepLoss.item();
+    stepLoss.dispose();
+  }
+  console.log(sgd, conv);
+
+  // ---- memory -----------------------------------------------------------------------------
+  const kept: Tensor = tidy(() => keep(tensor([1])).add(1));
+  const fromAsync: { t: Tensor } = await tidy(async () => ({ t: tensor([2]) }));
+  const m = memory();
+  const live: number = m.tensors;
+  const bytesCpu: number = m.bytes.cpu + m.bytes.webgpu;
+  const gpuLive: number | undefined = m.gpu?.liveBytes;
+  console.log(live, bytesCpu, gpuLive, m.scopes);
+  dispose([kept, fromAsync.t, a, b]);
+
+  // ---- testing hooks ----------------------------------------------------------------------
+  for (const cs of skiff.testing.registryCases()) {
+    const name: string = cs.op;
+    await skiff.testing.checkCase(name, cs.caseIndex, { gpu: false });
+  }
+  const coverage: Record<string, string> = skiff.testing.registryCoverage();
+  console.log(coverage);
+  return last;
+}
