@@ -25,6 +25,30 @@ pub fn numel(shape: &[usize]) -> usize {
 
 /// The broadcast shape of two operands (NumPy rules: align right, sizes must
 /// match or one of them must be 1).
+/// The most elements one tensor (or view) may have. In WebAssembly (32-bit
+/// addresses, at most 4 GiB of memory) an allocation that fails aborts the
+/// module, so the ops whose result can outgrow their inputs (broadcasting,
+/// matmul, expand, pad, concat, index_select, unfold, creation) refuse
+/// larger results with an error; 2^28 elements is 1 GiB of f32. Natively
+/// only overflow of the element count is refused.
+pub const MAX_ELEMENTS: usize = if cfg!(target_arch = "wasm32") { 1 << 28 } else { usize::MAX };
+
+/// An error unless a tensor of `shape` may exist (see `MAX_ELEMENTS`).
+// Natively MAX_ELEMENTS is usize::MAX, so the comparison only matters on wasm32.
+#[allow(clippy::absurd_extreme_comparisons)]
+pub fn check_size(op: &'static str, shape: &[usize]) -> Result<()> {
+    match shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) {
+        Some(n) if n <= MAX_ELEMENTS => Ok(()),
+        n => Err(Error::shape(
+            op,
+            format!(
+                "a result of shape {shape:?} would have {} elements, more than one tensor may hold here ({MAX_ELEMENTS})",
+                n.map_or_else(|| "too many".to_string(), |n| n.to_string())
+            ),
+        )),
+    }
+}
+
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
     let n = a.len().max(b.len());
     let mut out: Dims = smallvec::smallvec![0; n];
@@ -42,6 +66,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Di
             ));
         };
     }
+    check_size(op, &out)?;
     Ok(out)
 }
 

@@ -364,3 +364,19 @@ fn axis_ops_on_a_scalar_are_errors() {
     }
     assert_eq!(s.sum(&[0], false).unwrap().item().unwrap(), 1.0);
 }
+
+/// Results whose element count overflows (or, in WebAssembly, exceeds
+/// `shape::MAX_ELEMENTS`) are errors before anything is allocated: expanded
+/// views cost nothing, so they can ask for absurd broadcast results.
+#[test]
+fn results_too_large_to_allocate_are_errors() {
+    let big = 1usize << 33;
+    let col = Tensor::ones(&[1, 1], DType::F32).expand_dims(&[big, 1]).unwrap();
+    let row = Tensor::ones(&[1, 1], DType::F32).expand_dims(&[1, big]).unwrap();
+    for (op, r) in [("add", col.add(&row)), ("matmul", col.matmul(&row)), ("lt", col.lt(&row))] {
+        let e = r.err().unwrap_or_else(|| panic!("{op} of [2^33, 1] and [1, 2^33] was accepted")).to_string();
+        assert!(e.starts_with(op) && e.contains("elements"), "{op}: {e}");
+    }
+    let e = col.expand_dims(&[big, big]).expect_err("expand to 2^66 elements").to_string();
+    assert!(e.contains("expand") && e.contains("elements"), "{e}");
+}

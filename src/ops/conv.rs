@@ -88,6 +88,8 @@ fn unfold_impl(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
     expect_4d(op, "input [N, C, H, W]", x)?;
     let out = p.out_size(op, x.shape())?;
     let s = x.shape();
+    let rows = s[1].saturating_mul(p.kernel[0] * p.kernel[1]);
+    crate::shape::check_size(op, &[s[0], rows, out[0].saturating_mul(out[1])])?;
     let input = [s[2], s[3]];
     let y = be::unfold2d(op, x, &p.geometry(s[0], s[1], input, out))?;
     if !needs_record(&[x]) {

@@ -230,6 +230,9 @@ impl Tensor {
         expect_index(op, index)?;
         expect_1d(op, index)?;
         let ax = data_axis(op, self, axis)?;
+        let mut out_shape = self.dims();
+        out_shape[ax] = index.numel();
+        crate::shape::check_size(op, &out_shape)?;
         let out = be::index_select(op, self, ax, index)?;
         if !needs_record(&[self]) {
             return Ok(out);

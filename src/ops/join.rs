@@ -92,8 +92,9 @@ impl Tensor {
                     format!("shapes {:?} and {:?} differ outside axis {ax}", first.shape(), t.shape()),
                 ));
             }
-            shape[ax] += t.shape()[ax];
+            shape[ax] = shape[ax].saturating_add(t.shape()[ax]);
         }
+        crate::shape::check_size("concat", &shape)?;
         let full = Layout::contiguous(&shape);
         let mut off = 0;
         let mut pieces = Vec::with_capacity(tensors.len());
@@ -168,7 +169,9 @@ impl Tensor {
         let lead = self.ndim() - pads.len();
         let full_pads: Vec<(usize, usize)> =
             (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
-        let shape: Dims = self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d + b + a).collect();
+        let shape: Dims =
+            self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d.saturating_add(b).saturating_add(a)).collect();
+        crate::shape::check_size("pad", &shape)?;
         let mut region = Layout::contiguous(&shape);
         for (ax, &(b, _)) in full_pads.iter().enumerate() {
             region = slice_layout(&region, ax, b, 1, self.shape()[ax]);

@@ -94,6 +94,7 @@ fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let mut out_shape = batch.clone();
     out_shape.push(a2.shape()[r - 2]);
     out_shape.push(b2.shape()[r - 1]);
+    crate::shape::check_size("matmul", &out_shape)?;
     let out = be::matmul(&a2, &b2, &batch, &out_shape)?;
     if !needs_record(&[a, b]) {
         return Ok(out);

@@ -307,6 +307,7 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
+        crate::shape::check_size("expand", shape)?;
         let ok = shape.len() >= self.ndim()
             && self.shape().iter().rev().zip(shape.iter().rev()).all(|(&s, &d)| s == d || s == 1);
         if !ok {

@@ -123,11 +123,14 @@ pub fn dims(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
         .enumerate()
         .map(|(i, d)| usize_arg(op, &format!("{name}[{i}]"), &d))
         .collect::<JsResult<_>>()?;
-    // wasm32 sizes are 32-bit: refuse shapes whose element count could overflow
-    // them (zero-sized dims counted as 1, so views of them stay checkable).
+    // No tensor may exceed shape::MAX_ELEMENTS (allocating more would abort
+    // the module); zero-sized dims count as 1, so no dim alone overflows either.
     let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d.max(1) as u64));
-    if total.is_none_or(|n| n > i32::MAX as u64) {
-        return Err(js_error(op, format!("{name} {dims:?} has more than 2^31 - 1 elements")));
+    if total.is_none_or(|n| n > crate::shape::MAX_ELEMENTS as u64) {
+        return Err(js_error(
+            op,
+            format!("{name} {dims:?} has more elements than one tensor may hold here ({})", crate::shape::MAX_ELEMENTS),
+        ));
     }
     Ok(dims)
 }

@@ -584,6 +584,11 @@ export const scenarios = {
       ['optim.Adam with lr -1', ['Adam', 'optim.Adam', 'adam'], () =>
         new optim.Adam(new nn.Linear(2, 2).parameters(), { lr: -1 })],
       ['optim.SGD without parameters', ['SGD', 'optim.SGD', 'sgd'], () => new optim.SGD(undefined, { lr: 0.1 })],
+      // Results too large for wasm32's memory: errors, not an aborted module.
+      ['zeros([40000, 40000]) (6.4 GB)', ['zeros'], () => skiff.zeros([40000, 40000])],
+      ['expand to [30000, 30000]', ['expand'], () => skiff.ones([1, 30000]).expand([30000, 30000])],
+      ['outer product of 10^5-vectors', ['matmul'], () => skiff.ones([100000, 1]).matmul(skiff.ones([1, 100000]))],
+      ['broadcast add to [10^5, 10^5]', ['add'], () => skiff.ones([100000, 1]).add(skiff.ones([1, 100000]))],
     ];
     if (!gpu) {
       cases.push(["tensor on 'webgpu' without a GPU", ['tensor', 'fromData'], () => tensor([1], { device: 'webgpu' })]);
