@@ -1,8 +1,35 @@
 // Index kernels (src/backend/gpu/index.rs). Each `// ==== kernel: NAME`
 // section below is one compute shader: the launcher prepends the prelude and
 // fills {T} with the data's WGSL type. Index values were range-checked on the
-// host before any of these runs, so every read here is in bounds.
+// host before any of these runs, or written by an op that guarantees their
+// range (argmax, max-pool's window argmax), so every read here is in bounds.
 
+
+// Where output element i of a scatter sits (both scatter kernels; parameters
+// as documented there): its BASE index, the SRC offset and index line of its
+// position without the axis (the line starts at `line0`), its coordinate on
+// the axis, and whether it lies within the index's extent off the axis.
+struct ScatterTarget { base: u32, src: u32, line: u32, want: u32, inside: bool }
+
+fn scatter_target(i: u32, line0: u32) -> ScatterTarget {
+    let axis = pm(2u);
+    var t = ScatterTarget(pm(4u), pm(5u), line0, 0u, true);
+    var rem = i;
+    for (var d = pm(1u); d > 0u; d = d - 1u) {
+        let e = d - 1u;
+        let c = rem % pm(8u + e);
+        rem = rem / pm(8u + e);
+        t.base = t.base + c * pm(24u + e);
+        if (e == axis) {
+            t.want = c;
+        } else {
+            t.inside = t.inside && c < pm(16u + e);
+            t.src = t.src + c * pm(32u + e);
+            t.line = t.line + c * pm(40u + e);
+        }
+    }
+    return t;
+}
 // ==== kernel: gather
 // out[i] = X[x(i) + I[idx(i)] * axis_stride], elementwise over the output
 // (the prelude's layout block): operand 0 is X viewed in the output's shape
@@ -48,28 +75,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid(wid, lid, nwg);
     if (i >= pm(0u)) { return; }
-    let axis = pm(2u);
-    var rem = i;
-    var b = pm(4u);
-    var s = pm(5u);
-    var line = 0u;
-    var want = 0u;
-    var inside = true;
-    for (var d = pm(1u); d > 0u; d = d - 1u) {
-        let e = d - 1u;
-        let c = rem % pm(8u + e);
-        rem = rem / pm(8u + e);
-        b = b + c * pm(24u + e);
-        if (e == axis) {
-            want = c;
-        } else {
-            inside = inside && c < pm(16u + e);
-            s = s + c * pm(32u + e);
-            line = line + c * pm(40u + e);
-        }
-    }
-    var acc = BASE[b];
-    if (inside) {
+    let at = scatter_target(i, 0u);
+    let s = at.src;
+    let line = at.line;
+    let want = at.want;
+    var acc = BASE[at.base];
+    if (at.inside) {
         let end = line + pm(3u);
         var lo = line;
         var hi = end;
@@ -105,27 +116,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let i = gid(wid, lid, nwg);
     if (i >= pm(0u)) { return; }
     let axis = pm(2u);
-    var rem = i;
-    var b = pm(4u);
-    var s = pm(5u);
-    var line = pm(7u);
-    var want = 0u;
-    var inside = true;
-    for (var d = pm(1u); d > 0u; d = d - 1u) {
-        let e = d - 1u;
-        let c = rem % pm(8u + e);
-        rem = rem / pm(8u + e);
-        b = b + c * pm(24u + e);
-        if (e == axis) {
-            want = c;
-        } else {
-            inside = inside && c < pm(16u + e);
-            s = s + c * pm(32u + e);
-            line = line + c * pm(40u + e);
-        }
-    }
-    var acc = BASE[b];
-    if (inside) {
+    let at = scatter_target(i, pm(7u));
+    let s = at.src;
+    let line = at.line;
+    let want = at.want;
+    var acc = BASE[at.base];
+    if (at.inside) {
         let step = pm(40u + axis);
         for (var k = 0u; k < pm(3u); k = k + 1u) {
             if (u32(I[line + k * step]) == want) {
