@@ -7,6 +7,7 @@
 // tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
 
 import * as raw from '../pkg/skiff.js';
+import { backend, ready, setBackend } from './state.js';
 
 export const Tensor = raw.Tensor;
 export const FunctionCtx = raw.FunctionCtx;
@@ -18,16 +19,12 @@ export const LrScheduler = raw.LrScheduler;
 
 let loadWasm = null;
 let loaded = null;
-let backend = null;
 
 /** Used by the entry points: how to instantiate the wasm module. */
 export function _setLoader(fn) {
   loadWasm = fn;
 }
 
-function ready(op) {
-  if (!backend) throw new Error(`${op}: skiff is not initialised yet: call await init() first`);
-}
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';
 
@@ -69,10 +66,7 @@ export async function init(options = {}) {
     loaded = loadWasm();
   }
   await loaded;
-  const finish = (info, reason) => {
-    backend = { ...info, reason };
-    return backend;
-  };
+  const finish = (info, reason) => setBackend({ ...info, reason });
   if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
   const probe = await probeWebgpu();
   if (probe.reason) {
@@ -96,7 +90,7 @@ export async function init(options = {}) {
 
 /** What init() chose ({ device, adapter, reason }), or null before init. */
 export function backendInfo() {
-  return backend;
+  return backend();
 }
 
 // ---- creation --------------------------------------------------------------
@@ -374,118 +368,8 @@ class SkiffFunction {
 }
 export { SkiffFunction as Function };
 
-// ---- nn and optim ------------------------------------------------------------------
-
-/**
- * A constructor-like function: `new nn.Linear(4, 2)` (and plain `nn.Linear(4, 2)`)
- * returns the object the Rust factory builds.
- */
-function ctor(name, factory) {
-  // A `function` (not a method shorthand) so that `new` works; returning an
-  // object from it makes that object the result of `new`.
-  return {
-    [name]: function (...args) {
-      ready(name);
-      return factory(...args);
-    },
-  }[name];
-}
-
-/**
- * `ctor` for layers: the new layer's parameters are moved to the default
- * device (what init chose), as tensor() places new tensors there.
- */
-function layer(name, factory) {
-  return ctor(name, (...args) => {
-    const m = factory(...args);
-    if (raw.getDefaultDevice() !== 'cpu') m.to(raw.getDefaultDevice());
-    return m;
-  });
-}
-
-/** Layers, containers, losses and weight init, with PyTorch's class names. */
-export const nn = {
-  Linear: layer('Linear', (...a) => raw.Module.linear(...a)),
-  Conv2d: layer('Conv2d', (...a) => raw.Module.conv2d(...a)),
-  MaxPool2d: layer('MaxPool2d', (...a) => raw.Module.maxPool2d(...a)),
-  AvgPool2d: layer('AvgPool2d', (...a) => raw.Module.avgPool2d(...a)),
-  AdaptiveAvgPool2d: layer('AdaptiveAvgPool2d', (...a) => raw.Module.adaptiveAvgPool2d(...a)),
-  BatchNorm1d: layer('BatchNorm1d', (...a) => raw.Module.batchNorm1d(...a)),
-  BatchNorm2d: layer('BatchNorm2d', (...a) => raw.Module.batchNorm2d(...a)),
-  LayerNorm: layer('LayerNorm', (...a) => raw.Module.layerNorm(...a)),
-  Dropout: layer('Dropout', (...a) => raw.Module.dropout(...a)),
-  Embedding: layer('Embedding', (...a) => raw.Module.embedding(...a)),
-  Flatten: layer('Flatten', (...a) => raw.Module.flatten(...a)),
-  ReLU: layer('ReLU', () => raw.Module.relu()),
-  LeakyReLU: layer('LeakyReLU', (...a) => raw.Module.leakyRelu(...a)),
-  GELU: layer('GELU', (...a) => raw.Module.gelu(...a)),
-  Sigmoid: layer('Sigmoid', () => raw.Module.sigmoid()),
-  Tanh: layer('Tanh', () => raw.Module.tanh()),
-  SiLU: layer('SiLU', () => raw.Module.silu()),
-  Softmax: layer('Softmax', (...a) => raw.Module.softmax(...a)),
-  MultiheadAttention: layer('MultiheadAttention', (...a) => raw.Module.multiheadAttention(...a)),
-  /** Sequential([a, b]) or Sequential(a, b), as in PyTorch. */
-  Sequential: layer('Sequential', (...a) => raw.Module.sequential(a.length === 1 && Array.isArray(a[0]) ? a[0] : a)),
-  ModuleList: layer('ModuleList', (modules = []) => raw.Module.moduleList(modules)),
-  ModuleDict: layer('ModuleDict', (modules = {}) => raw.Module.moduleDict(modules)),
-  CrossEntropyLoss: ctor('CrossEntropyLoss', (...a) => raw.Loss.crossEntropyLoss(...a)),
-  NLLLoss: ctor('NLLLoss', (...a) => raw.Loss.nllLoss(...a)),
-  MSELoss: ctor('MSELoss', (...a) => raw.Loss.mseLoss(...a)),
-  L1Loss: ctor('L1Loss', (...a) => raw.Loss.l1Loss(...a)),
-  BCEWithLogitsLoss: ctor('BCEWithLogitsLoss', (...a) => raw.Loss.bceWithLogitsLoss(...a)),
-  init: {
-    calculateGain: (...a) => raw.calculateGain(...a),
-    kaimingUniform_: (...a) => raw.initKaimingUniform_(...a),
-    kaimingNormal_: (...a) => raw.initKaimingNormal_(...a),
-    xavierUniform_: (...a) => raw.initXavierUniform_(...a),
-    xavierNormal_: (...a) => raw.initXavierNormal_(...a),
-    uniform_: (...a) => raw.initUniform_(...a),
-    normal_: (...a) => raw.initNormal_(...a),
-    constant_: (...a) => raw.initConstant_(...a),
-    zeros_: (...a) => raw.initZeros_(...a),
-    ones_: (...a) => raw.initOnes_(...a),
-  },
-  utils: {
-    /** Scales gradients so their joint norm is at most maxNorm; returns the norm as a tensor (no readback). */
-    clipGradNorm_: (...a) => raw.clipGradNorm(...a),
-    clipGradValue_: (...a) => raw.clipGradValue(...a),
-  },
-};
-
-/** Optimizers and learning-rate schedules, with PyTorch's class names. */
-export const optim = {
-  SGD: ctor('SGD', (...a) => raw.Optimizer.sgd(...a)),
-  Adam: ctor('Adam', (...a) => raw.Optimizer.adam(...a)),
-  AdamW: ctor('AdamW', (...a) => raw.Optimizer.adamw(...a)),
-  RMSprop: ctor('RMSprop', (...a) => raw.Optimizer.rmsprop(...a)),
-  Adagrad: ctor('Adagrad', (...a) => raw.Optimizer.adagrad(...a)),
-  lrScheduler: {},
-};
-optim.StepLR = ctor('StepLR', (...a) => raw.LrScheduler.stepLR(...a));
-optim.ExponentialLR = ctor('ExponentialLR', (...a) => raw.LrScheduler.exponentialLR(...a));
-optim.CosineAnnealingLR = ctor('CosineAnnealingLR', (...a) => raw.LrScheduler.cosineAnnealing(...a));
-optim.OneCycleLR = ctor('OneCycleLR', (...a) => raw.LrScheduler.oneCycleLR(...a));
-Object.assign(optim.lrScheduler, {
-  StepLR: optim.StepLR,
-  ExponentialLR: optim.ExponentialLR,
-  CosineAnnealingLR: optim.CosineAnnealingLR,
-  OneCycleLR: optim.OneCycleLR,
-});
-
-/** Concatenates tensors along dim (default 0). */
-export const cat = (...a) => raw.cat(...a);
-/** Stacks tensors along a new dim (default 0). */
-export const stack = (...a) => raw.stack(...a);
-/** Elementwise choice: input where condition, else other. */
-export const where = (...a) => raw.where(...a);
-export const unfold = (...a) => raw.unfold(...a);
-export const fold = (...a) => raw.fold(...a);
-/** Serialises named tensors to safetensors bytes (awaits GPU reads). */
-export const saveSafetensors = (...a) => raw.saveSafetensors(...a);
-/** Named tensors from safetensors bytes. */
-export const loadSafetensors = (...a) => raw.loadSafetensors(...a);
-export const clipGradNorm = (...a) => raw.clipGradNorm(...a);
-export const clipGradValue = (...a) => raw.clipGradValue(...a);
+// nn, optim and the free functions over modules live in modules.js.
+export * from './modules.js';
 
 // ---- misc ------------------------------------------------------------------------
 
