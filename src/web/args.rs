@@ -12,6 +12,34 @@ use wasm_bindgen::{JsCast, JsValue};
 /// The property every JS tensor handle exposes with its registry id.
 pub const ID_PROPERTY: &str = "_skiffId";
 
+thread_local! {
+    /// Property keys as JS strings, made once: building one from a Rust `&str`
+    /// decodes it through TextDecoder, which cost more than a small op.
+    static KEYS: std::cell::RefCell<std::collections::HashMap<String, JsValue>> = Default::default();
+}
+
+/// `key` as a JS string, cached (keys are property names: a small, fixed set).
+pub fn js_key(key: &str) -> JsValue {
+    KEYS.with(|k| {
+        let mut k = k.borrow_mut();
+        if let Some(v) = k.get(key) {
+            return v.clone();
+        }
+        let v = JsValue::from_str(key);
+        k.insert(key.to_string(), v.clone());
+        v
+    })
+}
+
+/// The id a registry handle exposes under `property`, if `v` is such a handle.
+pub fn handle_id(v: &JsValue, property: &'static str) -> Option<u32> {
+    if !v.is_object() {
+        return None;
+    }
+    // A handle freed by wasm-bindgen's free() throws from its getter: None.
+    Reflect::get(v, &js_key(property)).ok().and_then(|i| i.as_f64()).map(|i| i as u32)
+}
+
 /// A short description of a JS value for error messages.
 pub fn describe(v: &JsValue) -> String {
     if v.is_undefined() {
@@ -35,12 +63,10 @@ pub fn describe(v: &JsValue) -> String {
 
 /// The tensor behind a JS `Tensor` handle (`name` is the argument's name).
 pub fn tensor(op: &'static str, name: &str, v: &JsValue) -> JsResult<Tensor> {
-    let id = if v.is_object() { Reflect::get(v, &JsValue::from_str(ID_PROPERTY)).ok() } else { None };
-    // A handle freed by wasm-bindgen's free() throws from its getter: Err above.
-    let Some(id) = id.and_then(|i| i.as_f64()) else {
+    let Some(id) = handle_id(v, ID_PROPERTY) else {
         return Err(js_error(op, format!("{name} must be a Tensor, got {}", describe(v))));
     };
-    let slot = lookup(id as u32).ok_or_else(|| disposed(op))?;
+    let slot = lookup(id).ok_or_else(|| disposed(op))?;
     let t = slot.tensor.borrow().clone();
     t.ok_or_else(|| disposed(op))
 }
@@ -224,7 +250,7 @@ impl<'a> Opts<'a> {
     /// The raw field (`undefined` when absent).
     pub fn get(&self, key: &str) -> JsValue {
         if self.bag.is_object() {
-            Reflect::get(self.bag, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+            Reflect::get(self.bag, &js_key(key)).unwrap_or(JsValue::UNDEFINED)
         } else {
             JsValue::UNDEFINED
         }

@@ -114,9 +114,8 @@ pub fn end_scope(keep: Vec<u32>) -> JsResult<()> {
 #[wasm_bindgen(js_name = keep)]
 pub fn keep(#[wasm_bindgen(unchecked_param_type = "Tensor")] t: JsValue) -> JsResult<JsValue> {
     args::tensor("keep", "tensor", &t)?;
-    let id = js_sys::Reflect::get(&t, &JsValue::from_str(args::ID_PROPERTY)).ok().and_then(|v| v.as_f64());
-    if let Some(id) = id {
-        super::keep_handle(id as u32);
+    if let Some(id) = args::handle_id(&t, args::ID_PROPERTY) {
+        super::keep_handle(id);
     }
     Ok(t)
 }

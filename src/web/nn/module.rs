@@ -124,13 +124,11 @@ impl Entry {
 
 /// The module behind a JS `Module` argument.
 pub(crate) fn module_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Rc<Entry>> {
-    let id = if v.is_object() { Reflect::get(v, &JsValue::from_str(MODULE_ID_PROPERTY)).ok() } else { None };
-    // A handle freed by wasm-bindgen's free() throws from its getter: Err above.
-    let Some(id) = id.and_then(|i| i.as_f64()) else {
+    let Some(id) = args::handle_id(v, MODULE_ID_PROPERTY) else {
         return Err(js_error(op, format!("{name} must be a Module, got {}", describe(v))));
     };
     MODULES
-        .with(|m| m.borrow().live.get(&(id as u32)).and_then(Weak::upgrade))
+        .with(|m| m.borrow().live.get(&id).and_then(Weak::upgrade))
         .ok_or_else(|| js_error(op, format!("{name} is a Module that was freed")))
 }
 
@@ -146,7 +144,7 @@ fn hook_result(op: &'static str, what: &str, r: &JsValue) -> crate::error::Resul
     if r.is_undefined() || r.is_null() {
         return Ok(None);
     }
-    let is_handle = r.is_object() && Reflect::has(r, &JsValue::from_str(args::ID_PROPERTY)).unwrap_or(false);
+    let is_handle = r.is_object() && Reflect::has(r, &args::js_key(args::ID_PROPERTY)).unwrap_or(false);
     args::tensor(op, "value", r).map(Some).map_err(|_| {
         let got = if is_handle { "a disposed Tensor".to_string() } else { describe(r) };
         Error::value(op, format!("the {what} must return a Tensor or undefined, got {got}"))

@@ -22,7 +22,7 @@ use crate::optim::{
 use crate::web::args::{self, describe, object};
 use crate::web::nn::{bag, py_float, read_entries, serialize_promise};
 use crate::web::{js_error, JsResult};
-use js_sys::{Array, Reflect};
+use js_sys::Array;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
@@ -71,12 +71,11 @@ thread_local! {
 
 /// The optimizer behind a JS `Optimizer` argument.
 pub(crate) fn optimizer_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Rc<OptEntry>> {
-    let id = if v.is_object() { Reflect::get(v, &JsValue::from_str(OPTIMIZER_ID_PROPERTY)).ok() } else { None };
-    let Some(id) = id.and_then(|i| i.as_f64()) else {
+    let Some(id) = args::handle_id(v, OPTIMIZER_ID_PROPERTY) else {
         return Err(js_error(op, format!("{name} must be an Optimizer, got {}", describe(v))));
     };
     OPTIMIZERS
-        .with(|m| m.borrow().1.get(&(id as u32)).and_then(Weak::upgrade))
+        .with(|m| m.borrow().1.get(&id).and_then(Weak::upgrade))
         .ok_or_else(|| js_error(op, format!("{name} is an Optimizer that was freed")))
 }
 
