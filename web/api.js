@@ -390,6 +390,7 @@ export const testing = {
   registryCoverage: (...a) => raw.registryCoverage(...a),
   opNames: (...a) => raw.opNames(...a),
   kernelSources: (...a) => raw.kernelSources(...a),
+  loseDevice: (...a) => raw.loseDevice(...a),
 };
 
 export { raw as _raw };

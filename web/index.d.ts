@@ -248,4 +248,6 @@ export const testing: {
   registryCoverage(): Record<string, string>;
   opNames(): string[];
   kernelSources(): [string, string][];
+  /** Destroys the WebGPU device init() opened (every later GPU op fails): for tests of device-loss handling. */
+  loseDevice(): void;
 };

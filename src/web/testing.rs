@@ -90,3 +90,18 @@ pub fn kernel_sources() -> Array {
     let all: Vec<(String, String)> = Vec::new();
     all.into_iter().map(|(name, src)| JsValue::from(Array::of2(&name.into(), &src.into()))).collect()
 }
+
+/// Destroys the WebGPU device `init` opened, as a driver reset or a lost GPU
+/// would: every later op and readback on it fails with "the GPU device was
+/// lost". For tests of device-loss handling (the demo page's recovery).
+#[wasm_bindgen(js_name = loseDevice)]
+pub fn lose_device() -> JsResult<()> {
+    match super::runtime::gpu_device("loseDevice")? {
+        #[cfg(feature = "gpu")]
+        crate::device::Device::Gpu(g) => {
+            g.destroy();
+            Ok(())
+        }
+        _ => Err(js_error("loseDevice", "the default GPU is not a WebGPU device")),
+    }
+}

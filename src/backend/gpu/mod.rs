@@ -68,6 +68,7 @@ impl GpuDevice {
     /// later op on it returns an error. For tests of device-loss handling.
     #[doc(hidden)]
     pub fn destroy(&self) {
+        self.0.mark_lost("device lost (Destroyed): GpuDevice::destroy was called");
         self.0.device.destroy();
     }
 }

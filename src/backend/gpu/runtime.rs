@@ -141,6 +141,14 @@ impl GpuContext {
         }
     }
 
+    /// Marks the device lost now (the browser reports `GPUDevice.lost` only
+    /// later, and ops on a lost WebGPU device are silent no-ops), so the very
+    /// next op fails with `reason` instead of returning stale data.
+    pub(crate) fn mark_lost(&self, reason: &str) {
+        self.lost.store(true, Ordering::SeqCst);
+        lock(&self.failure).get_or_insert_with(|| reason.to_string());
+    }
+
     /// The error to report if the device was lost or a GPU command failed.
     pub(crate) fn check(&self, op: &'static str) -> Result<()> {
         if let Some(msg) = lock(&self.failure).clone() {
