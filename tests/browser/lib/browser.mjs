@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { serve } from './server.mjs';
+import { serve } from '../../../scripts/lib/static-server.mjs';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const CHROMIUM = process.env.SKIFF_CHROMIUM ?? '/usr/bin/chromium';
@@ -52,16 +52,20 @@ export function assertBuilt({ wrapper = false } = {}) {
 }
 
 /**
- * Starts a server over `root` (default: the repo root) and Chromium for
- * `pass`, and opens `pagePath`. Resolves to a session:
+ * Starts a server over `root` (default: the repo root, or `mounts`, URL
+ * prefix -> directory) and Chromium for `pass` (page size `viewport`), and
+ * opens `pagePath`. Resolves to a session:
  *   page, url, server, browser,
  *   call(fn, ...args): runs `window.__suite[fn](...args)` in the page,
  *   checkErrors(): throws (and clears) when the page logged a console error
  *     or threw an uncaught exception since the last check,
  *   close().
  */
-export async function openSession(pass, { root = REPO, pagePath = '/tests/browser/pages/index.html' } = {}) {
-  const mounts = root === REPO && PKG_DIR !== path.join(REPO, 'pkg') ? { '/pkg/': PKG_DIR } : {};
+export async function openSession(
+  pass,
+  { root = REPO, pagePath = '/tests/browser/pages/index.html', mounts = null, viewport = null } = {},
+) {
+  if (!mounts) mounts = root === REPO && PKG_DIR !== path.join(REPO, 'pkg') ? { '/pkg/': PKG_DIR } : {};
   const server = await serve(root, { mounts });
   let browser;
   try {
@@ -70,7 +74,7 @@ export async function openSession(pass, { root = REPO, pagePath = '/tests/browse
     await server.close();
     throw e;
   }
-  const context = await browser.newContext();
+  const context = await browser.newContext(viewport ? { viewport } : {});
   if (pass.initScript) await context.addInitScript({ content: pass.initScript });
   const page = await context.newPage();
   const errors = [];

@@ -1,6 +1,7 @@
-// A tiny read-only static HTTP server for the browser tests: GET/HEAD only,
-// bound to 127.0.0.1 on a free port, no directory listings, no paths outside
-// `root`. Started and stopped by each test file.
+// A tiny read-only static HTTP server for the browser tests and the demo: GET/HEAD only,
+// bound to 127.0.0.1 (on a free port unless one is asked for), no directory
+// listings, no paths outside `root` and its mounts. The tests start and stop
+// one per file; `npm start` serves the demo page with it.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,11 +25,11 @@ const MIME = {
 
 /**
  * Serves `root` read-only. `mounts` maps URL prefixes ('/pkg/') to other
- * directories. Resolves to `{ url, port, close(), requests }`, where
+ * directories; `port` 0 (the default) picks a free one. Resolves to `{ url, port, close(), requests }`, where
  * `requests` lists `[status, path]` of every request (for debugging 404s:
  * Chromium reports them as console errors, which fail the tests).
  */
-export async function serve(root, { mounts = {} } = {}) {
+export async function serve(root, { mounts = {}, port: wanted = 0 } = {}) {
   root = path.resolve(root);
   const requests = [];
   const server = http.createServer((req, res) => {
@@ -80,7 +81,7 @@ export async function serve(root, { mounts = {} } = {}) {
   });
   await new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
+    server.listen(wanted, '127.0.0.1', resolve);
   });
   const { port } = server.address();
   return {
