@@ -1,0 +1,279 @@
+// The live-training demo page (www/), tested as a user would use it, once per
+// pass (demo-webgpu.test.mjs, demo-cpu.test.mjs): it is served with the same
+// URL layout as `npm start`, then trained, drawn on, saved, reloaded and
+// broken. Every test also fails on a page console error.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PASSES, PKG_DIR, REPO, assertBuilt, openSession } from './browser.mjs';
+import { demoMounts, missingFiles } from '../../../scripts/serve-demo.mjs';
+
+export const ARTIFACTS = path.join(REPO, 'target', 'browser-artifacts');
+// Enough MLP steps for > 80% test accuracy with Adam at lr 0.001, batch 64
+// (about 90% after 100 steps); an evaluation runs every 50 steps.
+const STEPS = 150;
+const T = { timeout: 180_000 };
+
+/** The safetensors header of `bytes`: { name: { dtype, shape } }. */
+function safetensorsHeader(bytes) {
+  const n = Number(Buffer.from(bytes).readBigUInt64LE(0));
+  const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + n)).toString('utf8'));
+  delete header.__metadata__;
+  return header;
+}
+
+export function defineDemoPass(passName) {
+  const pass = PASSES[passName];
+  describe(`demo page (${pass.name} pass)`, { timeout: 900_000 }, () => {
+    let s;
+    let page;
+    const demo = (fn, arg) => page.evaluate(fn, arg);
+    const state = () =>
+      demo(() => {
+        const d = window.__demo;
+        return { step: d.trainer.step, state: d.trainer.state, evals: d.evals, lastEval: d.lastEval, history: d.trainer.history };
+      });
+    const ready = async () => {
+      assert.equal(await demo(() => window.__demo.ready), true, `the page started: ${await page.textContent('#status')}`);
+    };
+    /** Clicks Train and waits until `steps` steps and the evaluation after them have run, then pauses. */
+    const trainFor = async (steps) => {
+      const evals = (await state()).evals;
+      await page.click('#train');
+      await page.waitForFunction(
+        ([n, e]) => window.__demo.trainer.step >= n && window.__demo.evals > e + (n >= 50 ? 0 : -1),
+        [steps, evals],
+        { timeout: 150_000, polling: 100 },
+      );
+      await page.click('#train');
+      await page.waitForFunction(() => window.__demo.trainer.state === 'paused', null, { timeout: 60_000 });
+    };
+
+    before(async () => {
+      assertBuilt({ wrapper: true });
+      const missing = missingFiles(REPO, PKG_DIR);
+      if (missing.length) throw new Error(`the demo needs: ${missing.join(', ')}`);
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      s = await openSession(pass, {
+        root: path.join(REPO, 'www'),
+        mounts: demoMounts(REPO, PKG_DIR),
+        pagePath: '/',
+        viewport: { width: 1280, height: 900 },
+      });
+      page = s.page;
+    });
+    after(() => s?.close());
+
+    test('loads with no console errors and names its backend', T, async () => {
+      await ready();
+      const badge = await page.textContent('#backend');
+      const detail = await page.textContent('#backend-detail');
+      if (pass.gpu) {
+        assert.equal(badge, 'WebGPU');
+        assert.match(detail, /swiftshader/i, 'the adapter name');
+        assert.match(detail, /software GPU: the cpu fallback is faster here/, 'the hint for a software adapter');
+      } else {
+        assert.equal(badge, 'cpu fallback');
+        assert.match(detail, /navigator\.gpu/, 'the reason for the fallback');
+      }
+      // The untrained model is already evaluated: the grid shows its guesses.
+      assert.equal(await page.locator('#samples figure').count(), 24);
+      assert.equal(await page.getAttribute('#samples', 'data-step'), '0');
+      assert.equal((await state()).state, 'idle');
+      assert.equal(await page.textContent('#train'), 'Train');
+      s.checkErrors();
+    });
+
+    test(`a short MLP run (${STEPS} steps) makes the loss fall and the test accuracy pass 80%`, T, async () => {
+      const before = await state();
+      assert.ok(before.lastEval.acc < 0.3, `an untrained model is near chance: ${before.lastEval.acc}`);
+      const chartPoints = async (id) => Number(await page.getAttribute(`#${id} [data-points]`, 'data-points'));
+      const pointsBefore = await chartPoints('chart-loss');
+      await trainFor(STEPS);
+      const after = await state();
+      const losses = after.history.trainLoss.map(([, v]) => v);
+      const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+      assert.ok(losses.length >= STEPS / 10, `a loss every 10 steps: ${losses.length}`);
+      assert.ok(mean(losses.slice(-3)) < 0.5 * mean(losses.slice(0, 3)), `the loss falls: ${losses.map((v) => v.toFixed(3))}`);
+      assert.ok(after.lastEval.step >= STEPS, `evaluated after step ${STEPS}: ${after.lastEval.step}`);
+      assert.ok(after.lastEval.acc > 0.8, `test accuracy ${after.lastEval.acc}`);
+      assert.equal(after.history.testAcc.at(-1)[1], after.lastEval.acc);
+      // What the page shows follows: stats, charts, grid, weights.
+      assert.equal(await page.textContent('#stat-acc'), `${(100 * after.lastEval.acc).toFixed(1)}%`);
+      assert.match(await page.textContent('#stat-speed'), /^[\d,]+$/, 'samples per second');
+      assert.ok((await chartPoints('chart-loss')) > pointsBefore + STEPS / 10, 'the loss chart grew');
+      assert.ok((await chartPoints('chart-acc')) > STEPS / 10, 'the accuracy chart grew');
+      assert.equal(await page.getAttribute('#samples', 'data-step'), String(after.lastEval.step));
+      const wrong = Number(await page.getAttribute('#samples', 'data-wrong'));
+      assert.equal(await page.locator('#samples figure.wrong').count(), wrong);
+      assert.ok(wrong <= 8, `${wrong} of 24 grid digits wrong at ${after.lastEval.acc} accuracy`);
+      assert.equal(await page.getAttribute('#weights', 'data-step'), String(after.lastEval.step));
+      assert.equal(await page.textContent('#train'), 'Resume');
+      await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}.png`), fullPage: true });
+      s.checkErrors();
+    });
+
+    test('drawing a stroke shows class probabilities', T, async () => {
+      const box = await page.locator('#pad').boundingBox();
+      // A "7": a bar across the top, then a stroke down to the bottom left.
+      const at = (fx, fy) => [box.x + fx * box.width, box.y + fy * box.height];
+      await page.mouse.move(...at(0.3, 0.25));
+      await page.mouse.down();
+      for (const [fx, fy] of [[0.5, 0.25], [0.7, 0.25], [0.6, 0.5], [0.5, 0.75]]) {
+        await page.mouse.move(...at(fx, fy), { steps: 6 });
+      }
+      await page.mouse.up();
+      await page.waitForFunction(() => document.getElementById('probs').dataset.top !== '', null, { timeout: 30_000 });
+      const pcts = await page.locator('#probs .prob-pct').allTextContents();
+      assert.equal(pcts.length, 10);
+      const total = pcts.map((t) => parseFloat(t)).reduce((a, b) => a + b, 0);
+      assert.ok(Math.abs(total - 100) < 1.5, `probabilities sum to 100%: ${pcts}`);
+      // The model sees the preprocessed 28x28 input, shown next to the bars.
+      const ink = await demo(() => {
+        const c = document.getElementById('pad-input');
+        return c.getContext('2d').getImageData(0, 0, 28, 28).data.filter((v, i) => i % 4 === 3 && v > 0).length;
+      });
+      assert.ok(ink > 10, `the 28x28 input shows the stroke (${ink} pixels)`);
+      await page.click('#pad-clear');
+      await page.waitForFunction(() => document.getElementById('probs').dataset.top === '');
+      s.checkErrors();
+    });
+
+    test('the model downloads as safetensors and loads back with the same test accuracy', T, async () => {
+      const trained = await demo(() => window.__demo.trainer.evaluate().then((r) => r.acc));
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+      assert.match(download.suggestedFilename(), /^skiff-mnist-mlp-step\d+\.safetensors$/);
+      const file = path.join(ARTIFACTS, `demo-${pass.name}.safetensors`);
+      await download.saveAs(file);
+      const header = safetensorsHeader(fs.readFileSync(file));
+      assert.deepEqual(Object.keys(header).sort(), ['0.bias', '0.weight', '2.bias', '2.weight']);
+      assert.deepEqual(header['0.weight'], { ...header['0.weight'], dtype: 'F32', shape: [128, 784] });
+
+      await page.click('#reset');
+      await page.waitForFunction(() => window.__demo.trainer.step === 0 && window.__demo.lastEval.step === 0);
+      const fresh = (await state()).lastEval.acc;
+      assert.ok(fresh < 0.3, `Reset starts a fresh model: ${fresh}`);
+      assert.equal(await page.getAttribute('#chart-loss [data-points]', 'data-points'), '1', 'Reset clears the charts');
+
+      await page.setInputFiles('#upload', file);
+      await page.waitForFunction(() => /^Loaded /.test(document.getElementById('status').textContent), null, { timeout: 60_000 });
+      assert.equal((await state()).lastEval.acc, trained, 'the same predictions as before the download');
+      s.checkErrors();
+    });
+
+    test('a file that is not a model is refused with a message, and the page keeps working', T, async () => {
+      const before = (await state()).lastEval;
+      await page.setInputFiles('#upload', { name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not a model') });
+      await page.waitForSelector('#error:not([hidden])');
+      assert.match(await page.textContent('#error-message'), /notes\.safetensors/);
+      assert.equal(await page.isVisible('#error-cpu'), false, 'no cpu switch for a bad file');
+      await page.click('#error-dismiss');
+      assert.equal(await page.isVisible('#error'), false);
+
+      // A safetensors file of other shapes (here: of a linear layer) is named as such.
+      const other = await demo(async () => {
+        const { skiff } = window.__demo;
+        const weight = skiff.zeros([3, 5]);
+        const bytes = await skiff.saveSafetensors({ '0.weight': weight });
+        weight.dispose();
+        return Array.from(bytes);
+      });
+      await page.setInputFiles('#upload', { name: 'other.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from(other) });
+      await page.waitForSelector('#error:not([hidden])');
+      assert.match(await page.textContent('#error-message'), /other\.safetensors: .*\[3,5\].*expected \[128,784\]/);
+      await page.click('#error-dismiss');
+      assert.deepEqual((await state()).lastEval, before, 'the model is unchanged');
+      s.checkErrors();
+    });
+
+    test('a reload resumes from the checkpoint kept in IndexedDB', T, async () => {
+      const live = () => demo(() => window.__demo.skiff.memory().tensors);
+      const tensorsBefore = await live();
+      await trainFor(60);
+      assert.equal(await live(), tensorsBefore, 'training and evaluating leave no tensor behind');
+      const saved = await demo(() => ({ step: window.__demo.trainer.lastCheckpoint.step, history: window.__demo.trainer.history }));
+      await page.reload();
+      await ready();
+      const resumed = await state();
+      assert.equal(resumed.step, saved.step, 'the step of the last checkpoint');
+      assert.match(await page.textContent('#status'), new RegExp(`^Resumed from step ${saved.step} `));
+      assert.equal(await page.textContent('#train'), 'Resume');
+      // The checkpoint's evaluation, repeated on the restored weights, gives the same accuracy.
+      const atCheckpoint = saved.history.testAcc.find(([step]) => step === saved.step);
+      assert.ok(atCheckpoint, 'the checkpoint was evaluated');
+      assert.equal(resumed.lastEval.acc, atCheckpoint[1]);
+      assert.deepEqual(resumed.history.trainLoss.slice(0, 3), saved.history.trainLoss.slice(0, 3), 'the curves are restored');
+      s.checkErrors();
+    });
+
+    // The CNN's conv kernels take seconds per step on SwiftShader (a software
+    // rasteriser), so its run is checked on the cpu pass only; the conv ops
+    // themselves are checked on WebGPU by the registry parity suite.
+    if (!pass.gpu) {
+      test('the CNN trains too, and its first-layer filters are drawn', T, async () => {
+        await page.selectOption('#model', 'cnn');
+        assert.match(await page.textContent('#status'), /Reset/, 'a trained model is not thrown away without Reset');
+        await page.click('#reset');
+        await page.waitForFunction(() => window.__demo.trainer.config.model === 'cnn' && window.__demo.lastEval.step === 0);
+        await trainFor(50);
+        const { history, lastEval } = await state();
+        const losses = history.trainLoss.map(([, v]) => v);
+        assert.ok(losses.at(-1) < 0.6 * losses[0], `the loss falls: ${losses.map((v) => v.toFixed(3))}`);
+        assert.ok(lastEval.acc > 0.5, `test accuracy after 50 steps: ${lastEval.acc}`);
+        // 8 filters of 5x5 in a 3x3 grid with 1-px gaps.
+        assert.deepEqual(await demo(() => [document.getElementById('weights').width, document.getElementById('weights').height]), [17, 17]);
+        assert.match(await page.textContent('#weights-title'), /filters/);
+        s.checkErrors();
+      });
+    }
+
+    if (pass.gpu) {
+      test('a lost GPU device is shown with what to do, and training continues on the cpu', T, async () => {
+        await page.click('#train');
+        const checkpoint = await demo(() => window.__demo.trainer.lastCheckpoint.step);
+        await page.waitForFunction((n) => window.__demo.trainer.step >= n + 5, checkpoint);
+        await demo(() => window.__demo.skiff.testing.loseDevice());
+        await page.waitForSelector('#error:not([hidden])', { timeout: 60_000 });
+        assert.equal(await page.textContent('#error-title'), 'The GPU device was lost');
+        assert.match(await page.textContent('#error-message'), /device was lost/);
+        assert.match(await page.textContent('#error-advice'), /Continue on the cpu/);
+        assert.equal((await state()).state, 'failed');
+        await page.click('#error-cpu');
+        await page.waitForFunction(() => window.__demo.trainer.state === 'running');
+        assert.equal(await page.textContent('#backend'), 'cpu fallback');
+        const resumedAt = await demo(() => window.__demo.lastEval.step);
+        assert.ok(resumedAt >= checkpoint, `continues from the checkpoint (${checkpoint}), not from scratch`);
+        await page.waitForFunction((n) => window.__demo.trainer.step >= n + 20, resumedAt, { timeout: 60_000 });
+        await page.click('#train');
+        await page.waitForFunction(() => window.__demo.trainer.state === 'paused');
+        assert.equal(await demo(() => window.__demo.skiff.getDefaultDevice()), 'cpu');
+        s.checkErrors();
+      });
+    }
+
+    test('phone width: one column, no sideways scrolling', T, async () => {
+      await page.setViewportSize({ width: 375, height: 740 });
+      // The charts follow their cards' width on the next animation frame.
+      await page
+        .waitForFunction(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth, null, { timeout: 5000 })
+        .catch(() => {});
+      const layout = await demo(() => {
+        const w = document.documentElement;
+        const x = (sel) => Math.round(document.querySelector(sel).getBoundingClientRect().left);
+        const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > w.clientWidth);
+        return {
+          scroll: w.scrollWidth,
+          width: w.clientWidth,
+          wide: wide.slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`),
+          lefts: ['.controls', '.charts', '.draw', '.samples', '.weights'].map(x),
+        };
+      });
+      assert.ok(layout.scroll <= layout.width, `page ${layout.scroll}px wide in a ${layout.width}px window: ${layout.wide}`);
+      assert.equal(new Set(layout.lefts).size, 1, `cards in one column: ${layout.lefts}`);
+      await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}-phone.png`), fullPage: true });
+      await page.setViewportSize({ width: 1280, height: 900 });
+      s.checkErrors();
+    });
+  });
+}

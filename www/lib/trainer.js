@@ -1,0 +1,338 @@
+// The training side of the demo: the two models, the loop (which yields to
+// the event loop after every step so the page stays responsive), the test-set
+// evaluation, predictions for the drawing pad, and checkpoints.
+//
+// GPU readbacks are what stall a WebGPU pipeline, so the loop reads the
+// losses of LOG_EVERY steps in one readback, and evaluates (one more readback)
+// every EVAL_EVERY steps. Every step's tensors live in a sync tidy(): an
+// async scope would also collect the tensors the drawing pad creates while
+// the loop awaits.
+import * as skiff from 'skiff';
+import { gather } from './mnist.js';
+
+export const LOG_EVERY = 10;
+export const EVAL_EVERY = 50;
+const EVAL_CHUNK = 500;
+
+const { nn, optim } = skiff;
+
+/** The models the page offers; `first` names the first layer's weight. */
+export const MODELS = {
+  mlp: {
+    label: 'MLP (784-128-10)',
+    build: () => new nn.Sequential(new nn.Linear(784, 128), new nn.ReLU(), new nn.Linear(128, 10)),
+    inputShape: (n) => [n, 784],
+    first: { key: '0.weight', count: 16, rows: 28, cols: 28 },
+  },
+  cnn: {
+    label: 'CNN (2 conv layers)',
+    build: () =>
+      new nn.Sequential(
+        new nn.Conv2d(1, 8, 5, { padding: 2 }),
+        new nn.ReLU(),
+        new nn.MaxPool2d(2),
+        new nn.Conv2d(8, 16, 5, { padding: 2 }),
+        new nn.ReLU(),
+        new nn.MaxPool2d(2),
+        new nn.Flatten(),
+        new nn.Linear(16 * 7 * 7, 10),
+      ),
+    inputShape: (n) => [n, 1, 28, 28],
+    first: { key: '0.weight', count: 8, rows: 5, cols: 5 },
+  },
+};
+
+export const OPTIMIZERS = {
+  adam: { label: 'Adam', build: (params, lr) => new optim.Adam(params, { lr }) },
+  sgd: { label: 'SGD + momentum 0.9', build: (params, lr) => new optim.SGD(params, { lr, momentum: 0.9 }) },
+};
+
+/** Which of MODELS a state dict ({ name: Tensor }) belongs to, or an Error saying why none. */
+export function modelOf(tensors) {
+  const w = tensors['0.weight'];
+  const shape = w ? JSON.stringify(w.shape) : 'missing';
+  if (shape === '[128,784]') return 'mlp';
+  if (shape === '[8,1,5,5]') return 'cnn';
+  throw new Error(
+    `this file is not a model of this page: its "0.weight" is ${shape}, expected [128,784] (MLP) or [8,1,5,5] (CNN)`,
+  );
+}
+
+// Lets the page (timers, input, painting) run between steps. A MessageChannel
+// message is not clamped to 4 ms like a nested setTimeout(0).
+const channel = new MessageChannel();
+const waiting = [];
+channel.port1.onmessage = () => waiting.shift()?.();
+const yieldToPage = () => new Promise((resolve) => (waiting.push(resolve), channel.port2.postMessage(0)));
+
+function shuffled(n) {
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
+export class Trainer {
+  /**
+   * data: loadMnist()'s { train, test }. hooks: onLog({ step, loss, acc,
+   * samplesPerSec }), onEval({ step, loss, acc, predictions }), onCheckpoint(cp),
+   * onState(state), onError(error); each optional.
+   */
+  constructor(data, hooks = {}) {
+    this.data = data;
+    this.hooks = hooks;
+    this.state = 'idle'; // idle | running | paused | failed
+    this.loop = Promise.resolve();
+    this.stopRequested = false;
+    this.model = null;
+    this.optimizer = null;
+    this.lastCheckpoint = null;
+    this.testCache = null; // the test set as device tensors: { device, chunks: [{ x, y }] }
+  }
+
+  /**
+   * Builds a fresh model (config: { model, optimizer, lr, batchSize }), or
+   * restores `checkpoint`. Call stop() first when training.
+   */
+  build(config, checkpoint = null) {
+    if (this.state === 'running') throw new Error('build: stop() the training first');
+    this.release();
+    this.config = { ...config };
+    this.model = MODELS[config.model].build();
+    // The optimizer keeps its own references: the handles can go at once.
+    const params = this.model.parameters();
+    this.optimizer = OPTIMIZERS[config.optimizer].build(params, config.lr);
+    skiff.dispose(params);
+    this.step = 0;
+    this.epoch = 0;
+    this.order = [];
+    this.history = { trainLoss: [], trainAcc: [], testLoss: [], testAcc: [] };
+    if (checkpoint) {
+      this.model.loadStateDict(checkpoint.model);
+      if (checkpoint.optimizer) this.optimizer.loadStateDict(checkpoint.optimizer);
+      this.step = checkpoint.step ?? 0;
+      this.epoch = checkpoint.epoch ?? 0;
+      if (checkpoint.history) this.history = structuredClone(checkpoint.history);
+      this.lastCheckpoint = checkpoint;
+    } else {
+      this.lastCheckpoint = null;
+    }
+    this.setState('idle');
+  }
+
+  /** Frees the model, the optimizer state and the cached test set. */
+  release() {
+    this.model?.free();
+    this.optimizer?.free();
+    this.model = this.optimizer = null;
+    this.dropTestCache();
+  }
+
+  setState(state) {
+    this.state = state;
+    this.hooks.onState?.(state);
+  }
+
+  set lr(value) {
+    this.config.lr = value;
+    if (this.optimizer) this.optimizer.lr = value;
+  }
+
+  set batchSize(value) {
+    this.config.batchSize = value;
+  }
+
+  /** Starts training in the background; it runs until stop() (or an error, reported through onError). */
+  start() {
+    if (this.state === 'running' || !this.model) return this.loop;
+    this.stopRequested = false;
+    this.setState('running');
+    this.loop = this.run();
+    return this.loop;
+  }
+
+  /** Asks the loop to stop after the current step; resolves once it has (state 'paused'). */
+  async stop() {
+    if (this.state !== 'running') return;
+    this.stopRequested = true;
+    await this.loop;
+  }
+
+  async run() {
+    const pending = []; // per step: [loss, correct] tensors, read LOG_EVERY at a time
+    let windowStart = performance.now();
+    let windowSamples = 0;
+    try {
+      while (!this.stopRequested) {
+        pending.push(this.trainStep());
+        windowSamples += this.config.batchSize;
+        this.step += 1;
+        if (pending.length >= LOG_EVERY) {
+          // The readback waits for the GPU, so the time is taken after it.
+          await this.flush(pending, () => windowSamples / ((performance.now() - windowStart) / 1000));
+          if (this.step % EVAL_EVERY < LOG_EVERY) {
+            await this.evaluate();
+            await this.checkpoint();
+          }
+          windowStart = performance.now();
+          windowSamples = 0;
+        }
+        await yieldToPage();
+      }
+      if (pending.length) await this.flush(pending, () => null);
+      this.setState('paused');
+    } catch (e) {
+      skiff.dispose(pending.flat());
+      this.setState('failed');
+      this.hooks.onError?.(e);
+    }
+  }
+
+  nextBatch() {
+    const n = this.data.train.count;
+    const b = Math.min(this.config.batchSize, n);
+    if (this.order.length < b) {
+      if (this.step > 0) this.epoch += 1;
+      this.order = shuffled(n);
+    }
+    return gather(this.data.train, this.order.splice(0, b));
+  }
+
+  /** One optimisation step; returns its [loss, number correct] as kept tensors. */
+  trainStep() {
+    const { x, y } = this.nextBatch();
+    const shape = MODELS[this.config.model].inputShape(y.length);
+    return skiff.tidy(() => {
+      const input = skiff.tensor(x, { shape });
+      const labels = skiff.tensor(y, { dtype: 'int32' });
+      this.optimizer.zeroGrad();
+      const logits = this.model.forward(input);
+      const loss = logits.crossEntropy(labels);
+      loss.backward();
+      this.optimizer.step();
+      return [loss.detach(), skiff.noGrad(() => logits.argmax(1).eq(labels).float().sum())];
+    });
+  }
+
+  /** Reads the pending steps' losses in one readback and reports their mean. */
+  async flush(pending, speed) {
+    const steps = pending.splice(0);
+    const stacked = skiff.tidy(() => skiff.stack(steps.map(([loss, correct]) => skiff.stack([loss, correct]))));
+    skiff.dispose(steps.flat());
+    const values = await stacked.data();
+    stacked.dispose();
+    const samplesPerSec = speed();
+    let loss = 0;
+    let correct = 0;
+    for (let i = 0; i < steps.length; i++) {
+      loss += values[2 * i];
+      correct += values[2 * i + 1];
+    }
+    loss /= steps.length;
+    const acc = correct / (steps.length * this.config.batchSize);
+    if (!Number.isFinite(loss)) {
+      throw new Error(`the training loss became ${loss}: the learning rate (${this.config.lr}) is too high; press Reset`);
+    }
+    this.history.trainLoss.push([this.step, loss]);
+    this.history.trainAcc.push([this.step, acc]);
+    this.hooks.onLog?.({ step: this.step, epoch: this.epoch, loss, acc, samplesPerSec });
+  }
+
+  dropTestCache() {
+    if (this.testCache) skiff.dispose(this.testCache.chunks.flatMap((c) => [c.x, c.y]));
+    this.testCache = null;
+  }
+
+  /** The test set as tensors on the current device, uploaded once. */
+  testChunks() {
+    const device = skiff.getDefaultDevice();
+    if (this.testCache?.device !== device) {
+      this.dropTestCache();
+      const { test } = this.data;
+      const chunks = [];
+      for (let start = 0; start < test.count; start += EVAL_CHUNK) {
+        const idx = Array.from({ length: Math.min(EVAL_CHUNK, test.count - start) }, (_, i) => start + i);
+        const { x, y } = gather(test, idx);
+        const shape = MODELS[this.config.model].inputShape(idx.length);
+        chunks.push({ x: skiff.keep(skiff.tensor(x, { shape })), y: skiff.keep(skiff.tensor(y, { dtype: 'int32' })) });
+      }
+      this.testCache = { device, model: this.config.model, chunks };
+    }
+    return this.testCache.chunks;
+  }
+
+  /** Loss, accuracy and every prediction on the held-out test set. */
+  async evaluate() {
+    if (this.testCache && this.testCache.model !== this.config.model) this.dropTestCache();
+    const chunks = this.testChunks();
+    const [lossSum, predictions] = skiff.tidy(() =>
+      skiff.noGrad(() => {
+        const losses = [];
+        const preds = [];
+        for (const { x, y } of chunks) {
+          const logits = this.model.forward(x);
+          losses.push(logits.crossEntropy(y, { reduction: 'sum' }));
+          preds.push(logits.argmax(1));
+        }
+        return [skiff.stack(losses).sum(), skiff.cat(preds)];
+      }),
+    );
+    const [lossValue, predValues] = await Promise.all([lossSum.item(), predictions.data()]);
+    skiff.dispose([lossSum, predictions]);
+    const { test } = this.data;
+    let correct = 0;
+    for (let i = 0; i < test.count; i++) if (predValues[i] === test.labels[i]) correct += 1;
+    const result = { step: this.step, loss: lossValue / test.count, acc: correct / test.count, predictions: predValues };
+    this.history.testLoss.push([this.step, result.loss]);
+    this.history.testAcc.push([this.step, result.acc]);
+    this.hooks.onEval?.(result);
+    return result;
+  }
+
+  /** Class probabilities for one 28x28 image (784 floats in [0, 1]); null while no model is built. */
+  async predict(pixels) {
+    if (!this.model) return null;
+    const probs = skiff.tidy(() =>
+      skiff.noGrad(() => {
+        const x = skiff.tensor(pixels, { shape: MODELS[this.config.model].inputShape(1) });
+        return this.model.forward(x).softmax(1);
+      }),
+    );
+    try {
+      return await probs.data();
+    } finally {
+      probs.dispose();
+    }
+  }
+
+  /** The first layer's weights (MLP units or CNN filters), for display. */
+  async firstLayer() {
+    const spec = MODELS[this.config.model].first;
+    const params = this.model.namedParameters();
+    try {
+      const weight = params.find(([name]) => name === spec.key)[1];
+      const values = await weight.data();
+      return { ...spec, values: values.subarray(0, spec.count * spec.rows * spec.cols) };
+    } finally {
+      skiff.dispose(params.map(([, t]) => t));
+    }
+  }
+
+  /** Model and optimizer state as safetensors, with the progress; reported through onCheckpoint. */
+  async checkpoint() {
+    const [model, optimizer] = await Promise.all([this.model.stateDict(), this.optimizer.stateDict()]);
+    this.lastCheckpoint = {
+      config: { ...this.config },
+      model,
+      optimizer,
+      step: this.step,
+      epoch: this.epoch,
+      history: structuredClone(this.history),
+      savedAt: Date.now(),
+    };
+    await this.hooks.onCheckpoint?.(this.lastCheckpoint);
+    return this.lastCheckpoint;
+  }
+}

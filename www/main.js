@@ -1,0 +1,384 @@
+// The demo page: wires the controls, charts, sample grid, weight images and
+// drawing pad to a Trainer (lib/trainer.js), and recovers from errors.
+import * as skiff from 'skiff';
+import { createChart } from './lib/charts.js';
+import { DrawPad } from './lib/draw.js';
+import { drawDigit, drawWeights, probabilityBars } from './lib/images.js';
+import { loadMnist } from './lib/mnist.js';
+import { clearLatest, download, loadLatest, saveLatest } from './lib/store.js';
+import { MODELS, OPTIMIZERS, Trainer, modelOf } from './lib/trainer.js';
+import { explain } from './lib/errors.js';
+
+const $ = (id) => document.getElementById(id);
+const GRID_SIZE = 24;
+const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe/i;
+
+const ui = {
+  model: $('model'),
+  optimizer: $('optimizer'),
+  lr: $('lr'),
+  batch: $('batch'),
+  train: $('train'),
+  reset: $('reset'),
+  status: $('status'),
+  download: $('download'),
+  upload: $('upload'),
+};
+for (const [key, m] of Object.entries(MODELS)) ui.model.add(new Option(m.label, key));
+for (const [key, o] of Object.entries(OPTIMIZERS)) ui.optimizer.add(new Option(o.label, key));
+
+const charts = {
+  loss: createChart($('chart-loss'), {
+    title: 'Loss',
+    yLabel: 'cross-entropy',
+    series: [
+      { key: 'trainLoss', label: 'train', color: '#2563eb' },
+      { key: 'testLoss', label: 'test', color: '#ea580c' },
+    ],
+  }),
+  acc: createChart($('chart-acc'), {
+    title: 'Accuracy',
+    yLabel: 'accuracy',
+    percent: true,
+    series: [
+      { key: 'trainAcc', label: 'train', color: '#2563eb' },
+      { key: 'testAcc', label: 'test', color: '#ea580c' },
+    ],
+  }),
+};
+
+// What the tests (and curious users, in the console) can look at.
+const demo = { skiff, trainer: null, pad: null, backend: null, evals: 0, lastEval: null, errors: [] };
+window.__demo = demo;
+
+function readConfig() {
+  return {
+    model: ui.model.value,
+    optimizer: ui.optimizer.value,
+    lr: Number(ui.lr.value),
+    batchSize: Number(ui.batch.value),
+  };
+}
+
+function showConfig(config) {
+  ui.model.value = config.model;
+  ui.optimizer.value = config.optimizer;
+  ui.lr.value = String(config.lr);
+  ui.batch.value = String(config.batchSize);
+}
+
+const fmt = (v, digits = 3) => (v == null || !Number.isFinite(v) ? '–' : v.toFixed(digits));
+const pct = (v) => (v == null ? '–' : `${(100 * v).toFixed(1)}%`);
+const last = (series) => (series.length ? series[series.length - 1][1] : null);
+
+function setStatus(text) {
+  ui.status.textContent = text;
+}
+
+function showBackend(info, note = '') {
+  demo.backend = info;
+  const badge = $('backend');
+  const detail = $('backend-detail');
+  if (info.device === 'webgpu') {
+    badge.textContent = 'WebGPU';
+    badge.className = 'badge gpu';
+    detail.textContent = info.adapter?.name || 'GPU adapter';
+    // A software rasteriser (e.g. SwiftShader, when a browser has no usable
+    // GPU) runs the CNN far slower than the wasm cpu backend does.
+    if (SOFTWARE_ADAPTER.test(`${info.adapter?.name} ${info.adapter?.architecture}`)) {
+      const link = Object.assign(document.createElement('a'), { href: '?device=cpu', textContent: 'the cpu fallback' });
+      detail.append(' (a software GPU: ', link, ' is faster here)');
+    }
+  } else {
+    badge.textContent = 'cpu fallback';
+    badge.className = 'badge cpu';
+    detail.textContent = note || info.reason || 'WebAssembly on the cpu (as requested)';
+  }
+}
+
+function refreshStats() {
+  const t = demo.trainer;
+  const h = t.history;
+  $('stat-step').textContent = String(t.step);
+  $('stat-epoch').textContent = String(t.epoch);
+  $('stat-loss').textContent = fmt(last(h.trainLoss));
+  $('stat-acc').textContent = pct(last(h.testAcc));
+  charts.loss.update({ trainLoss: h.trainLoss, testLoss: h.testLoss });
+  charts.acc.update({ trainAcc: h.trainAcc, testAcc: h.testAcc });
+}
+
+function refreshButtons() {
+  const { state, step } = demo.trainer;
+  document.body.dataset.state = state;
+  const running = state === 'running';
+  ui.train.textContent = running ? 'Pause' : state === 'paused' || (state === 'idle' && step > 0) ? 'Resume' : 'Train';
+  ui.train.disabled = false;
+  ui.reset.disabled = false;
+  ui.download.disabled = false;
+  if (running) setStatus('Training… the page stays usable: draw a digit meanwhile.');
+  else if (state === 'paused') setStatus(`Paused at step ${step}.`);
+}
+
+// ---- the grid of test digits and the first layer's weights --------------
+
+const grid = [];
+function buildGrid(test) {
+  const container = $('samples');
+  for (let i = 0; i < GRID_SIZE; i++) {
+    const figure = document.createElement('figure');
+    const canvas = document.createElement('canvas');
+    canvas.className = 'digit';
+    drawDigit(canvas, test.images.subarray(i * 784, (i + 1) * 784));
+    const caption = document.createElement('figcaption');
+    caption.textContent = '?';
+    figure.append(canvas, caption);
+    container.append(figure);
+    grid.push({ figure, caption, label: test.labels[i] });
+  }
+}
+
+function showPredictions(predictions) {
+  let wrong = 0;
+  grid.forEach((cell, i) => {
+    const guess = predictions[i];
+    const ok = guess === cell.label;
+    if (!ok) wrong += 1;
+    cell.figure.classList.toggle('wrong', !ok);
+    cell.caption.textContent = ok ? String(guess) : `${guess} (is ${cell.label})`;
+    cell.figure.title = ok ? `guessed ${guess}: right` : `guessed ${guess}, but it is a ${cell.label}`;
+  });
+  const container = $('samples');
+  container.dataset.step = String(demo.trainer.step);
+  container.dataset.wrong = String(wrong);
+}
+
+async function showWeights() {
+  const w = await demo.trainer.firstLayer();
+  drawWeights($('weights'), w.values, { rows: w.rows, cols: w.cols, count: w.count });
+  const conv = demo.trainer.config.model === 'cnn';
+  $('weights-title').textContent = conv ? 'First-layer filters' : 'First-layer weights';
+  $('weights-hint').textContent = conv
+    ? `The ${w.count} convolution filters (${w.rows}×${w.cols}) of the first layer. Red is positive, blue negative.`
+    : `What ${w.count} of the 128 hidden units look for in the 28×28 input. Red is positive, blue negative.`;
+  $('weights').dataset.step = String(demo.trainer.step);
+}
+
+// ---- the drawing pad ----------------------------------------------------
+
+let predicting = false;
+let predictAgain = false;
+async function predictDrawing() {
+  if (predicting) {
+    predictAgain = true;
+    return;
+  }
+  predicting = true;
+  try {
+    do {
+      predictAgain = false;
+      const pixels = demo.pad.toMnist();
+      if (!pixels) {
+        probabilityBars($('probs'), null);
+        continue;
+      }
+      drawDigit($('pad-input'), pixels);
+      probabilityBars($('probs'), await demo.trainer.predict(pixels));
+    } while (predictAgain);
+  } catch (e) {
+    showError(e);
+  } finally {
+    predicting = false;
+  }
+}
+
+// ---- errors -------------------------------------------------------------
+
+function showError(error) {
+  const { title, advice, gpuProblem } = explain(error, demo.trainer?.lastCheckpoint?.step);
+  demo.errors.push(error.message);
+  console.warn(`skiff demo: ${error.message}`);
+  $('error-title').textContent = title;
+  $('error-message').textContent = error.message;
+  $('error-advice').textContent = advice;
+  $('error-cpu').hidden = !(gpuProblem && demo.backend?.device === 'webgpu');
+  $('error').hidden = false;
+  setStatus(title);
+}
+
+function hideError() {
+  $('error').hidden = true;
+}
+
+/** Moves training to the cpu fallback from the last checkpoint (after a GPU failure). */
+async function continueOnCpu() {
+  hideError();
+  const checkpoint = demo.trainer.lastCheckpoint;
+  demo.trainer.release();
+  showBackend(await skiff.init({ device: 'cpu' }), 'switched to the cpu after a GPU error');
+  const config = checkpoint ? { ...readConfig(), model: checkpoint.config.model, optimizer: checkpoint.config.optimizer } : readConfig();
+  demo.trainer.build(config, checkpoint);
+  showConfig(demo.trainer.config);
+  refreshStats();
+  await demo.trainer.evaluate();
+  setStatus(checkpoint ? `Continuing on the cpu from step ${checkpoint.step}.` : 'Continuing on the cpu.');
+  demo.trainer.start();
+}
+
+// ---- actions ------------------------------------------------------------
+
+async function resetModel(config = readConfig()) {
+  await demo.trainer.stop();
+  demo.trainer.build(config);
+  charts.loss.clear();
+  charts.acc.clear();
+  refreshStats();
+  ui.reset.classList.remove('attention');
+  await clearLatest().catch(() => {});
+  await demo.trainer.evaluate();
+  setStatus(`A fresh ${MODELS[config.model].label}: press Train.`);
+}
+
+function onTrainClick() {
+  const t = demo.trainer;
+  if (t.state === 'running') {
+    ui.train.disabled = true; // until the step in flight ends
+    ui.train.textContent = 'Pausing…';
+    t.stop();
+  } else {
+    hideError();
+    t.start();
+  }
+}
+
+function onConfigChange() {
+  const t = demo.trainer;
+  const config = readConfig();
+  if (!(config.lr > 0 && config.lr < 10)) {
+    ui.lr.setCustomValidity('a learning rate between 0 and 10');
+    ui.lr.reportValidity();
+    return;
+  }
+  ui.lr.setCustomValidity('');
+  t.lr = config.lr;
+  t.batchSize = config.batchSize;
+  if (config.model !== t.config.model || config.optimizer !== t.config.optimizer) {
+    if (t.step === 0 && t.state !== 'running') resetModel(config).catch(showError);
+    else {
+      ui.reset.classList.add('attention');
+      setStatus('Press Reset to start over with the new model or optimizer.');
+    }
+  }
+}
+
+async function onDownload() {
+  const t = demo.trainer;
+  const bytes = await t.model.stateDict();
+  download(bytes, `skiff-mnist-${t.config.model}-step${t.step}.safetensors`);
+  setStatus(`Downloaded the ${MODELS[t.config.model].label} at step ${t.step}.`);
+}
+
+async function onUpload() {
+  const file = ui.upload.files[0];
+  ui.upload.value = '';
+  if (!file) return;
+  const bytes = new Uint8Array(await file.arrayBuffer());
+  let kind;
+  try {
+    const tensors = skiff.loadSafetensors(bytes);
+    try {
+      kind = modelOf(tensors);
+    } finally {
+      skiff.dispose(Object.values(tensors));
+    }
+  } catch (e) {
+    throw Object.assign(new Error(`${file.name}: ${e.message}`), { kind: 'file' });
+  }
+  await demo.trainer.stop();
+  const config = { ...readConfig(), model: kind };
+  demo.trainer.build(config);
+  demo.trainer.model.loadStateDict(bytes);
+  showConfig(config);
+  charts.loss.clear();
+  charts.acc.clear();
+  await demo.trainer.evaluate();
+  await demo.trainer.checkpoint();
+  setStatus(`Loaded ${file.name}: test accuracy ${pct(demo.lastEval.acc)}. Press Train to keep training it.`);
+}
+
+// ---- start-up -----------------------------------------------------------
+
+async function boot() {
+  const params = new URLSearchParams(location.search);
+  const info = await skiff.init({ device: params.get('device') ?? 'auto' });
+  showBackend(info);
+  const data = await loadMnist();
+  buildGrid(data.test);
+
+  demo.trainer = new Trainer(data, {
+    onLog: (log) => {
+      $('stat-speed').textContent = log.samplesPerSec == null ? $('stat-speed').textContent : Math.round(log.samplesPerSec).toLocaleString('en');
+      refreshStats();
+    },
+    onEval: (result) => {
+      demo.evals += 1;
+      demo.lastEval = { step: result.step, loss: result.loss, acc: result.acc };
+      showPredictions(result.predictions);
+      refreshStats();
+      showWeights().catch(showError);
+      if (!demo.pad.isEmpty()) predictDrawing();
+    },
+    onCheckpoint: async (cp) => {
+      try {
+        await saveLatest(cp);
+        $('saved').textContent = `Saved in this browser at step ${cp.step}: a reload resumes from there.`;
+      } catch (e) {
+        $('saved').textContent = `Could not keep the model in this browser (${e?.message ?? e}); downloads still work.`;
+      }
+    },
+    onState: refreshButtons,
+    onError: showError,
+  });
+  demo.pad = new DrawPad($('pad'), { onChange: predictDrawing, onClear: () => probabilityBars($('probs'), null) });
+  probabilityBars($('probs'), null);
+
+  const saved = await loadLatest().catch(() => undefined);
+  let resumed = false;
+  if (saved && MODELS[saved.config?.model] && OPTIMIZERS[saved.config?.optimizer]) {
+    try {
+      showConfig(saved.config);
+      demo.trainer.build(saved.config, saved);
+      resumed = true;
+    } catch (e) {
+      console.warn(`skiff demo: the saved model could not be restored (${e.message}); starting afresh`);
+    }
+  }
+  if (!resumed) demo.trainer.build(readConfig());
+  refreshStats();
+  await demo.trainer.evaluate();
+  refreshButtons();
+  setStatus(
+    resumed
+      ? `Resumed from step ${saved.step} (saved ${new Date(saved.savedAt).toLocaleString()}). Press Resume to keep training.`
+      : 'Ready: press Train.',
+  );
+
+  const guard = (fn) => () => Promise.resolve().then(fn).catch(showError);
+  ui.train.addEventListener('click', onTrainClick);
+  ui.reset.addEventListener('click', guard(() => resetModel()));
+  for (const el of [ui.model, ui.optimizer, ui.lr, ui.batch]) el.addEventListener('change', onConfigChange);
+  ui.download.addEventListener('click', guard(onDownload));
+  ui.upload.addEventListener('change', guard(onUpload));
+  $('pad-clear').addEventListener('click', () => demo.pad.clear());
+  $('error-dismiss').addEventListener('click', hideError);
+  $('error-cpu').addEventListener('click', guard(continueOnCpu));
+}
+
+// Resolves to true once the page works, false when start-up failed (shown on the page).
+demo.ready = boot().then(
+  () => true,
+  (e) => {
+    showError(e);
+    document.body.dataset.state = 'failed';
+    return false;
+  },
+);
