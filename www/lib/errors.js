@@ -22,7 +22,9 @@ export function explain(error, checkpointStep) {
       gpuProblem: true,
     };
   }
-  if (/out of memory|too large|exceeds|allocat/i.test(msg)) {
+  // skiff's size checks ("more than one tensor may hold here", "a GPU buffer
+  // of N bytes exceeds the adapter's limit") and WebGPU's own out-of-memory error.
+  if (/out of memory|one tensor may hold|exceeds|too large|allocat/i.test(msg)) {
     return {
       title: 'Out of memory',
       advice: `Pick a smaller batch size or the MLP and press Train, or continue on the cpu ${from}.`,
