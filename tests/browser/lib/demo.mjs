@@ -114,7 +114,10 @@ export function defineDemoPass(passName) {
       s.checkErrors();
     });
 
-    test('drawing a stroke shows class probabilities', T, async () => {
+    test('drawing a stroke while the model trains shows class probabilities', T, async () => {
+      // Training yields to the page between steps: drawing works meanwhile.
+      await page.click('#train');
+      const stepAtStart = (await state()).step;
       const box = await page.locator('#pad').boundingBox();
       // A "7": a bar across the top, then a stroke down to the bottom left.
       const at = (fx, fy) => [box.x + fx * box.width, box.y + fy * box.height];
@@ -125,6 +128,11 @@ export function defineDemoPass(passName) {
       }
       await page.mouse.up();
       await page.waitForFunction(() => document.getElementById('probs').dataset.top !== '', null, { timeout: 30_000 });
+      const during = await state();
+      assert.equal(during.state, 'running', 'still training');
+      assert.ok(during.step > stepAtStart, `steps ran while drawing (${stepAtStart} -> ${during.step})`);
+      await page.click('#train');
+      await page.waitForFunction(() => window.__demo.trainer.state === 'paused');
       const pcts = await page.locator('#probs .prob-pct').allTextContents();
       assert.equal(pcts.length, 10);
       const total = pcts.map((t) => parseFloat(t)).reduce((a, b) => a + b, 0);
