@@ -131,3 +131,52 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
     OUT[i] = acc;
 }
+
+// ==== kernel: scatter_add_window
+// scatter_add_scan for an index written by max-pool's window argmax, whose
+// value at window position k lies inside window k (padding never wins): each
+// output pixel visits only the windows covering it, at most
+// ceil(kh/sh) * ceil(kw/sw) instead of the whole line, in increasing position
+// like the scan, so the sums are the same bit for bit. Parameters as for
+// scatter_add_scan, plus m[48..57]: the plane's width, the windows per
+// column and per row (out_h, out_w), then kernel, stride and padding (h, w).
+@group(0) @binding(1) var<storage, read> BASE: array<{T}>;
+@group(0) @binding(2) var<storage, read> SRC: array<{T}>;
+@group(0) @binding(3) var<storage, read> I: array<i32>;
+@group(0) @binding(4) var<storage, read_write> OUT: array<{T}>;
+
+// The first window along one dim covering pixel p: window o spans
+// [o*s - pad, o*s - pad + k), so it covers p when o*s > p + pad - k.
+fn first_window(p: u32, pad: u32, k: u32, s: u32) -> u32 {
+    let q = p + pad;
+    if (q < k) { return 0u; }
+    return (q - k) / s + 1u;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid(wid, lid, nwg);
+    if (i >= pm(0u)) { return; }
+    let axis = pm(2u);
+    let at = scatter_target(i, pm(7u));
+    var acc = BASE[at.base];
+    if (at.inside) {
+        let step = pm(40u + axis);
+        let out_h = pm(49u);
+        let out_w = pm(50u);
+        let r = at.want / pm(48u);
+        let c = at.want % pm(48u);
+        let y1 = min((r + pm(55u)) / pm(53u) + 1u, out_h);
+        let x1 = min((c + pm(56u)) / pm(54u) + 1u, out_w);
+        for (var oy = first_window(r, pm(55u), pm(51u), pm(53u)); oy < y1; oy = oy + 1u) {
+            for (var ox = first_window(c, pm(56u), pm(52u), pm(54u)); ox < x1; ox = ox + 1u) {
+                let k = oy * out_w + ox;
+                if (u32(I[at.line + k * step]) == at.want) {
+                    acc = acc + SRC[at.src + k * pm(6u)];
+                }
+            }
+        }
+    }
+    OUT[i] = acc;
+}

@@ -111,7 +111,7 @@ fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
 #[test]
 fn shaders_validate_with_naga() {
     let all: Vec<_> = gindex::sources().into_iter().chain(gconv::sources()).collect();
-    assert_eq!(all.len(), 10);
+    assert_eq!(all.len(), 12);
     for (name, src) in all {
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
@@ -373,4 +373,65 @@ fn composites_match_cpu_forward_and_backward() {
         t[0].cross_entropy(&t[1], Reduction::Mean, 0.1)
     });
     check_composite(&dev, "embedding", &[floats(&[20, 8], 7), ints(&[4, 9], 0, 20, 8)], |t| t[0].embedding(&t[1]));
+}
+
+/// Max-pool's backward scatters at the window argmax: with the index as
+/// max-pool leaves it, each pixel visits only the windows covering it
+/// (`scatter_add_window`), and the sums match the cpu bit for bit; any other
+/// view of the same index scans whole lines (`scatter_add_scan`), also exactly.
+#[test]
+fn max_pool_backward_visits_only_covering_windows() {
+    let Some((_, _lock)) = gpu() else { return };
+    // A private context: its pipeline cache shows which kernels ran.
+    let g = skiff::backend::gpu::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    let pools: [([usize; 2], [usize; 2], [usize; 2]); 6] = [
+        ([2, 2], [2, 2], [0, 0]),
+        ([3, 3], [1, 1], [1, 1]),
+        ([3, 3], [2, 2], [1, 1]),
+        ([2, 3], [1, 2], [1, 0]),
+        ([5, 4], [3, 1], [2, 2]),
+        ([1, 1], [2, 3], [0, 0]),
+    ];
+    let grad_of = |x: &Tensor, (k, s, p): ([usize; 2], [usize; 2], [usize; 2])| {
+        let x = x.detach().requires_grad_(true).unwrap();
+        let y = x.max_pool2d(k, s, p).unwrap();
+        let w = floats(y.shape(), 7).to(&x.device()).unwrap();
+        y.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+        x.grad().unwrap().to(&Device::Cpu).unwrap()
+    };
+    for (i, &pool) in pools.iter().enumerate() {
+        // Four levels: many ties, where the first maximum must win on both.
+        let x = coarse(&[2, 3, 7, 6], 4.0, 200 + i as u64);
+        assert_same(&format!("max_pool2d grad {i}"), &grad_of(&x, pool), &grad_of(&x.to(&dev).unwrap(), pool));
+    }
+    let kernels = g.compiled_kernels();
+    assert!(kernels.iter().any(|k| k.starts_with("index:scatter_add_window:")), "{kernels:?}");
+    assert!(!kernels.iter().any(|k| k.starts_with("index:scatter_add_scan:")), "{kernels:?}");
+
+    // Other views of a 2x2 window argmax (3x3 windows per 7x6 plane): not
+    // one plane's windows per line.
+    let x = coarse(&[2, 3, 7, 6], 4.0, 300);
+    type View = fn(&Tensor) -> Result<Tensor>;
+    let views: [(&str, View, usize); 3] = [
+        ("windows sliced", |i| i.reshape(&[6, 9])?.narrow(1, 1, 8), 1),
+        ("channels merged", |i| i.reshape(&[2, 27]), 1),
+        ("planes on axis 0", |i| i.reshape(&[6, 9])?.transpose(0, 1), 0),
+    ];
+    for (what, view, axis) in views {
+        let run = |x: &Tensor| {
+            let idx = view(&x.max_pool2d_indices([2, 2], [2, 2], [0, 0]).unwrap()).unwrap();
+            let src = floats(idx.shape(), 9).to(&x.device()).unwrap();
+            let mut shape = idx.shape().to_vec();
+            shape[axis] = if what == "channels merged" { 126 } else { 42 };
+            if what == "planes on axis 0" {
+                shape[1] = 6;
+            }
+            let base = Tensor::zeros(&shape, DType::F32).to(&x.device()).unwrap();
+            base.scatter_add(axis as isize, &idx, &src).unwrap().to(&Device::Cpu).unwrap()
+        };
+        assert_same(what, &run(&x), &run(&x.to(&dev).unwrap()));
+    }
+    let kernels = g.compiled_kernels();
+    assert!(kernels.iter().any(|k| k.starts_with("index:scatter_add_scan:")), "{kernels:?}");
 }

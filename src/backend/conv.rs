@@ -63,8 +63,19 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
         Buffer::Gpu(b) => Buffer::Gpu(gk::window_argmax(op, b, x.layout(), g)?),
         _ => return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype()))),
     };
-    // Flat positions in each H*W plane: trusted by the gather/scatter that use them.
+    // Flat positions in each H*W plane: trusted by the gather/scatter that use
+    // them, and each inside its own window (padding never wins), which lets
+    // max-pool's backward scatter visit only the windows covering a pixel.
     let y = Tensor::from_buffer(out, &[g.n, g.c, g.out_h, g.out_w]);
-    y.storage().set_index_bound(g.h * g.w);
+    let windows = (g.dilation == [1, 1]).then_some(super::PoolWindows {
+        h: g.h,
+        w: g.w,
+        out_h: g.out_h,
+        out_w: g.out_w,
+        kernel: g.kernel,
+        stride: g.stride,
+        padding: g.padding,
+    });
+    y.storage().set_index_facts(super::IndexBound { bound: g.h * g.w, windows });
     Ok(y)
 }

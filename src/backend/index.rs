@@ -195,7 +195,10 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
         let plan = match &idx {
             Checked::Host(v) => gk::ScatterPlan::scatter(v, index.shape(), axis),
             Checked::Trusted => {
-                gk::ScatterPlan::device_index(index.shape()[axis], index.shape(), index.layout().clone())
+                let mut plan =
+                    gk::ScatterPlan::device_index(index.shape()[axis], index.shape(), index.layout().clone());
+                plan.windows = pool_windows(index, axis, base.shape()[axis]);
+                plan
             }
         };
         return gpu_scatter_add(op, base, axis, src, Some(index), &plan);
@@ -207,6 +210,26 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
         out
     });
     Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
+}
+
+/// The window geometry a device scatter may visit instead of scanning whole
+/// index lines: `index` holds a max-pool argmax (each window's value lies
+/// inside that window) viewed with the windows of one plane along the last
+/// axis, `axis`, each line starting at a plane, and the target axis is the
+/// [h, w] plane flattened (max-pool's backward; see `scatter_add_window`).
+#[cfg(feature = "gpu")]
+fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<super::PoolWindows> {
+    let pw = index.storage().index_facts()?.windows?;
+    let l = index.layout();
+    let per_plane = pw.out_h * pw.out_w;
+    let aligned = |x: usize| x % per_plane == 0;
+    let fits = axis + 1 == l.shape.len()
+        && l.shape[axis] == per_plane
+        && (l.strides[axis] == 1 || per_plane == 1)
+        && dim == pw.h * pw.w
+        && aligned(l.offset)
+        && l.shape[..axis].iter().zip(&l.strides[..axis]).all(|(&n, &st)| n == 1 || aligned(st));
+    fits.then_some(pw)
 }
 
 #[cfg(feature = "gpu")]

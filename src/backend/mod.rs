@@ -57,7 +57,32 @@ pub struct StorageInner {
     /// storage version matches. Index ops then skip the host-side range check,
     /// so indices computed on a GPU need no readback (impossible to do
     /// synchronously in the browser).
-    index_bound: std::sync::Mutex<Option<(u64, usize)>>,
+    index_bound: std::sync::Mutex<Option<(u64, IndexBound)>>,
+}
+
+/// What an op guarantees about the i32 values it wrote (see `index_bound`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IndexBound {
+    /// Every value lies in `0..bound`.
+    pub bound: usize,
+    /// Written by max-pool's window argmax: the value at window position k
+    /// (along the last axis) lies inside window k, so a scatter along that
+    /// axis need only look at the windows covering each target.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))] // only the GPU scatter reads it
+    pub windows: Option<PoolWindows>,
+}
+
+/// The window geometry of a max-pool argmax over [h, w] planes (dilation 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) struct PoolWindows {
+    pub h: usize,
+    pub w: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
 }
 
 /// i32 GPU storages up to this many elements keep a host mirror.
@@ -100,12 +125,20 @@ impl StorageInner {
     }
     /// Records that every value is in `0..bound` (see `index_bound`).
     pub(crate) fn set_index_bound(&self, bound: usize) {
-        *self.index_bound.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), bound));
+        self.set_index_facts(IndexBound { bound, windows: None });
+    }
+    /// Records what the op that wrote this storage guarantees about its values.
+    pub(crate) fn set_index_facts(&self, facts: IndexBound) {
+        *self.index_bound.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), facts));
+    }
+    /// The recorded guarantees, unless the storage was written since.
+    pub(crate) fn index_facts(&self) -> Option<IndexBound> {
+        let g = self.index_bound.lock().unwrap_or_else(|e| e.into_inner());
+        g.filter(|(v, _)| *v == self.version()).map(|(_, b)| b)
     }
     /// The recorded bound of this storage's values, unless written since.
     pub(crate) fn index_bound(&self) -> Option<usize> {
-        let g = self.index_bound.lock().unwrap_or_else(|e| e.into_inner());
-        g.filter(|(v, _)| *v == self.version()).map(|(_, b)| b)
+        self.index_facts().map(|f| f.bound)
     }
     pub fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         self.data.read().unwrap_or_else(|e| e.into_inner())

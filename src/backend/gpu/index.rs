@@ -12,6 +12,7 @@
 
 use super::kernels::{elementwise_params, launch, MAX_RANK, PRELUDE};
 use super::{wgsl_type, GpuBuffer};
+use crate::backend::PoolWindows;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{contiguous_strides, Layout};
@@ -41,7 +42,7 @@ pub fn sources() -> Vec<(String, String)> {
         all.push((format!("index:gather:{}", dt.name()), kernel_source(INDEX, "gather", dt)));
     }
     for dt in [DType::F32, DType::I32] {
-        for kernel in ["scatter_add", "scatter_add_scan"] {
+        for kernel in ["scatter_add", "scatter_add_scan", "scatter_add_window"] {
             all.push((format!("index:{kernel}:{}", dt.name()), kernel_source(INDEX, kernel, dt)));
         }
     }
@@ -92,6 +93,10 @@ pub struct ScatterPlan {
     /// Set when the index stays on the GPU (never read by the host): its
     /// offset. Each output then scans its whole line (see `scatter_add_scan`).
     device_offset: Option<usize>,
+    /// For a device index written by max-pool's window argmax (see
+    /// `backend::index::pool_windows`): each output visits only the windows
+    /// covering it (`scatter_add_window`) instead of its whole line.
+    pub(crate) windows: Option<PoolWindows>,
 }
 
 impl ScatterPlan {
@@ -107,7 +112,7 @@ impl ScatterPlan {
         }
         line_strides[axis] = 0;
         let keys = sort_lines(idx, outer, extent, inner);
-        ScatterPlan { extent, bounds: idx_shape.to_vec(), line_strides, keys, device_offset: None }
+        ScatterPlan { extent, bounds: idx_shape.to_vec(), line_strides, keys, device_offset: None, windows: None }
     }
 
     /// For `index_add` on an output of `out_shape`: one line (the 1-D `idx`)
@@ -120,6 +125,7 @@ impl ScatterPlan {
             line_strides: vec![0; out_shape.len()],
             keys,
             device_offset: None,
+            windows: None,
         }
     }
 
@@ -134,6 +140,7 @@ impl ScatterPlan {
             line_strides: view.strides.to_vec(),
             keys: Vec::new(),
             device_offset: Some(view.offset),
+            windows: None,
         }
     }
 }
@@ -199,7 +206,16 @@ pub fn scatter_add(
     let (kernel, keys) = match (plan.device_offset, index) {
         (Some(offset), Some(_)) => {
             m[7] = offset as u32;
-            ("scatter_add_scan", None)
+            match plan.windows {
+                Some(pw) => {
+                    let [kh, kw] = pw.kernel;
+                    let [sh, sw] = pw.stride;
+                    let [ph, pw_] = pw.padding;
+                    m.extend([pw.w, pw.out_h, pw.out_w, kh, kw, sh, sw, ph, pw_].map(|v| v as u32));
+                    ("scatter_add_window", None)
+                }
+                None => ("scatter_add_scan", None),
+            }
         }
         (None, _) => {
             let keys = GpuBuffer::new(&ctx, op, DType::I32, plan.keys.len())?;

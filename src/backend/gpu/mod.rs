@@ -64,6 +64,15 @@ impl GpuDevice {
     pub async fn open_async() -> Result<GpuDevice> {
         context::request().await.map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
     }
+    /// The kernels compiled on this device so far, by pipeline key (such as
+    /// "index:gather:f32"): for tests that check which kernel a path chose.
+    #[doc(hidden)]
+    pub fn compiled_kernels(&self) -> Vec<String> {
+        let mut keys: Vec<String> =
+            self.0.pipelines.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        keys.sort();
+        keys
+    }
     /// Destroys the device, as a driver reset or unplugged GPU would: every
     /// later op on it returns an error. For tests of device-loss handling.
     #[doc(hidden)]
