@@ -16,7 +16,13 @@ fi
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
+# Each GPU test leaves a marker under target/tmp/gpu-tests/{ran,skipped}/
+# (tests/common/mod.rs): counted below, so a run without an adapter says so.
+gpu_marks="${CARGO_TARGET_DIR:-target}/tmp/gpu-tests"
+rm -rf "$gpu_marks"
 cargo test --all-targets
+count() { find "$gpu_marks/$1" -type f 2>/dev/null | wc -l; }
+printf '\nGPU tests: %d ran, %d skipped (no adapter)\n' "$(count ran)" "$(count skipped)"
 # --all-targets leaves out doc tests: the crate docs carry a compiled example.
 step "cargo test --doc"
 cargo test --doc

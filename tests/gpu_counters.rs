@@ -5,6 +5,8 @@
 //! Without a GPU adapter the test prints a loud SKIPPED line and passes.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use skiff::device::GpuCounters;
 use skiff::{no_grad, DType, Device, Reduction, Result, Tensor};
 
@@ -68,13 +70,7 @@ fn counters(gpu: &Device) -> GpuCounters {
 
 #[test]
 fn steady_training_steps_allocate_nothing_and_compile_nothing() {
-    let gpu = match Device::gpu() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("\n!!!!!!!! SKIPPED: no GPU adapter ({e}); GPU counters were NOT checked !!!!!!!!\n");
-            return;
-        }
-    };
+    let Some(gpu) = common::gpu() else { return };
     eprintln!("gpu counters: running on {}", gpu.describe());
     let mlp = Mlp::new(&gpu).unwrap();
     // The data is created once and lives on the GPU.

@@ -1,21 +1,12 @@
 //! GPU failure modes surface as `Error`s, never panics: buffers beyond the
 //! adapter's limits, and a lost device (reported on the next op).
 
+mod common;
+
 use skiff::device::GpuDevice;
 use skiff::{DType, Device, Error, Tensor};
 
-fn gpu() -> Option<Device> {
-    match Device::gpu() {
-        Ok(d) => {
-            eprintln!("GPU tests run on {}", d.describe());
-            Some(d)
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
-}
+use common::gpu;
 
 #[test]
 fn a_buffer_beyond_the_adapter_limit_is_an_error_naming_size_and_limit() {

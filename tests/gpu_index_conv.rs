@@ -9,6 +9,8 @@
 //! and passes; the naga validation of the shaders runs everywhere.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use skiff::backend::gpu::{conv as gconv, index as gindex};
 use skiff::{DType, Device, Error, Reduction, Result, Tensor};
@@ -23,13 +25,7 @@ static GPU_LOCK: Mutex<()> = Mutex::new(());
 
 fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
     let lock = GPU_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    match Device::gpu() {
-        Ok(d) => Some((d, lock)),
-        Err(e) => {
-            eprintln!("\n!!!!!!!!!! SKIPPED: no GPU adapter ({e}) !!!!!!!!!!\n");
-            None
-        }
-    }
+    common::gpu().map(|d| (d, lock))
 }
 
 /// Deterministic pseudo-random numbers in [0, 1) (xorshift64*), so failures reproduce.

@@ -7,6 +7,8 @@
 //! bit for bit. An in-place write revokes the trust. Gradient clipping by
 //! norm has a tensor form that stays on the device too.
 
+mod common;
+
 use skiff::{Device, Tensor};
 
 fn ramp(shape: &[usize], seed: u64) -> Tensor {
@@ -35,13 +37,7 @@ mod gpu {
 
     fn gpu() -> Option<(Device, std::sync::MutexGuard<'static, ()>)> {
         let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        match Device::gpu() {
-            Ok(d) => Some((d, lock)),
-            Err(e) => {
-                eprintln!("\n!!!!!!!!!! SKIPPED: no GPU adapter ({e}) !!!!!!!!!!\n");
-                None
-            }
-        }
+        common::gpu().map(|d| (d, lock))
     }
 
     fn readbacks(d: &Device) -> u64 {

@@ -9,6 +9,8 @@
 //! `SKIFF_OPS=name1,name2` narrows the run while debugging.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use skiff::ops::{registry, OpDef};
 use skiff::testing::{check_gpu_parity, compare_gpu, POISON};
 use skiff::{DType, Device, Error, Tensor};
@@ -25,16 +27,9 @@ fn selected() -> Vec<&'static OpDef> {
 }
 
 fn gpu_or_skip() -> Option<Device> {
-    match Device::gpu() {
-        Ok(d) => {
-            eprintln!("gpu parity: running on {}", d.describe());
-            Some(d)
-        }
-        Err(e) => {
-            eprintln!("\n!!!!!!!! SKIPPED: no GPU adapter ({e}); cpu-vs-gpu parity was NOT checked !!!!!!!!\n");
-            None
-        }
-    }
+    let d = common::gpu()?;
+    eprintln!("gpu parity: running on {}", d.describe());
+    Some(d)
 }
 
 #[test]

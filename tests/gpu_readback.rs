@@ -2,17 +2,11 @@
 //! blocking `to_vec`, works on views, and concurrent readbacks from several
 //! threads all complete.
 
-use skiff::{DType, Device, Tensor};
+mod common;
 
-fn gpu() -> Option<Device> {
-    match Device::gpu() {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
-}
+use skiff::{DType, Tensor};
+
+use common::gpu;
 
 #[test]
 fn async_readback_matches_blocking_readback_on_both_devices() {

@@ -5,18 +5,12 @@
 //! Without a GPU adapter each test prints a loud SKIPPED line and passes.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use skiff::random::Generator;
 use skiff::{Device, Result, Tensor};
 
-fn gpu() -> Option<Device> {
-    match Device::gpu() {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("\n********** SKIPPED: no GPU adapter ({e}) **********\n");
-            None
-        }
-    }
-}
+use common::gpu;
 
 /// Values in [-1, 1); with `levels` > 0 rounded to that many steps, so ties are common.
 fn data(shape: &[usize], seed: u64, levels: u32) -> Tensor {

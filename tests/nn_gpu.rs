@@ -4,6 +4,8 @@
 //! test prints a loud SKIPPED line and passes.
 #![cfg(feature = "gpu")]
 
+mod common;
+
 use skiff::nn::loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use skiff::nn::*;
 use skiff::{manual_seed, DType, Device, Tensor};
@@ -54,13 +56,7 @@ fn parity(name: &str, gpu: &Device, make: &dyn Fn() -> Box<dyn Layer>, x: &Tenso
 #[test]
 fn every_layer_matches_the_cpu() {
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
-    let gpu = match Device::gpu() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("\n!!!!!!!! SKIPPED: no GPU adapter ({e}); nn layers were NOT checked on the GPU !!!!!!!!\n");
-            return;
-        }
-    };
+    let Some(gpu) = common::gpu() else { return };
     manual_seed(1);
     let img = Tensor::randn(&[2, 3, 6, 6], DType::F32);
     let vec2 = Tensor::randn(&[4, 6], DType::F32);
@@ -130,10 +126,7 @@ fn every_layer_matches_the_cpu() {
 #[test]
 fn losses_match_the_cpu() {
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(gpu) = Device::gpu() else {
-        eprintln!("\n!!!!!!!! SKIPPED: no GPU adapter; nn losses were NOT checked on the GPU !!!!!!!!\n");
-        return;
-    };
+    let Some(gpu) = common::gpu() else { return };
     manual_seed(2);
     let logits = Tensor::randn(&[5, 4], DType::F32);
     let labels = Tensor::from_vec(vec![0i32, 3, 1, 1, 2], &[5]).unwrap();

@@ -100,6 +100,30 @@ fn clip_grad_norm_two_and_inf() {
     assert!(clip_grad_norm_(&params, -1.0, 2.0).is_err());
 }
 
+/// The device-side variant on the cpu: the norm comes back as a 0-d tensor on
+/// the gradients' device (f64 here, like the gradients), the gradients are
+/// scaled in place, and without gradients there is no norm.
+#[test]
+fn clip_grad_norm_tensor_returns_the_norm_as_a_tensor() {
+    use skiff::optim::clip_grad_norm_tensor_;
+    let (a, b) = (leaf(&[0.0, 0.0], &[2]), leaf(&[0.0, 0.0], &[2]));
+    a.set_grad(Some(t(&[1.0, -2.0], &[2])));
+    b.set_grad(Some(t(&[2.0, 4.0], &[2])));
+    let total = clip_grad_norm_tensor_(&[a.clone(), b.clone()], 2.5, 2.0).unwrap().expect("a norm");
+    assert_eq!((total.shape(), total.dtype(), total.device()), (&[][..], skiff::DType::F64, skiff::Device::Cpu));
+    close(total.item().unwrap(), 5.0);
+    let c = 2.5 / (5.0 + 1e-6);
+    assert_close(&vals(&a.grad().unwrap()), &[c, -2.0 * c], 1e-12);
+    assert_close(&vals(&b.grad().unwrap()), &[2.0 * c, 4.0 * c], 1e-12);
+    // p = 3: (1 + 8 + 8 + 64)^(1/3) of the unclipped gradients = 81^(1/3).
+    a.set_grad(Some(t(&[1.0, -2.0], &[2])));
+    b.set_grad(Some(t(&[2.0, 4.0], &[2])));
+    let total = clip_grad_norm_tensor_(&[a.clone(), b.clone()], 100.0, 3.0).unwrap().unwrap();
+    close(total.item().unwrap(), 81f64.powf(1.0 / 3.0));
+    assert_close(&vals(&a.grad().unwrap()), &[1.0, -2.0], 0.0);
+    assert!(clip_grad_norm_tensor_(&[leaf(&[1.0], &[1])], 1.0, 2.0).unwrap().is_none(), "no gradients, no norm");
+}
+
 #[test]
 fn clip_grad_value() {
     let a = leaf(&[0.0, 0.0, 0.0], &[3]);

@@ -1,6 +1,8 @@
 //! Short training runs: linear regression y = 3x + 2 + noise fitted with
 //! SGD + momentum and with Adam, on the cpu and (when an adapter exists) the GPU.
 
+mod common;
+
 use skiff::optim::{clip_grad_norm_, Adam, AdamConfig, CosineAnnealing, LrSchedule, Optimizer, Sgd, SgdConfig};
 use skiff::{manual_seed, DType, Device, Reduction, Tensor};
 
@@ -48,12 +50,8 @@ fn linear_regression_cpu() {
 
 #[test]
 fn linear_regression_gpu() {
-    match Device::gpu() {
-        Ok(device) => {
-            println!("running on {}", device.describe());
-            check_fit(&device)
-        }
-        Err(e) => println!("SKIPPED: no GPU adapter ({e})"),
+    if let Some(device) = common::gpu() {
+        check_fit(&device)
     }
 }
 
@@ -85,10 +83,7 @@ fn scheduled_clipped_training_cpu() {
 
 #[test]
 fn gpu_state_stays_on_the_device_and_loads_across_devices() {
-    let device = match Device::gpu() {
-        Ok(d) => d,
-        Err(e) => return println!("SKIPPED: no GPU adapter ({e})"),
-    };
+    let Some(device) = common::gpu() else { return };
     let cpu_p = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap().requires_grad_(true).unwrap();
     let gpu_p = cpu_p.detach().to(&device).unwrap().requires_grad_(true).unwrap();
     let cfg = AdamConfig { lr: 0.1, amsgrad: true, ..Default::default() };
@@ -120,7 +115,8 @@ fn gpu_state_stays_on_the_device_and_loads_across_devices() {
 #[test]
 fn fused_adam_matches_across_devices_and_the_unfused_path() {
     use skiff::optim::AdamW;
-    let gpu = Device::gpu().ok();
+    // Without an adapter the cpu paths are still compared (common::gpu says so loudly).
+    let gpu = common::gpu();
     for decoupled in [false, true] {
         let cfg = AdamConfig { lr: 0.05, weight_decay: 0.1, ..Default::default() };
         let start = Tensor::from_vec(vec![1.0f32, -2.0, 0.5, 3.0], &[2, 2]).unwrap();

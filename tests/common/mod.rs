@@ -32,3 +32,50 @@ pub fn vals(x: &Tensor) -> Vec<f64> {
 pub fn grad_of(x: &Tensor) -> Vec<f64> {
     x.grad().expect("leaf has a gradient").to_vec::<f64>().unwrap()
 }
+
+/// Whether a missing GPU adapter (or other prerequisite) must fail the run
+/// instead of skipping: `CI` set to anything but `false`/`0`, or
+/// `SKIFF_REQUIRE_GPU=1`. CI machines install lavapipe, so there a skip
+/// would only hide a broken install.
+pub fn required() -> bool {
+    let set = |v: &str| std::env::var(v).is_ok_and(|s| !s.is_empty() && s != "0" && !s.eq_ignore_ascii_case("false"));
+    set("CI") || set("SKIFF_REQUIRE_GPU")
+}
+
+/// The GPU for a GPU test. Without an adapter: a failure when `required()`,
+/// else a loud SKIPPED line and `None`. Either way the outcome is recorded
+/// (`record_gpu_test`), so `scripts/test.sh` can say how many GPU tests ran.
+pub fn gpu() -> Option<skiff::Device> {
+    match skiff::Device::gpu() {
+        Ok(d) => {
+            record_gpu_test("ran");
+            Some(d)
+        }
+        Err(e) => {
+            let test = current_test();
+            if required() {
+                panic!(
+                    "{test}: no GPU adapter ({e}); CI / SKIFF_REQUIRE_GPU=1 require one (install mesa-vulkan-drivers)"
+                );
+            }
+            eprintln!("\n!!!!!!!! SKIPPED {test}: no GPU adapter ({e}); its GPU checks did NOT run !!!!!!!!\n");
+            record_gpu_test("skipped");
+            None
+        }
+    }
+}
+
+/// The running test's name (the test harness names each test's thread after it).
+pub fn current_test() -> String {
+    std::thread::current().name().unwrap_or("unnamed").to_string()
+}
+
+/// Marks the running test as `outcome` ("ran" or "skipped") with an empty file
+/// under `target/tmp/gpu-tests/<outcome>/`; `scripts/test.sh` clears that
+/// folder before `cargo test` and counts the files after it.
+pub fn record_gpu_test(outcome: &str) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-tests").join(outcome);
+    let name = format!("{}--{}", env!("CARGO_CRATE_NAME"), current_test().replace("::", "--"));
+    // Best effort: a failure to write the marker must not fail the test itself.
+    let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join(name), b""));
+}

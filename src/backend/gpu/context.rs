@@ -17,6 +17,13 @@ pub struct Opened {
 /// adapter's own limits (so large storage buffers work where the hardware
 /// allows them), and the WebGPU defaults as the floor.
 pub async fn request() -> Result<Opened> {
+    request_with_limits(|_| {}).await
+}
+
+/// `request`, with the adapter's limits passed through `adjust` before the
+/// device is opened: lowering one gives a device that enforces the lower
+/// limit (wgpu validates every dispatch against the device's limits).
+pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<Opened> {
     check_webgpu_present()?;
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = instance
@@ -29,7 +36,8 @@ pub async fn request() -> Result<Opened> {
         .await
         .map_err(|e| Error::value("Device::gpu", format!("no GPU adapter available: {e}")))?;
     let info = adapter.get_info();
-    let limits = adapter.limits();
+    let mut limits = adapter.limits();
+    adjust(&mut limits);
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("skiff"),
@@ -136,11 +144,11 @@ pub async fn pending_errors() -> Result<()> {
 
 /// Opens the device synchronously (native only; the browser path is async).
 #[cfg(not(target_arch = "wasm32"))]
-pub fn request_blocking() -> Result<Opened> {
-    block_on(request())
+pub fn request_blocking(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<Opened> {
+    block_on(request_with_limits(adjust))
 }
 
 #[cfg(target_arch = "wasm32")]
-pub fn request_blocking() -> Result<Opened> {
+pub fn request_blocking(_adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<Opened> {
     Err(Error::value("Device::gpu", "in the browser the GPU must be initialised asynchronously"))
 }

@@ -58,7 +58,15 @@ impl GpuDevice {
     /// Opens a new device context of its own on the best adapter (the
     /// default device, `Device::gpu()`, is shared by the whole process).
     pub fn open() -> Result<GpuDevice> {
-        context::request_blocking().map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
+        Self::open_with_limits(|_| {})
+    }
+    /// `open`, with the adapter's limits adjusted first: a device that enforces
+    /// lower limits than the hardware's, e.g. the WebGPU defaults a browser
+    /// grants, or a small `max_compute_workgroups_per_dimension` to exercise
+    /// the folded dispatch grids cheaply. Raising a limit past the adapter's
+    /// is an error from the adapter.
+    pub fn open_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<GpuDevice> {
+        context::request_blocking(adjust).map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
     }
     /// `open` without blocking: the only way to open a device in the browser.
     pub async fn open_async() -> Result<GpuDevice> {
