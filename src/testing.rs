@@ -124,8 +124,8 @@ pub fn find_op(op: &str) -> Option<&'static OpDef> {
 }
 
 /// Breaks of the registry's rules: an op registered twice, an op without
-/// cases (an op without cases fails the suite), a primitive without a
-/// backward rule. Empty when the registry is sound.
+/// cases (an op without cases fails the suite), two cases of an op with one
+/// name, a primitive without a backward rule. Empty when the registry is sound.
 pub fn registry_problems() -> Vec<String> {
     let mut names = std::collections::HashSet::new();
     let mut problems = Vec::new();
@@ -133,8 +133,16 @@ pub fn registry_problems() -> Vec<String> {
         if !names.insert(def.name) {
             problems.push(format!("op '{}' is registered twice", def.name));
         }
-        if (def.cases)().is_empty() {
+        let cases = (def.cases)();
+        if cases.is_empty() {
             problems.push(format!("op '{}' has no test cases", def.name));
+        }
+        // Case names identify cases in reports and in the JS tests' tables.
+        let mut case_names = std::collections::HashSet::new();
+        for case in &cases {
+            if !case_names.insert(case.name) {
+                problems.push(format!("op '{}' has two cases named {:?}", def.name, case.name));
+            }
         }
         if def.kind == OpKind::Primitive && def.backward.is_none() {
             problems.push(format!("primitive op '{}' has no backward rule", def.name));

@@ -77,49 +77,50 @@ fn grads(
     Ok(vec![a, b])
 }
 
-fn broadcast_cases(name: &'static str, lo: f64, hi: f64, run: fn(&[Tensor]) -> Result<Tensor>) -> Vec<Case> {
+fn broadcast_cases(lo: f64, hi: f64, run: fn(&[Tensor]) -> Result<Tensor>) -> Vec<Case> {
+    let u = |s: &[usize]| Input::Uniform(s.to_vec(), lo, hi);
     vec![
-        Case::new(name, vec![Input::Uniform(vec![3, 4], lo, hi), Input::Uniform(vec![3, 4], lo, hi)], run),
-        Case::new(name, vec![Input::Uniform(vec![2, 3, 4], lo, hi), Input::Uniform(vec![4], lo, hi)], run),
-        Case::new(name, vec![Input::Uniform(vec![3, 1], lo, hi), Input::Uniform(vec![1, 4], lo, hi)], run),
-        Case::new(name, vec![Input::Uniform(vec![], lo, hi), Input::Uniform(vec![2, 3], lo, hi)], run),
+        Case::new("same shapes", vec![u(&[3, 4]), u(&[3, 4])], run),
+        Case::new("[2, 3, 4] with [4]", vec![u(&[2, 3, 4]), u(&[4])], run),
+        Case::new("[3, 1] with [1, 4]", vec![u(&[3, 1]), u(&[1, 4])], run),
+        Case::new("0-d with [2, 3]", vec![u(&[]), u(&[2, 3])], run),
     ]
 }
 
 binary_row!(ADD, "add", |a, b| a + b, wgsl: "a + b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || Ok(g[0].clone())),
-    cases: || broadcast_cases("add", -2.0, 2.0, |xs| xs[0].add(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].add(&xs[1])));
 binary_row!(SUB, "sub", |a, b| a - b, wgsl: "a - b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || g[0].neg()),
-    cases: || broadcast_cases("sub", -2.0, 2.0, |xs| xs[0].sub(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].sub(&xs[1])));
 binary_row!(MUL, "mul", |a, b| a * b, wgsl: "a * b", saves_inputs: true, saves_output: false,
     backward: |c, g| grads(c, || g[0].mul(c.saved(1)), || g[0].mul(c.saved(0))),
-    cases: || broadcast_cases("mul", -2.0, 2.0, |xs| xs[0].mul(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].mul(&xs[1])));
 binary_row!(DIV, "div", |a, b| a / b, wgsl: "a / b", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (a, b) = (c.saved(0), c.saved(1));
         grads(c, || g[0].div(b), || g[0].mul(a)?.div(&b.mul(b)?)?.neg())
     },
-    cases: || broadcast_cases("div", 0.5, 2.0, |xs| xs[0].div(&xs[1])));
+    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].div(&xs[1])));
 binary_row!(POW, "pow", |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
     backward: |c, g| {
         let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
         grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))
     },
-    cases: || broadcast_cases("pow", 0.5, 2.0, |xs| xs[0].pow(&xs[1])));
+    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].pow(&xs[1])));
 binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, wgsl: "select(b, a, a >= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (wa, wb) = tie_weights(c.saved(0), c.saved(1))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
-    cases: || broadcast_cases("maximum", -2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
 binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, wgsl: "select(b, a, a <= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         // a gets the gradient where b > a: the weight of the larger of (b, a) goes to a.
         let (wa, wb) = tie_weights(c.saved(1), c.saved(0))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
-    cases: || broadcast_cases("minimum", -2.0, 2.0, |xs| xs[0].minimum(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].minimum(&xs[1])));
 
 /// Weights routing the gradient of max(a, b): 1 to the larger, 0.5 each on ties (as PyTorch).
 fn tie_weights(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
