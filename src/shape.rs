@@ -136,6 +136,45 @@ impl Layout {
         }
         true
     }
+    /// This layout's elements in row-major order, viewed as `shape` without
+    /// moving data, when strides can express it (None: a copy is needed).
+    /// The dims (size-1 dims aside) fall into runs that are contiguous with
+    /// respect to one another; each new dim must lie within one run, and
+    /// takes its stride from the run's innermost stride.
+    pub fn reshaped(&self, shape: &[usize]) -> Option<Layout> {
+        if numel(shape) != self.numel() {
+            return None;
+        }
+        if self.numel() == 0 {
+            return Some(Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: self.offset });
+        }
+        // (elements, innermost stride) of each run, innermost run first.
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (&d, &st) in self.shape.iter().zip(&self.strides).rev().filter(|(&d, _)| d != 1) {
+            match runs.last_mut() {
+                Some((size, base)) if st == *base * *size => *size *= d,
+                _ => runs.push((d, st)),
+            }
+        }
+        let mut strides: Dims = smallvec::smallvec![0; shape.len()];
+        let (mut run, mut placed) = (0, 1);
+        for j in (0..shape.len()).rev() {
+            if shape[j] == 1 {
+                // Never stepped along: any stride; the next one out keeps is_contiguous simple.
+                strides[j] = if j + 1 < shape.len() { strides[j + 1] * shape[j + 1] } else { 1 };
+                continue;
+            }
+            let &(size, base) = runs.get(run)?;
+            strides[j] = base * placed;
+            placed *= shape[j];
+            if placed == size {
+                (run, placed) = (run + 1, 1);
+            } else if size % placed != 0 {
+                return None;
+            }
+        }
+        (run == runs.len()).then(|| Layout { shape: shape.into(), strides, offset: self.offset })
+    }
     /// Strides this layout would have when broadcast to `shape` (0 on new or size-1 dims).
     pub fn broadcast_strides(&self, shape: &[usize]) -> Dims {
         let n = shape.len();
@@ -204,6 +243,58 @@ mod tests {
         assert_eq!(s.as_slice(), &[6, 4]);
         assert_eq!(st[0].as_slice(), &[4, 1]);
         assert_eq!(st[1].as_slice(), &[0, 1]);
+    }
+
+    /// The element offsets a layout visits, in row-major order.
+    fn offsets(l: &Layout) -> Vec<usize> {
+        (0..l.numel())
+            .map(|mut flat| {
+                let mut at = l.offset;
+                for a in (0..l.shape.len()).rev() {
+                    at += flat % l.shape[a] * l.strides[a];
+                    flat /= l.shape[a];
+                }
+                at
+            })
+            .collect()
+    }
+
+    fn view(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+        Layout { shape: shape.into(), strides: strides.into(), offset }
+    }
+
+    #[test]
+    fn reshaped_views_visit_the_same_elements_or_refuse() {
+        let t = view(&[4, 3], &[1, 4], 0); // a transposed [3, 4]
+        let s = view(&[2, 3, 4], &[30, 8, 2], 5); // step-2 slices of padded rows, with an offset
+        let e = view(&[3, 4], &[0, 1], 2); // an expanded row
+        let cases: &[(&Layout, &[usize], bool)] = &[
+            (&t, &[4, 3, 1], true),
+            (&t, &[2, 2, 3], true), // splitting the strided axis
+            (&t, &[12], false),     // merging across the transpose
+            (&s, &[2, 12], true),   // the inner two axes are contiguous with each other
+            (&s, &[6, 4], false),   // the outer two are not
+            (&s, &[2, 3, 2, 2], true),
+            (&e, &[3, 2, 2], true),
+            (&e, &[12], false),
+            (&e, &[1, 3, 1, 4, 1], true),
+            (&view(&[], &[], 7), &[1, 1], true),
+            (&view(&[1, 1], &[5, 9], 7), &[], true),
+        ];
+        for &(from, to, ok) in cases {
+            match from.reshaped(to) {
+                Some(r) => {
+                    assert!(ok, "{from:?} -> {to:?} should need a copy, got {r:?}");
+                    assert_eq!(r.shape.as_slice(), to);
+                    assert_eq!(offsets(&r), offsets(from), "{from:?} -> {to:?} visits other elements: {r:?}");
+                }
+                None => assert!(!ok, "{from:?} -> {to:?} is expressible as a view"),
+            }
+        }
+        let contiguous = Layout::contiguous(&[2, 3, 4]).reshaped(&[4, 6]).unwrap();
+        assert!(contiguous.is_contiguous());
+        assert_eq!(view(&[2, 0, 3], &[9, 3, 1], 4).reshaped(&[0, 6]).unwrap().numel(), 0);
+        assert!(t.reshaped(&[5]).is_none(), "a different element count is never a view");
     }
 
     #[test]

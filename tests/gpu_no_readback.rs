@@ -66,6 +66,55 @@ mod gpu {
         assert_eq!(gx_gpu.to_vec::<f32>().unwrap(), gx_cpu.to_vec::<f32>().unwrap());
     }
 
+    /// Labels moved to the GPU keep a host copy for their range checks; views
+    /// of them (strided, expanded) and contiguous copies of those views keep
+    /// it too, so a loss never reads labels back (a browser cannot). Before
+    /// copies carried it, a copy of a strided label view (made by `unsqueeze`
+    /// inside the loss) had to be read back, which failed in the browser.
+    #[test]
+    fn label_views_and_their_copies_need_no_readback() {
+        use skiff::Reduction::Mean;
+        let Some((dev, _lock)) = gpu() else { return };
+        let all = Tensor::from_vec(vec![7i32, 0, 1, 2, 3, 4, 0, 1, 2], &[9]).unwrap();
+        let logits = ramp(&[4, 5], 3);
+        let views = |t: &Tensor| -> Vec<Tensor> {
+            vec![
+                t.slice(0, 2, 9, 2).unwrap(),                            // 1, 3, 0, 2
+                t.narrow(0, 3, 1).unwrap().expand(&[4]).unwrap(),        // 2, 2, 2, 2
+                t.slice(0, 2, 9, 2).unwrap().contiguous_copy().unwrap(), // a copy of a view
+                t.narrow(0, 1, 8)
+                    .unwrap()
+                    .reshape(&[2, 4])
+                    .unwrap()
+                    .transpose(0, 1)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .narrow(1, 0, 1)
+                    .unwrap()
+                    .reshape(&[4])
+                    .unwrap(),
+            ]
+        };
+        let on_gpu = views(&all.to(&dev).unwrap());
+        for (labels, want) in on_gpu.iter().zip(views(&all)) {
+            let before = readbacks(&dev);
+            let loss = logits.to(&dev).unwrap().cross_entropy(labels, Mean, 0.0).unwrap();
+            let picked = logits.to(&dev).unwrap().gather(1, &labels.unsqueeze(1).unwrap()).unwrap();
+            assert_eq!(readbacks(&dev), before, "labels {want:?} were read back from the GPU");
+            let cpu_loss = logits.cross_entropy(&want, Mean, 0.0).unwrap().item().unwrap();
+            assert!((loss.item().unwrap() - cpu_loss).abs() < 1e-6, "labels {want:?}");
+            assert_eq!(
+                picked.to_vec::<f32>().unwrap(),
+                logits.gather(1, &want.unsqueeze(1).unwrap()).unwrap().to_vec::<f32>().unwrap()
+            );
+        }
+        // The host copy is the real values: a view that includes the 7 is out of range for 5 classes.
+        let bad = all.to(&dev).unwrap().slice(0, 0, 8, 2).unwrap().contiguous().unwrap(); // 7, 1, 3, 0
+        let err = logits.to(&dev).unwrap().cross_entropy(&bad, Mean, 0.0).unwrap_err().to_string();
+        assert!(err.starts_with("cross_entropy") && err.contains("label 7 at position 0"), "{err}");
+    }
+
     #[test]
     fn scatters_at_device_computed_indices_match_the_cpu() {
         let Some((dev, _lock)) = gpu() else { return };

@@ -1,8 +1,11 @@
 //! cpu-vs-gpu parity, generated from the registry (DESIGN principle 7): every
-//! case of every op runs in f32 on the cpu and on the GPU (inputs moved with
-//! `.to(&gpu)`); forward values must agree, and for differentiable ops so must
-//! the gradients of the weighted loss sum(out * w) with respect to every float
-//! input (computed on each device, the GPU's read back). The check is
+//! sample of every case of every op runs in f32 on the cpu and on the GPU
+//! (inputs laid out as the sample says on each device: strided, expanded and
+//! transposed views reach the GPU kernels as views); forward values must
+//! agree, for differentiable ops so must the gradients of the weighted loss
+//! sum(out * w) with respect to every float input, and for second-order ops
+//! the second-order gradients (computed on each device, the GPU's read back).
+//! Each op must have run every GPU check it owes (`missing_checks`). The check is
 //! `skiff::testing::check_gpu_parity` (async, as the browser needs it); this
 //! file blocks on it with pollster. All failures are reported together.
 //! Without a GPU adapter the test prints a loud SKIPPED line and passes.
@@ -11,9 +14,10 @@
 
 mod common;
 
-use skiff::ops::{registry, OpDef};
-use skiff::testing::{check_gpu_parity, compare_gpu, POISON};
+use skiff::ops::{cases_of, registry, OpDef};
+use skiff::testing::{check_gpu_parity, compare_gpu, missing_checks, Check, POISON};
 use skiff::{DType, Device, Error, Tensor};
+use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -36,32 +40,39 @@ fn gpu_or_skip() -> Option<Device> {
 fn every_registry_case_matches_the_cpu_on_the_gpu() {
     let Some(gpu) = gpu_or_skip() else { return };
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
-    let (mut failures, mut passed_ops, mut failed_ops) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut failures, mut passed_ops, mut failed_ops, mut unchecked) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut checked = 0;
     // Note: the context keeps the first uncaptured wgpu error (e.g. a shader
     // that does not compile) and every later GPU op reports it, so one bad
     // kernel fails all cases after it: the report points at the first one.
     let mut poisoned: Option<String> = None;
     for def in selected() {
-        let mut ok = true;
-        let cases = (def.cases)();
-        for (k, case) in cases.iter().enumerate() {
+        let (mut ok, mut ran) = (true, HashSet::<Check>::new());
+        for (k, case) in cases_of(def).iter().enumerate() {
             checked += 1;
             let r = catch_unwind(AssertUnwindSafe(|| pollster::block_on(check_gpu_parity(def, k, &gpu))))
                 .map(|r| r.map_err(|e| e.to_string()))
-                .unwrap_or_else(|p| Err(format!("{} / {}: panicked: {}", def.name, case.name, panic_message(&p))));
-            if let Err(e) = r {
-                failures.push(match (&poisoned, e.contains(POISON)) {
-                    (Some(_), true) => {
-                        format!("{} / {}: (the GPU context's first failure, see NOTE)", def.name, case.name)
+                .unwrap_or_else(|p| Err(format!("{} / {}: panicked: {}", def.name, case.label(), panic_message(&p))));
+            match r {
+                Ok(checks) => ran.extend(checks),
+                Err(e) => {
+                    failures.push(match (&poisoned, e.contains(POISON)) {
+                        (Some(_), true) => {
+                            format!("{} / {}: (the GPU context's first failure, see NOTE)", def.name, case.label())
+                        }
+                        _ => e.clone(),
+                    });
+                    if poisoned.is_none() && e.contains(POISON) {
+                        poisoned = Some(failures[failures.len() - 1].clone());
                     }
-                    _ => e.clone(),
-                });
-                if poisoned.is_none() && e.contains(POISON) {
-                    poisoned = Some(failures[failures.len() - 1].clone());
+                    ok = false;
                 }
-                ok = false;
             }
+        }
+        let missing = missing_checks(def, &ran, true);
+        if ok && !missing.is_empty() {
+            unchecked.push(format!("{}: no case ran {:?}", def.name, missing));
         }
         if ok { &mut passed_ops } else { &mut failed_ops }.push(def.name);
     }
@@ -76,11 +87,12 @@ fn every_registry_case_matches_the_cpu_on_the_gpu() {
     assert!(checked > 0, "no cases ran");
     assert!(
         failures.is_empty(),
-        "{} of {checked} cases differ between cpu and GPU ({}):\n{}",
+        "{} of {checked} case samples differ between cpu and GPU ({}):\n{}",
         failures.len(),
         gpu.describe(),
         failures.join("\n")
     );
+    assert!(unchecked.is_empty(), "ops that skipped GPU checks they owe:\n{}", unchecked.join("\n"));
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -102,7 +114,7 @@ fn casts_between_gpu_dtypes_match_the_cpu() {
                 let what = format!("{} {:?} -> {to}", src.dtype(), view.shape());
                 let cpu = view.to_dtype(to).unwrap();
                 match view.to(&gpu).and_then(|g| g.to_dtype(to)) {
-                    Ok(g) => failures.extend(pollster::block_on(compare_gpu(&what, &g, &cpu, 0.0, 0.0)).err()),
+                    Ok(g) => failures.extend(pollster::block_on(compare_gpu(&what, &g, &cpu, 0.0, 0.0, false)).err()),
                     Err(e) => failures.push(format!("{what}: {e}")),
                 }
             }

@@ -121,10 +121,13 @@ fn size_one_and_empty_axes() {
     // Summing an empty axis gives zeros; an empty output is empty.
     let e = Tensor::from_vec(Vec::<f32>::new(), &[3, 0]).unwrap();
     check(&dev, "empty", &e, |t| Ok(t.clone()), &[&[1], &[0], &[]]);
-    // The op layer rejects max of an empty axis and argmax of an empty tensor on both devices.
+    // The op layer rejects max and argmax over an empty axis on both devices;
+    // argmax along a non-empty axis of an empty tensor is empty (as PyTorch).
     let eg = e.to(&dev).unwrap();
     assert!(eg.max(&[1], false).is_err());
-    assert!(eg.argmax(Some(0), false).is_err());
+    assert!(eg.argmax(Some(1), false).is_err());
+    let a = eg.argmax(Some(0), false).unwrap();
+    assert_eq!((a.shape(), a.dtype(), a.device()), (&[0usize][..], skiff::DType::I32, dev.clone()));
 }
 
 #[test]

@@ -142,7 +142,9 @@ pub fn copy(x: &Tensor) -> Result<Tensor> {
         #[cfg(feature = "gpu")]
         Buffer::Gpu(b) => Buffer::Gpu(g::cast("contiguous", b, x.layout(), b.dtype)?),
     };
-    Ok(Tensor::from_buffer(out, x.shape()))
+    let out = Tensor::from_buffer(out, x.shape());
+    x.storage().carry_facts_to(x.layout(), out.storage());
+    Ok(out)
 }
 
 /// Writes `src` (same shape and dtype, contiguous or not) into `dst`'s view of its storage.

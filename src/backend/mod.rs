@@ -123,6 +123,25 @@ impl StorageInner {
     pub fn device(&self) -> &Device {
         &self.device
     }
+    /// What a contiguous copy of `layout` (a view of this storage) can keep
+    /// of the facts known about its values: the index bound (a copy keeps
+    /// every value in range), and the host mirror of a small i32 GPU storage,
+    /// so the copy's index checks need no readback either (in the browser
+    /// they could not have one).
+    pub(crate) fn carry_facts_to(&self, layout: &crate::shape::Layout, copy: &StorageInner) {
+        if let Some(facts) = self.index_facts() {
+            copy.set_index_facts(IndexBound { windows: None, ..facts });
+        }
+        #[cfg(feature = "gpu")]
+        {
+            let m = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, all)) = m.as_ref().filter(|(v, _)| *v == self.version()) {
+                copy.set_mirror(cpu::gather_strided(all, layout));
+            }
+        }
+        #[cfg(not(feature = "gpu"))]
+        let _ = layout;
+    }
     /// Records that every value is in `0..bound` (see `index_bound`).
     pub(crate) fn set_index_bound(&self, bound: usize) {
         self.set_index_facts(IndexBound { bound, windows: None });

@@ -1,7 +1,8 @@
 //! Binary elementwise ops with NumPy broadcasting: one table row each. Every
 //! backward rule reduces its gradient back to the operand's shape (`sum_to`).
 
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference::{self, Host, Kind};
+use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::cpu::elementwise::BinarySlices;
 use crate::backend::elementwise::{self as be, BinaryKernel};
@@ -77,50 +78,79 @@ fn grads(
     Ok(vec![a, b])
 }
 
-fn broadcast_cases(lo: f64, hi: f64, run: fn(&[Tensor]) -> Result<Tensor>) -> Vec<Case> {
+/// The broadcasting cases every binary row runs (in both directions, with
+/// empty and 0-d samples), each checked against `reference`.
+fn broadcast_cases(
+    lo: f64,
+    hi: f64,
+    run: fn(&[Tensor]) -> Result<Tensor>,
+    reference: fn(&[Host]) -> Host,
+) -> Vec<Case> {
     let u = |s: &[usize]| Input::Uniform(s.to_vec(), lo, hi);
     vec![
-        Case::new("same shapes", vec![u(&[3, 4]), u(&[3, 4])], run),
-        Case::new("[2, 3, 4] with [4]", vec![u(&[2, 3, 4]), u(&[4])], run),
-        Case::new("[3, 1] with [1, 4]", vec![u(&[3, 1]), u(&[1, 4])], run),
+        Case::new("same shapes", vec![u(&[3, 4]), u(&[3, 4])], run)
+            .also(Sample::Empty, &[&[0, 4], &[0, 4]])
+            .also(Sample::Scalar, &[&[], &[]]),
+        Case::new("[2, 3, 4] with [4]", vec![u(&[2, 3, 4]), u(&[4])], run).also(Sample::Empty, &[&[2, 0, 4], &[4]]),
+        Case::new("[4] with [2, 3, 4]", vec![u(&[4]), u(&[2, 3, 4])], run),
+        Case::new("[3, 1] with [1, 4]", vec![u(&[3, 1]), u(&[1, 4])], run).also(Sample::Empty, &[&[0, 1], &[1, 4]]),
         Case::new("0-d with [2, 3]", vec![u(&[]), u(&[2, 3])], run),
     ]
+    .into_iter()
+    .map(|c| c.reference(reference))
+    .collect()
+}
+
+/// `broadcast_cases` plus ties: both operands from {-1, 0, 1}, so about a
+/// third of the pairs are equal and each gets half the gradient. Ties are
+/// kinks (once differentiable), so the tie case stops at first order.
+fn tie_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) -> Host) -> Vec<Case> {
+    let g = |s: &[usize]| Input::Grid(s.to_vec(), -1.0, 1.0, 3);
+    let mut v = broadcast_cases(-2.0, 2.0, run, reference);
+    v.push(Case::new("ties", vec![g(&[3, 4]), g(&[3, 4])], run).reference(reference).first_order_only());
+    v.push(Case::new("ties broadcast", vec![g(&[3, 1]), g(&[4])], run).reference(reference).first_order_only());
+    v
 }
 
 binary_row!(ADD, "add", |a, b| a + b, wgsl: "a + b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || Ok(g[0].clone())),
-    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].add(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].add(&xs[1]),
+        |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a + b)));
 binary_row!(SUB, "sub", |a, b| a - b, wgsl: "a - b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || g[0].neg()),
-    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].sub(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].sub(&xs[1]),
+        |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a - b)));
 binary_row!(MUL, "mul", |a, b| a * b, wgsl: "a * b", saves_inputs: true, saves_output: false,
     backward: |c, g| grads(c, || g[0].mul(c.saved(1)), || g[0].mul(c.saved(0))),
-    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].mul(&xs[1])));
+    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].mul(&xs[1]),
+        |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a * b)));
 binary_row!(DIV, "div", |a, b| a / b, wgsl: "a / b", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (a, b) = (c.saved(0), c.saved(1));
         grads(c, || g[0].div(b), || g[0].mul(a)?.div(&b.mul(b)?)?.neg())
     },
-    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].div(&xs[1])));
+    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].div(&xs[1]),
+        |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a / b)));
 binary_row!(POW, "pow", |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
     backward: |c, g| {
         let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
         grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))
     },
-    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].pow(&xs[1])));
+    cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].pow(&xs[1]),
+        |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| (b * a.ln()).exp())));
 binary_row!(MAXIMUM, "maximum", |a, b| if a >= b { a } else { b }, wgsl: "select(b, a, a >= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (wa, wb) = tie_weights(c.saved(0), c.saved(1))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
-    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].maximum(&xs[1])));
+    cases: || tie_cases(|xs| xs[0].maximum(&xs[1]), |h| reference::zip(&h[0], &h[1], Kind::Float, f64::max)));
 binary_row!(MINIMUM, "minimum", |a, b| if a <= b { a } else { b }, wgsl: "select(b, a, a <= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         // a gets the gradient where b > a: the weight of the larger of (b, a) goes to a.
         let (wa, wb) = tie_weights(c.saved(1), c.saved(0))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
-    cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].minimum(&xs[1])));
+    cases: || tie_cases(|xs| xs[0].minimum(&xs[1]), |h| reference::zip(&h[0], &h[1], Kind::Float, f64::min)));
 
 /// Weights routing the gradient of max(a, b): 1 to the larger, 0.5 each on ties (as PyTorch).
 fn tie_weights(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {

@@ -1,6 +1,7 @@
 //! Comparisons (masks, no gradient) and `where_`, which selects by a mask.
 
-use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference::{self, Host};
+use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::elementwise::{self as be, CompareKernel};
 use crate::binary_slices;
@@ -23,13 +24,7 @@ macro_rules! compare_row {
                 kind: OpKind::NoGrad,
                 backward: None,
                 second_order: false,
-                cases: || {
-                    vec![Case::new(
-                        $name,
-                        vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Uniform(vec![4], -1.0, 1.0)],
-                        |xs| xs[0].$method(&xs[1]),
-                    )]
-                },
+                cases: || compare_cases(|xs| xs[0].$method(&xs[1]), |h| reference::compare(&h[0], &h[1], |$a, $b| $e)),
             },
             kernel: CompareKernel {
         f32: binary_slices!(f32 => u8, |$a, $b| ($e) as u8),
@@ -40,6 +35,30 @@ macro_rules! compare_row {
             },
         };
     };
+}
+
+/// The cases every comparison runs: random floats (broadcast), floats with
+/// many equal pairs, i32 and bool operands (each dtype has its own kernel).
+fn compare_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) -> Host) -> Vec<Case> {
+    vec![
+        Case::new(
+            "floats, [3, 4] with [4]",
+            vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Uniform(vec![4], -1.0, 1.0)],
+            run,
+        )
+        .also(Sample::Empty, &[&[0, 4], &[4]])
+        .also(Sample::Scalar, &[&[], &[]]),
+        Case::new(
+            "floats with ties",
+            vec![Input::Grid(vec![3, 4], -1.0, 1.0, 3), Input::Grid(vec![3, 4], -1.0, 1.0, 3)],
+            run,
+        ),
+        Case::new("i32, [3, 1] with [4]", vec![Input::Int(vec![3, 1], -1, 2), Input::Int(vec![4], -1, 2)], run),
+        Case::new("bool", vec![Input::Mask(vec![3, 4]), Input::Mask(vec![3, 4])], run),
+    ]
+    .into_iter()
+    .map(|c| c.reference(reference))
+    .collect()
 }
 
 compare_row!(EQ, "eq", eq, |a, b| a == b, wgsl: "a == b");
@@ -86,7 +105,9 @@ static WHERE: OpDef = OpDef {
                     Input::Uniform(vec![3, 4], -1.0, 1.0),
                 ],
                 |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
-            ),
+            )
+            .also(Sample::Empty, &[&[0, 4], &[0, 4], &[0, 4]])
+            .also(Sample::Scalar, &[&[], &[], &[]]),
             Case::new(
                 "where broadcast",
                 vec![
@@ -96,7 +117,15 @@ static WHERE: OpDef = OpDef {
                 ],
                 |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
             ),
+            Case::new(
+                "where with i32 branches",
+                vec![Input::Mask(vec![3, 4]), Input::Int(vec![3, 4], -5, 5), Input::Int(vec![1, 4], -5, 5)],
+                |xs| Tensor::where_(&xs[0], &xs[1], &xs[2]),
+            ),
         ]
+        .into_iter()
+        .map(|c| c.reference(|h| reference::where_(&h[0], &h[1], &h[2])))
+        .collect()
     },
 };
 

@@ -3,7 +3,8 @@
 //! backward rule; autodiff (to any order) comes from the primitives they call.
 //! Each still has a registry entry so the generated gradchecks cover it.
 
-use super::{expect_float, same_device, same_dtype, Case, Input, OpDef, OpKind};
+use super::reference::{self as r, Reduce};
+use super::{expect_float, same_device, same_dtype, Case, Input, OpDef, OpKind, Sample};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::random::manual_seed;
@@ -255,56 +256,76 @@ fn u(shape: &[usize], lo: f64, hi: f64) -> Input {
 }
 
 composite!(SOFTMAX, "softmax", second_order: true, cases: || vec![
-    Case::new("softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].softmax(-1)),
-    Case::new("softmax axis 0", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].softmax(0)),
+    Case::new("softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].softmax(-1))
+        .also(Sample::Empty, &[&[0, 5]])
+        .reference(|h| r::softmax(&h[0], -1)),
+    Case::new("softmax axis 0", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].softmax(0)).reference(|h| r::softmax(&h[0], 0)),
 ]);
 composite!(LOG_SOFTMAX, "log_softmax", second_order: true, cases: || vec![
-    Case::new("log_softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].log_softmax(-1)),
-    Case::new("log_softmax axis 1 of 3-D", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].log_softmax(1)),
+    Case::new("log_softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].log_softmax(-1))
+        .reference(|h| r::log_softmax(&h[0], -1)),
+    Case::new("log_softmax axis 1 of 3-D", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].log_softmax(1))
+        .reference(|h| r::log_softmax(&h[0], 1)),
 ]);
 composite!(CROSS_ENTROPY, "cross_entropy", second_order: true, cases: || {
     let ins = || vec![u(&[4, 5], -2.0, 2.0), Input::Int(vec![4], 0, 5)];
     vec![
-        Case::new("cross_entropy mean", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Mean, 0.0)),
-        Case::new("cross_entropy sum smoothed", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Sum, 0.1)),
-        Case::new("cross_entropy none", ins(), |x| x[0].cross_entropy(&x[1], Reduction::None, 0.0)),
+        Case::new("cross_entropy mean", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Mean, 0.0))
+            .reference(|h| r::cross_entropy(&h[0], &h[1], Reduce::Mean, 0.0)),
+        Case::new("cross_entropy sum smoothed", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Sum, 0.1))
+            .reference(|h| r::cross_entropy(&h[0], &h[1], Reduce::Sum, 0.1)),
+        Case::new("cross_entropy none", ins(), |x| x[0].cross_entropy(&x[1], Reduction::None, 0.0))
+            .also(Sample::Empty, &[&[0, 5], &[0]])
+            .reference(|h| r::cross_entropy(&h[0], &h[1], Reduce::None, 0.0)),
     ]
 });
 composite!(NLL_LOSS, "nll_loss", second_order: true, cases: || {
     let ins = || vec![u(&[4, 3], -2.0, 2.0), Input::Int(vec![4], 0, 3)];
     vec![
-        Case::new("nll_loss of log_softmax mean", ins(), |x| x[0].log_softmax(1)?.nll_loss(&x[1], Reduction::Mean)),
-        Case::new("nll_loss none", ins(), |x| x[0].nll_loss(&x[1], Reduction::None)),
+        Case::new("nll_loss of log_softmax mean", ins(), |x| x[0].log_softmax(1)?.nll_loss(&x[1], Reduction::Mean))
+            .reference(|h| r::nll_loss(&r::log_softmax(&h[0], 1), &h[1], Reduce::Mean)),
+        Case::new("nll_loss none", ins(), |x| x[0].nll_loss(&x[1], Reduction::None)).reference(|h| r::nll_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
 composite!(MSE_LOSS, "mse_loss", second_order: true, cases: || {
     let ins = || vec![u(&[3, 4], -2.0, 2.0), u(&[3, 4], -2.0, 2.0)];
     vec![
-        Case::new("mse_loss mean", ins(), |x| x[0].mse_loss(&x[1], Reduction::Mean)),
-        Case::new("mse_loss sum", ins(), |x| x[0].mse_loss(&x[1], Reduction::Sum)),
-        Case::new("mse_loss none", ins(), |x| x[0].mse_loss(&x[1], Reduction::None)),
+        Case::new("mse_loss mean", ins(), |x| x[0].mse_loss(&x[1], Reduction::Mean))
+            .reference(|h| r::mse_loss(&h[0], &h[1], Reduce::Mean)),
+        Case::new("mse_loss sum", ins(), |x| x[0].mse_loss(&x[1], Reduction::Sum))
+            .also(Sample::Scalar, &[&[], &[]])
+            .reference(|h| r::mse_loss(&h[0], &h[1], Reduce::Sum)),
+        Case::new("mse_loss none", ins(), |x| x[0].mse_loss(&x[1], Reduction::None))
+            .reference(|h| r::mse_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
 composite!(L1_LOSS, "l1_loss", second_order: true, cases: || {
     // Inputs and targets drawn from disjoint ranges keep |x - t| away from its kink.
     let ins = || vec![u(&[3, 4], 0.5, 2.0), u(&[3, 4], -2.0, -0.5)];
     vec![
-        Case::new("l1_loss mean", ins(), |x| x[0].l1_loss(&x[1], Reduction::Mean)),
-        Case::new("l1_loss none", ins(), |x| x[0].l1_loss(&x[1], Reduction::None)),
+        Case::new("l1_loss mean", ins(), |x| x[0].l1_loss(&x[1], Reduction::Mean))
+            .reference(|h| r::l1_loss(&h[0], &h[1], Reduce::Mean)),
+        Case::new("l1_loss none", ins(), |x| x[0].l1_loss(&x[1], Reduction::None))
+            .reference(|h| r::l1_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
 composite!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", second_order: true, cases: || {
     let ins = || vec![u(&[3, 4], -4.0, 4.0), u(&[3, 4], 0.0, 1.0)];
     vec![
-        Case::new("bce_with_logits mean", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::Mean)),
-        Case::new("bce_with_logits none", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::None)),
+        Case::new("bce_with_logits mean", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::Mean))
+            .reference(|h| r::bce_with_logits(&h[0], &h[1], Reduce::Mean)),
+        Case::new("bce_with_logits none", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::None))
+            .reference(|h| r::bce_with_logits(&h[0], &h[1], Reduce::None)),
     ]
 });
 composite!(LAYER_NORM, "layer_norm", second_order: true, cases: || vec![
     Case::new("layer_norm affine", vec![u(&[3, 4], -2.0, 2.0), u(&[4], 0.5, 1.5), u(&[4], -1.0, 1.0)], |x| {
         x[0].layer_norm(&[4], Some(&x[1]), Some(&x[2]), 1e-5)
-    }),
-    Case::new("layer_norm over two dims, no affine", vec![u(&[2, 3, 4], -2.0, 2.0)], |x| x[0].layer_norm(&[3, 4], None, None, 1e-5)),
+    })
+    .also(Sample::Empty, &[&[0, 4], &[4], &[4]])
+    .reference(|h| r::layer_norm(&h[0], 1, Some(&h[1]), Some(&h[2]), 1e-5)),
+    Case::new("layer_norm over two dims, no affine", vec![u(&[2, 3, 4], -2.0, 2.0)], |x| x[0].layer_norm(&[3, 4], None, None, 1e-5))
+        .reference(|h| r::layer_norm(&h[0], 2, None, None, 1e-5)),
 ]);
 composite!(DROPOUT, "dropout", second_order: true, cases: || vec![
     // Re-seeding inside the case draws the same mask at every evaluation, so
@@ -312,13 +333,16 @@ composite!(DROPOUT, "dropout", second_order: true, cases: || vec![
     Case::new("dropout train p=0.3", vec![u(&[4, 5], -1.0, 1.0)], |x| {
         manual_seed(3);
         x[0].dropout(0.3, true)
-    }),
-    Case::new("dropout eval", vec![u(&[3, 4], -1.0, 1.0)], |x| x[0].dropout(0.5, false)),
+    })
+    .property(|h, out| r::dropout_property(&h[0], out, 0.3)),
+    Case::new("dropout eval", vec![u(&[3, 4], -1.0, 1.0)], |x| x[0].dropout(0.5, false)).reference(|h| h[0].clone()),
 ]);
 composite!(EMBEDDING, "embedding", second_order: true, cases: || vec![
     Case::new("embedding 2-D indices with repeats", vec![u(&[5, 3], -1.0, 1.0), Input::Int(vec![2, 4], 0, 5)], |x| {
         x[0].embedding(&x[1])
-    }),
+    })
+    .also(Sample::Empty, &[&[5, 3], &[2, 0]])
+    .reference(|h| r::embedding(&h[0], &h[1])),
 ]);
 
 pub fn ops() -> Vec<&'static OpDef> {

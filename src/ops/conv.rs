@@ -8,7 +8,8 @@
 //! [N, C, kh*kw, L] view over its strided window axis cost several passes
 //! forward and more backward, as much as the convolutions themselves.
 
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference as r;
+use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::conv as be;
 use crate::backend::cpu::conv::Window2d;
@@ -138,11 +139,18 @@ static UNFOLD2D: OpDef = OpDef {
     cases: || {
         let x = || vec![Input::Uniform(vec![2, 2, 5, 5], -1.0, 1.0)];
         vec![
-            Case::new("unfold 3x3", x(), |x| x[0].unfold2d([3, 3], [1, 1], [0, 0], [1, 1])),
-            Case::new("unfold 2x3 stride 2 padding 1", x(), |x| x[0].unfold2d([2, 3], [2, 2], [1, 1], [1, 1])),
-            Case::new("unfold dilation 2 padding [2, 1]", x(), |x| x[0].unfold2d([2, 2], [1, 2], [2, 1], [2, 2])),
+            Case::new("unfold 3x3", x(), |x| x[0].unfold2d([3, 3], [1, 1], [0, 0], [1, 1]))
+                .also(Sample::Empty, &[&[0, 2, 5, 5]])
+                .reference(|h| r::unfold2d(&h[0], r::Window::new([3, 3], [1, 1], [0, 0], [1, 1]))),
+            Case::new("unfold 2x3 stride 2 padding 1", x(), |x| x[0].unfold2d([2, 3], [2, 2], [1, 1], [1, 1]))
+                .reference(|h| r::unfold2d(&h[0], r::Window::new([2, 3], [2, 2], [1, 1], [1, 1]))),
+            Case::new("unfold dilation 2 padding [2, 1]", x(), |x| x[0].unfold2d([2, 2], [1, 2], [2, 1], [2, 2]))
+                .reference(|h| r::unfold2d(&h[0], r::Window::new([2, 2], [1, 2], [2, 1], [2, 2]))),
             Case::new("unfold of a permuted view", vec![Input::Uniform(vec![2, 4, 5, 2], -1.0, 1.0)], |x| {
                 x[0].permute(&[0, 3, 1, 2])?.unfold2d([2, 2], [1, 1], [0, 1], [1, 1])
+            })
+            .reference(|h| {
+                r::unfold2d(&r::permute(&h[0], &[0, 3, 1, 2]), r::Window::new([2, 2], [1, 1], [0, 1], [1, 1]))
             }),
         ]
     },
@@ -161,15 +169,19 @@ static FOLD2D: OpDef = OpDef {
             // 2 channels x 2x2 taps over a 5x5 output: 4x4 windows.
             Case::new("fold 2x2 overlapping", vec![Input::Uniform(vec![2, 8, 16], -1.0, 1.0)], |x| {
                 x[0].fold2d([5, 5], [2, 2], [1, 1], [0, 0], [1, 1])
-            }),
+            })
+            .also(Sample::Empty, &[&[0, 8, 16]])
+            .reference(|h| r::fold2d(&h[0], [5, 5], r::Window::new([2, 2], [1, 1], [0, 0], [1, 1]))),
             // 2 channels x 3x3 taps, stride 2, padding 1 over 5x5: 3x3 windows.
             Case::new("fold 3x3 stride 2 padding 1", vec![Input::Uniform(vec![2, 18, 9], -1.0, 1.0)], |x| {
                 x[0].fold2d([5, 5], [3, 3], [2, 2], [1, 1], [1, 1])
-            }),
+            })
+            .reference(|h| r::fold2d(&h[0], [5, 5], r::Window::new([3, 3], [2, 2], [1, 1], [1, 1]))),
             // Dilation 2 with a 2x2 kernel over 5x4: 3x2 windows.
             Case::new("fold dilation 2", vec![Input::Uniform(vec![1, 8, 6], -1.0, 1.0)], |x| {
                 x[0].fold2d([5, 4], [2, 2], [1, 1], [0, 0], [2, 2])
-            }),
+            })
+            .reference(|h| r::fold2d(&h[0], [5, 4], r::Window::new([2, 2], [1, 1], [0, 0], [2, 2]))),
         ]
     },
 };
@@ -184,19 +196,25 @@ static CONV2D: OpDef = OpDef {
         vec![
             Case::new("3x3 with bias", vec![u(&[2, 3, 5, 5]), u(&[4, 3, 3, 3]), u(&[4])], |x| {
                 x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [0, 0], [1, 1], 1)
-            }),
+            })
+            .also(Sample::Empty, &[&[0, 3, 5, 5], &[4, 3, 3, 3], &[4]])
+            .reference(|h| r::conv2d(&h[0], &h[1], Some(&h[2]), [1, 1], [0, 0], [1, 1], 1)),
             Case::new("stride 2 padding 1 no bias", vec![u(&[2, 2, 5, 5]), u(&[3, 2, 3, 3])], |x| {
                 x[0].conv2d(&x[1], None, [2, 2], [1, 1], [1, 1], 1)
-            }),
+            })
+            .reference(|h| r::conv2d(&h[0], &h[1], None, [2, 2], [1, 1], [1, 1], 1)),
             Case::new("dilation 2 padding 2", vec![u(&[2, 2, 5, 5]), u(&[2, 2, 3, 3]), u(&[2])], |x| {
                 x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [2, 2], [2, 2], 1)
-            }),
+            })
+            .reference(|h| r::conv2d(&h[0], &h[1], Some(&h[2]), [1, 1], [2, 2], [2, 2], 1)),
             Case::new("groups 2 with bias", vec![u(&[2, 4, 5, 5]), u(&[6, 2, 3, 3]), u(&[6])], |x| {
                 x[0].conv2d(&x[1], Some(&x[2]), [1, 1], [1, 1], [1, 1], 2)
-            }),
+            })
+            .reference(|h| r::conv2d(&h[0], &h[1], Some(&h[2]), [1, 1], [1, 1], [1, 1], 2)),
             Case::new("rectangular kernel, mixed stride and padding", vec![u(&[2, 2, 5, 4]), u(&[3, 2, 2, 3])], |x| {
                 x[0].conv2d(&x[1], None, [2, 1], [1, 0], [1, 1], 1)
-            }),
+            })
+            .reference(|h| r::conv2d(&h[0], &h[1], None, [2, 1], [1, 0], [1, 1], 1)),
         ]
     },
 };
@@ -210,10 +228,23 @@ static MAX_POOL2D: OpDef = OpDef {
         // Distinct values: no ties inside a window, so the max is differentiable.
         let x = || vec![Input::Distinct(vec![2, 3, 5, 5])];
         vec![
-            Case::new("2x2 stride 2", x(), |x| x[0].max_pool2d([2, 2], [2, 2], [0, 0])),
-            Case::new("3x3 stride 1 overlapping", x(), |x| x[0].max_pool2d([3, 3], [1, 1], [0, 0])),
-            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].max_pool2d([3, 3], [2, 2], [1, 1])),
-            Case::new("2x3 stride [1, 2] padding [1, 0]", x(), |x| x[0].max_pool2d([2, 3], [1, 2], [1, 0])),
+            Case::new("2x2 stride 2", x(), |x| x[0].max_pool2d([2, 2], [2, 2], [0, 0]))
+                .reference(|h| r::max_pool2d(&h[0], [2, 2], [2, 2], [0, 0])),
+            Case::new("3x3 stride 1 overlapping", x(), |x| x[0].max_pool2d([3, 3], [1, 1], [0, 0]))
+                .reference(|h| r::max_pool2d(&h[0], [3, 3], [1, 1], [0, 0])),
+            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].max_pool2d([3, 3], [2, 2], [1, 1]))
+                .also(Sample::Empty, &[&[2, 0, 5, 5]])
+                .reference(|h| r::max_pool2d(&h[0], [3, 3], [2, 2], [1, 1])),
+            Case::new("2x3 stride [1, 2] padding [1, 0]", x(), |x| x[0].max_pool2d([2, 3], [1, 2], [1, 0]))
+                .reference(|h| r::max_pool2d(&h[0], [2, 3], [1, 2], [1, 0])),
+            // Ties inside windows: the values are right whichever maximum wins;
+            // the gradient goes to the first (PyTorch's rule), which central
+            // differences cannot see (they split it), so forward only.
+            Case::new("3x3 stride 1 with ties", vec![Input::Pairs(vec![1, 2, 4, 4])], |x| {
+                x[0].max_pool2d([3, 3], [1, 1], [0, 0])
+            })
+            .reference(|h| r::max_pool2d(&h[0], [3, 3], [1, 1], [0, 0]))
+            .forward_only(),
         ]
     },
 };
@@ -224,9 +255,16 @@ static MAX_POOL2D_INDICES: OpDef = OpDef {
     backward: None,
     second_order: false,
     cases: || {
-        vec![Case::new("3x3 stride 2 padding 1", vec![Input::Distinct(vec![2, 2, 5, 5])], |x| {
-            x[0].max_pool2d_indices([3, 3], [2, 2], [1, 1])
-        })]
+        vec![
+            Case::new("3x3 stride 2 padding 1", vec![Input::Distinct(vec![2, 2, 5, 5])], |x| {
+                x[0].max_pool2d_indices([3, 3], [2, 2], [1, 1])
+            })
+            .reference(|h| r::max_pool2d_indices(&h[0], [3, 3], [2, 2], [1, 1])),
+            Case::new("2x2 stride 1, the first of ties", vec![Input::Grid(vec![2, 2, 4, 5], -1.0, 1.0, 3)], |x| {
+                x[0].max_pool2d_indices([2, 2], [1, 1], [0, 0])
+            })
+            .reference(|h| r::max_pool2d_indices(&h[0], [2, 2], [1, 1], [0, 0])),
+        ]
     },
 };
 
@@ -238,9 +276,12 @@ static AVG_POOL2D: OpDef = OpDef {
     cases: || {
         let x = || vec![Input::Uniform(vec![2, 3, 5, 5], -1.0, 1.0)];
         vec![
-            Case::new("2x2 stride 2", x(), |x| x[0].avg_pool2d([2, 2], [2, 2], [0, 0])),
-            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].avg_pool2d([3, 3], [2, 2], [1, 1])),
-            Case::new("3x2 stride 1 padding [1, 1]", x(), |x| x[0].avg_pool2d([3, 2], [1, 1], [1, 1])),
+            Case::new("2x2 stride 2", x(), |x| x[0].avg_pool2d([2, 2], [2, 2], [0, 0]))
+                .reference(|h| r::avg_pool2d(&h[0], [2, 2], [2, 2], [0, 0])),
+            Case::new("3x3 stride 2 padding 1", x(), |x| x[0].avg_pool2d([3, 3], [2, 2], [1, 1]))
+                .reference(|h| r::avg_pool2d(&h[0], [3, 3], [2, 2], [1, 1])),
+            Case::new("3x2 stride 1 padding [1, 1]", x(), |x| x[0].avg_pool2d([3, 2], [1, 1], [1, 1]))
+                .reference(|h| r::avg_pool2d(&h[0], [3, 2], [1, 1], [1, 1])),
         ]
     },
 };

@@ -4,7 +4,8 @@
 //! so both pairs are differentiable to any order. Indices are I32 tensors
 //! that never carry gradients; they are node inputs (with no edge) and saved.
 
-use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference as r;
+use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::node::BackwardCtx;
 use crate::autograd::{needs_record, record};
 use crate::backend::index as be;
@@ -38,17 +39,21 @@ static INDEX_SELECT: OpDef = OpDef {
                 "index_select axis 0 with repeats",
                 vec![Input::Uniform(vec![4, 3], -1.0, 1.0), Input::Int(vec![6], 0, 4)],
                 |x| x[0].index_select(0, &x[1]),
-            ),
+            )
+            .also(Sample::Empty, &[&[4, 3], &[0]])
+            .reference(|h| r::index_select(&h[0], 0, &h[1])),
             Case::new(
                 "index_select last axis",
                 vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![3], 0, 4)],
                 |x| x[0].index_select(-1, &x[1]),
-            ),
+            )
+            .reference(|h| r::index_select(&h[0], -1, &h[1])),
             Case::new(
                 "index_select of a transposed view",
                 vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5], 0, 3)],
                 |x| x[0].transpose(0, 1)?.index_select(1, &x[1]),
-            ),
+            )
+            .reference(|h| r::index_select(&r::transpose(&h[0], 0, 1), 1, &h[1])),
         ]
     },
 };
@@ -72,7 +77,9 @@ static INDEX_ADD: OpDef = OpDef {
                     Input::Uniform(vec![5, 3], -1.0, 1.0),
                 ],
                 |x| x[0].index_add(0, &x[1], &x[2]),
-            ),
+            )
+            .also(Sample::Empty, &[&[4, 3], &[0], &[0, 3]])
+            .reference(|h| r::index_add(&h[0], 0, &h[1], &h[2])),
             Case::new(
                 "index_add middle axis",
                 vec![
@@ -81,7 +88,8 @@ static INDEX_ADD: OpDef = OpDef {
                     Input::Uniform(vec![2, 4, 2], -1.0, 1.0),
                 ],
                 |x| x[0].index_add(1, &x[1], &x[2]),
-            ),
+            )
+            .reference(|h| r::index_add(&h[0], 1, &h[1], &h[2])),
         ]
     },
 };
@@ -100,17 +108,21 @@ static GATHER: OpDef = OpDef {
                 "gather axis 1",
                 vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![3, 2], 0, 4)],
                 |x| x[0].gather(1, &x[1]),
-            ),
+            )
+            .also(Sample::Empty, &[&[3, 4], &[3, 0]])
+            .reference(|h| r::gather(&h[0], 1, &h[1])),
             Case::new(
                 "gather axis 0 with repeats",
                 vec![Input::Uniform(vec![3, 4], -1.0, 1.0), Input::Int(vec![5, 3], 0, 3)],
                 |x| x[0].gather(0, &x[1]),
-            ),
+            )
+            .reference(|h| r::gather(&h[0], 0, &h[1])),
             Case::new(
                 "gather of a permuted view",
                 vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0), Input::Int(vec![4, 2, 2], 0, 3)],
                 |x| x[0].permute(&[2, 0, 1])?.gather(-1, &x[1]),
-            ),
+            )
+            .reference(|h| r::gather(&r::permute(&h[0], &[2, 0, 1]), -1, &h[1])),
         ]
     },
 };
@@ -142,7 +154,9 @@ static SCATTER_ADD: OpDef = OpDef {
                     Input::Uniform(vec![4, 4], -1.0, 1.0),
                 ],
                 |x| x[0].scatter_add(0, &x[1], &x[2]),
-            ),
+            )
+            .also(Sample::Empty, &[&[3, 4], &[0, 4], &[0, 4]])
+            .reference(|h| r::scatter_add(&h[0], 0, &h[1], &h[2])),
             Case::new(
                 "scatter_add src larger than index",
                 vec![
@@ -151,7 +165,8 @@ static SCATTER_ADD: OpDef = OpDef {
                     Input::Uniform(vec![3, 3], -1.0, 1.0),
                 ],
                 |x| x[0].scatter_add(1, &x[1], &x[2]),
-            ),
+            )
+            .reference(|h| r::scatter_add(&h[0], 1, &h[1], &h[2])),
         ]
     },
 };

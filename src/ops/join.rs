@@ -3,7 +3,8 @@
 //! constant padding. Backward rules are the adjoint slices.
 
 use super::movement::{one, slice_layout};
-use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference as r;
+use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::movement as be;
 use crate::error::{Error, Result};
@@ -30,19 +31,37 @@ static CONCAT: OpDef = OpDef {
                 "concat axis 1",
                 vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 2], -1.0, 1.0)],
                 |x| Tensor::concat(&[x[0].clone(), x[1].clone()], 1),
-            ),
+            )
+            .also(Sample::Empty, &[&[0, 3], &[0, 2]])
+            .reference(|h| r::concat(&[&h[0], &h[1]], 1)),
+            Case::new(
+                "concat i32 with an empty piece",
+                vec![Input::Int(vec![2, 3], -9, 9), Input::Int(vec![0, 3], -9, 9)],
+                |x| Tensor::concat(&[x[0].clone(), x[1].clone()], 0),
+            )
+            .reference(|h| r::concat(&[&h[0], &h[1]], 0)),
             Case::new(
                 "stack",
                 vec![Input::Uniform(vec![2, 3], -1.0, 1.0), Input::Uniform(vec![2, 3], -1.0, 1.0)],
                 |x| Tensor::stack(&[x[0].clone(), x[1].clone()], 0),
-            ),
+            )
+            .also(Sample::Scalar, &[&[], &[]])
+            .reference(|h| r::stack(&[&h[0], &h[1]], 0)),
             Case::new("split then concat", vec![Input::Uniform(vec![5, 2], -1.0, 1.0)], |x| {
                 let parts = x[0].split(2, 0)?;
                 Tensor::concat(&[parts[2].clone(), parts[0].mul_scalar(2.0)?], 0)
+            })
+            .reference(|h| {
+                let parts = r::split(&h[0], 2, 0);
+                r::concat(&[&parts[2], &r::map(&parts[0], |v| 2.0 * v)], 0)
             }),
             Case::new("chunk", vec![Input::Uniform(vec![2, 6], -1.0, 1.0)], |x| {
                 let parts = x[0].chunk(3, 1)?;
                 parts[1].mul(&parts[2])
+            })
+            .reference(|h| {
+                let parts = r::chunk(&h[0], 3, 1);
+                r::zip(&parts[1], &parts[2], r::Kind::Float, |a, b| a * b)
             }),
         ]
     },
@@ -66,7 +85,9 @@ static PAD: OpDef = OpDef {
     cases: || {
         vec![Case::new("pad last two axes", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
             x[0].pad(&[(1, 2), (0, 1)], 0.5)
-        })]
+        })
+        .also(Sample::Empty, &[&[2, 0, 4]])
+        .reference(|h| r::pad(&h[0], &[(1, 2), (0, 1)], 0.5))]
     },
 };
 

@@ -2,7 +2,8 @@
 //! 1-D operands promoted (then squeezed) as in `numpy.matmul`. The primitive
 //! works on rank >= 2 operands of equal rank; promotion is done with views.
 
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind};
+use super::reference as r;
+use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::matmul as be;
 use crate::error::{Error, Result};
@@ -30,17 +31,26 @@ static MATMUL: OpDef = OpDef {
     cases: || {
         let u = |s: &[usize]| Input::Uniform(s.to_vec(), -1.0, 1.0);
         vec![
-            Case::new("2-D", vec![u(&[3, 4]), u(&[4, 5])], |x| x[0].matmul(&x[1])),
-            Case::new("batched with broadcast", vec![u(&[2, 3, 4]), u(&[4, 2])], |x| x[0].matmul(&x[1])),
+            Case::new("2-D", vec![u(&[3, 4]), u(&[4, 5])], |x| x[0].matmul(&x[1]))
+                .also(Sample::Empty, &[&[3, 0], &[0, 5]]),
+            Case::new("batched with broadcast", vec![u(&[2, 3, 4]), u(&[4, 2])], |x| x[0].matmul(&x[1]))
+                .also(Sample::Empty, &[&[0, 3, 4], &[4, 2]]),
             Case::new("broadcast batch dims", vec![u(&[2, 1, 2, 3]), u(&[3, 3, 2])], |x| x[0].matmul(&x[1])),
             Case::new("vector @ matrix", vec![u(&[3]), u(&[3, 4])], |x| x[0].matmul(&x[1])),
             Case::new("matrix @ vector", vec![u(&[2, 3]), u(&[3])], |x| x[0].matmul(&x[1])),
             Case::new("vector @ vector", vec![u(&[4]), u(&[4])], |x| x[0].matmul(&x[1])),
+        ]
+        .into_iter()
+        .map(|c| c.reference(|h| r::matmul(&h[0], &h[1])))
+        .chain([
             Case::new("transposed operands", vec![u(&[4, 3]), u(&[5, 4])], |x| {
                 x[0].transpose(0, 1)?.matmul(&x[1].transpose(0, 1)?)
-            }),
-            Case::new("chain", vec![u(&[2, 3]), u(&[3, 3]), u(&[3, 2])], |x| x[0].matmul(&x[1])?.tanh()?.matmul(&x[2])),
-        ]
+            })
+            .reference(|h| r::matmul(&r::transpose(&h[0], 0, 1), &r::transpose(&h[1], 0, 1))),
+            Case::new("chain", vec![u(&[2, 3]), u(&[3, 3]), u(&[3, 2])], |x| x[0].matmul(&x[1])?.tanh()?.matmul(&x[2]))
+                .reference(|h| r::matmul(&r::map(&r::matmul(&h[0], &h[1]), f64::tanh), &h[2])),
+        ])
+        .collect()
     },
 };
 

@@ -15,9 +15,15 @@ pub mod join;
 pub mod matmul;
 pub mod movement;
 pub mod reduce;
+pub mod reference;
+pub mod sample;
 pub mod unary;
 
+pub use reference::{Host, Reference};
+pub use sample::{Input, Sample};
+
 use crate::autograd::node::BackwardCtx;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Dims;
@@ -49,92 +55,139 @@ pub struct OpDef {
     pub cases: fn() -> Vec<Case>,
 }
 
-/// One test case: input specs and how to call the op on them.
+/// One test case: input specs, how to call the op on them, and the
+/// independent truth its forward is checked against. `cases_of` expands each
+/// case into its samples (`sample.rs`); `sample` says which one this is.
+#[derive(Clone)]
 pub struct Case {
     pub name: &'static str,
     pub inputs: Vec<Input>,
     pub run: fn(&[Tensor]) -> Result<Tensor>,
     /// Scales the gradcheck tolerances (1.0 normally; larger only where the
-    /// case itself loses precision, e.g. a round trip through f32).
+    /// case itself loses precision).
     pub tol: f64,
-}
-
-/// How to generate one test input (in the dtype the test asks for, for floats).
-#[derive(Clone, Debug)]
-pub enum Input {
-    /// Uniform floats in [lo, hi).
-    Uniform(Vec<usize>, f64, f64),
-    /// Floats with |x| uniform in [lo, hi) and random sign: keeps kinks (abs,
-    /// relu, ...) away from finite-difference steps.
-    AwayFromZero(Vec<usize>, f64, f64),
-    /// Floats that are distinct per element (no ties for max/min/sort-like ops).
-    Distinct(Vec<usize>),
-    /// I32 integers uniform in [lo, hi) (indices, labels).
-    Int(Vec<usize>, i32, i32),
-    /// A random bool mask.
-    Mask(Vec<usize>),
-}
-
-impl Input {
-    /// A tensor for this spec, drawn from `g` (floats in `dtype`; indices are
-    /// I32 and masks Bool whatever `dtype` says).
-    pub fn generate(&self, dtype: DType, g: &mut crate::random::Generator) -> Result<Tensor> {
-        let floats = |s: &[usize], f: &mut dyn FnMut() -> f64| -> Result<Tensor> {
-            let n: usize = s.iter().product();
-            Tensor::from_vec((0..n).map(|_| f()).collect::<Vec<f64>>(), s)?.to_dtype(dtype)
-        };
-        match self {
-            Input::Uniform(s, lo, hi) => floats(s, &mut || lo + (hi - lo) * g.uniform()),
-            Input::AwayFromZero(s, lo, hi) => floats(s, &mut || {
-                let m = lo + (hi - lo) * g.uniform();
-                if g.uniform() < 0.5 {
-                    -m
-                } else {
-                    m
-                }
-            }),
-            Input::Distinct(s) => {
-                // Evenly spaced values in a random order: no ties, and gaps far
-                // wider than any finite-difference step.
-                let n: usize = s.iter().product();
-                let mut v: Vec<f64> = (0..n).map(|i| -1.0 + 2.0 * (i as f64 + 0.5) / n as f64).collect();
-                for i in (1..n).rev() {
-                    v.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
-                }
-                Tensor::from_vec(v, s)?.to_dtype(dtype)
-            }
-            Input::Int(s, lo, hi) => {
-                let n: usize = s.iter().product();
-                let span = (*hi as i64 - *lo as i64).max(1) as u64;
-                Tensor::from_vec(
-                    (0..n).map(|_| (*lo as i64 + (g.next_u64() % span) as i64) as i32).collect::<Vec<i32>>(),
-                    s,
-                )
-            }
-            Input::Mask(s) => {
-                let n: usize = s.iter().product();
-                Tensor::from_vec((0..n).map(|_| (g.uniform() < 0.5) as u8).collect::<Vec<u8>>(), s)
-            }
-        }
-    }
+    /// What the forward must compute, from a naive f64 definition
+    /// (`reference.rs`); every case has one (`testing::registry_problems`).
+    pub reference: Option<Reference>,
+    /// The case's outputs may hold NaN or infinities (compared exactly, NaN
+    /// with NaN); without this a non-finite value anywhere is a failure.
+    pub nonfinite: bool,
+    /// The highest derivative order checked: 2 (where the op is marked
+    /// second-order), 1 at ties (once differentiable only), 0 for forward only.
+    pub max_order: u8,
+    /// The central-difference step; `None` for `testing::EPS`.
+    pub eps: Option<f64>,
+    /// Input shapes for the empty and 0-d samples (one shape per input).
+    pub shapes: Vec<(Sample, Vec<Vec<usize>>)>,
+    /// The layout of this instance (`Contiguous` as written).
+    pub sample: Sample,
 }
 
 impl Case {
-    /// The case's inputs for run `k` of op `op`, reproducible across test files
-    /// (the gradcheck and the GPU parity test draw the same values).
-    pub fn make_inputs(&self, op: &str, k: usize, dtype: DType) -> Result<Vec<Tensor>> {
-        let mut g = crate::random::Generator::new(case_seed(op, k));
-        self.inputs.iter().map(|s| s.generate(dtype, &mut g)).collect()
-    }
-
     pub fn new(name: &'static str, inputs: Vec<Input>, run: fn(&[Tensor]) -> Result<Tensor>) -> Case {
-        Case { name, inputs, run, tol: 1.0 }
+        Case {
+            name,
+            inputs,
+            run,
+            tol: 1.0,
+            reference: None,
+            nonfinite: false,
+            max_order: 2,
+            eps: None,
+            shapes: Vec::new(),
+            sample: Sample::Contiguous,
+        }
     }
     /// Loosens this case's gradcheck tolerances by `factor` (say why at the call).
     pub fn tolerance(mut self, factor: f64) -> Case {
         self.tol = factor;
         self
     }
+    /// The expected output, computed naively from the inputs' values.
+    pub fn reference(mut self, f: fn(&[Host]) -> Host) -> Case {
+        self.reference = Some(Reference::Values(f));
+        self
+    }
+    /// A property the output must have, where the exact output is random.
+    pub fn property(mut self, f: fn(&[Host], &Host) -> std::result::Result<(), String>) -> Case {
+        self.reference = Some(Reference::Property(f));
+        self
+    }
+    /// Allows NaN and infinities in the outputs (say why at the call).
+    pub fn nonfinite(mut self) -> Case {
+        self.nonfinite = true;
+        self
+    }
+    /// Checks gradients to first order only (say why at the call: ties).
+    pub fn first_order_only(mut self) -> Case {
+        self.max_order = self.max_order.min(1);
+        self
+    }
+    /// Checks the forward only (say why at the call).
+    pub fn forward_only(mut self) -> Case {
+        self.max_order = 0;
+        self
+    }
+    /// Another central-difference step (say why at the call).
+    pub fn step(mut self, eps: f64) -> Case {
+        self.eps = Some(eps);
+        self
+    }
+    /// Also runs the case with these input shapes, as the `sample` (`Empty` or `Scalar`).
+    pub fn also(mut self, sample: Sample, shapes: &[&[usize]]) -> Case {
+        debug_assert!(matches!(sample, Sample::Empty | Sample::Scalar), "only empty and 0-d samples take shapes");
+        self.shapes.push((sample, shapes.iter().map(|s| s.to_vec()).collect()));
+        self
+    }
+
+    /// The name and, for any other sample than `Contiguous`, the sample: what failures print.
+    pub fn label(&self) -> String {
+        match self.sample {
+            Sample::Contiguous => self.name.to_string(),
+            s => format!("{} [{}]", self.name, s.name()),
+        }
+    }
+
+    /// This case once per sample that lays out some input differently, the
+    /// written (contiguous) case first.
+    pub fn expand(&self) -> Vec<Case> {
+        let mut out = vec![self.clone()];
+        for sample in [Sample::Transposed, Sample::Strided, Sample::Expanded] {
+            if self.inputs.iter().any(|i| i.varies_in(sample)) {
+                out.push(Case { sample, ..self.clone() });
+            }
+        }
+        for (sample, _) in &self.shapes {
+            out.push(Case { sample: *sample, ..self.clone() });
+        }
+        out
+    }
+
+    /// The input specs of this sample (the case's, or its empty/0-d shapes).
+    pub fn input_specs(&self) -> Vec<Input> {
+        match self.shapes.iter().find(|(s, _)| *s == self.sample) {
+            Some((_, shapes)) => self.inputs.iter().zip(shapes).map(|(i, s)| i.with_shape(s)).collect(),
+            None => self.inputs.clone(),
+        }
+    }
+
+    /// The case's inputs for run `k` of op `op` on `device`, reproducible
+    /// across test files and targets (the gradcheck, the GPU parity test and
+    /// the browser draw the same values).
+    pub fn make_inputs_on(&self, op: &str, k: usize, dtype: DType, device: &Device) -> Result<Vec<Tensor>> {
+        let mut g = crate::random::Generator::new(case_seed(op, k));
+        self.input_specs().iter().map(|s| s.materialise(self.sample, dtype, &mut g, device)).collect()
+    }
+
+    /// `make_inputs_on` the cpu.
+    pub fn make_inputs(&self, op: &str, k: usize, dtype: DType) -> Result<Vec<Tensor>> {
+        self.make_inputs_on(op, k, dtype, &Device::Cpu)
+    }
+}
+
+/// Every sample of every case of `def`, in order: what the checks index.
+pub fn cases_of(def: &OpDef) -> Vec<Case> {
+    (def.cases)().iter().flat_map(Case::expand).collect()
 }
 
 /// The seed of case `k` of op `name` (FNV-1a of the name, mixed with `k`).

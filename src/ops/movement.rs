@@ -4,7 +4,8 @@
 //! `join.rs`). Each backward is the adjoint movement, so all of them are
 //! differentiable to any order.
 
-use super::{Attrs, Case, Input, OpDef, OpKind};
+use super::reference as r;
+use super::{Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::elementwise as be_copy;
 use crate::backend::movement as be;
@@ -34,10 +35,18 @@ static RESHAPE: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("reshape", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].reshape(&[4, -1])),
+            Case::new("reshape", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].reshape(&[4, -1]))
+                .reference(|h| r::reshape(&h[0], &[4, -1])),
             Case::new("reshape of a transposed view", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| {
                 x[0].transpose(0, 1)?.reshape(&[2, 6])
-            }),
+            })
+            .reference(|h| r::reshape(&r::transpose(&h[0], 0, 1), &[2, 6])),
+            Case::new("reshape i32", vec![Input::Int(vec![2, 3, 4], -9, 9)], |x| x[0].reshape(&[-1, 6]))
+                .reference(|h| r::reshape(&h[0], &[-1, 6])),
+            Case::new("reshape an empty tensor", vec![Input::Uniform(vec![2, 0, 3], -1.0, 1.0)], |x| {
+                x[0].reshape(&[0, 6])
+            })
+            .reference(|h| r::reshape(&h[0], &[0, 6])),
         ]
     },
 };
@@ -58,8 +67,12 @@ static PERMUTE: OpDef = OpDef {
         vec![
             Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
                 x[0].permute(&[2, 0, 1])?.mul_scalar(1.0)
-            }),
-            Case::new("transpose", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1)),
+            })
+            .reference(|h| r::permute(&h[0], &[2, 0, 1])),
+            Case::new("transpose", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1))
+                .reference(|h| r::transpose(&h[0], 0, 1)),
+            Case::new("permute a mask", vec![Input::Mask(vec![2, 3, 4])], |x| x[0].permute(&[1, 2, 0])?.contiguous())
+                .reference(|h| r::permute(&h[0], &[1, 2, 0])),
         ]
     },
 };
@@ -71,8 +84,13 @@ static EXPAND: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("expand", vec![Input::Uniform(vec![3, 1], -1.0, 1.0)], |x| x[0].expand(&[2, 3, 4])),
-            Case::new("broadcast_to", vec![Input::Uniform(vec![4], -1.0, 1.0)], |x| x[0].broadcast_to(&[3, 4])),
+            Case::new("expand", vec![Input::Uniform(vec![3, 1], -1.0, 1.0)], |x| x[0].expand(&[2, 3, 4]))
+                .reference(|h| r::expand(&h[0], &[2, 3, 4])),
+            Case::new("broadcast_to", vec![Input::Uniform(vec![4], -1.0, 1.0)], |x| x[0].broadcast_to(&[3, 4]))
+                .also(Sample::Scalar, &[&[]])
+                .reference(|h| r::expand(&h[0], &[3, 4])),
+            Case::new("expand i32", vec![Input::Int(vec![1, 4], -9, 9)], |x| x[0].expand(&[3, -1])?.contiguous())
+                .reference(|h| r::expand(&h[0], &[3, 4])),
         ]
     },
 };
@@ -87,11 +105,19 @@ static SLICE: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("slice step 2", vec![Input::Uniform(vec![5, 4], -1.0, 1.0)], |x| x[0].slice(0, 1, 5, 2)),
-            Case::new("narrow", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].narrow(1, 2, 3)),
+            Case::new("slice step 2", vec![Input::Uniform(vec![5, 4], -1.0, 1.0)], |x| x[0].slice(0, 1, 5, 2))
+                .reference(|h| r::slice(&h[0], 0, 1, 5, 2)),
+            Case::new("narrow", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| x[0].narrow(1, 2, 3))
+                .also(Sample::Empty, &[&[0, 6]])
+                .reference(|h| r::narrow(&h[0], 1, 2, 3)),
             Case::new("slice negative bounds", vec![Input::Uniform(vec![3, 6], -1.0, 1.0)], |x| {
                 x[0].slice(-1, -4, -1, 1)
-            }),
+            })
+            .reference(|h| r::slice(&h[0], -1, -4, -1, 1)),
+            Case::new("slice i32 to nothing", vec![Input::Int(vec![3, 6], -9, 9)], |x| {
+                x[0].slice(1, 4, 4, 1)?.contiguous()
+            })
+            .reference(|h| r::slice(&h[0], 1, 4, 4, 1)),
         ]
     },
 };
@@ -108,6 +134,10 @@ static SLICE_BACKWARD: OpDef = OpDef {
     cases: || {
         vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| {
             slice_backward(&x[0], 0, 1, 2, 2, 5)
+        })
+        // Rows 1 and 3 of five hold the gradient's rows; the rest are zero.
+        .reference(|h| {
+            r::Host::build(&[5, 4], r::Kind::Float, |i| if i[0] % 2 == 1 { h[0].at(&[i[0] / 2, i[1]]) } else { 0.0 })
         })]
     },
 };
@@ -142,7 +172,8 @@ static CONTIGUOUS: OpDef = OpDef {
     cases: || {
         vec![Case::new("contiguous of a permuted view", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
             x[0].permute(&[1, 2, 0])?.contiguous()
-        })]
+        })
+        .reference(|h| r::permute(&h[0], &[1, 2, 0]))]
     },
 };
 
@@ -153,10 +184,16 @@ static SQUEEZE: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            Case::new("squeeze", vec![Input::Uniform(vec![2, 1, 3], -1.0, 1.0)], |x| x[0].squeeze(Some(1))),
-            Case::new("squeeze all", vec![Input::Uniform(vec![1, 3, 1], -1.0, 1.0)], |x| x[0].squeeze(None)),
-            Case::new("unsqueeze", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| x[0].unsqueeze(-1)),
-            Case::new("flatten", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].flatten(1, -1)),
+            Case::new("squeeze", vec![Input::Uniform(vec![2, 1, 3], -1.0, 1.0)], |x| x[0].squeeze(Some(1)))
+                .reference(|h| r::squeeze(&h[0], Some(1))),
+            Case::new("squeeze all", vec![Input::Uniform(vec![1, 3, 1], -1.0, 1.0)], |x| x[0].squeeze(None))
+                .reference(|h| r::squeeze(&h[0], None)),
+            Case::new("unsqueeze", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| x[0].unsqueeze(-1))
+                .also(Sample::Scalar, &[&[]])
+                .reference(|h| r::unsqueeze(&h[0], -1)),
+            Case::new("flatten", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].flatten(1, -1))
+                .also(Sample::Empty, &[&[2, 0, 4]])
+                .reference(|h| r::flatten(&h[0], 1, -1)),
         ]
     },
 };
@@ -172,7 +209,8 @@ static TO_DEVICE: OpDef = OpDef {
         // move every case's inputs and gradients across devices for real.
         vec![Case::new("to the same device", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| {
             x[0].to(&x[0].device())?.mul_scalar(2.0)
-        })]
+        })
+        .reference(|h| r::map(&h[0], |v| 2.0 * v))]
     },
 };
 
@@ -222,7 +260,8 @@ fn infer_shape(op: &'static str, from: &[usize], to: &[isize]) -> Result<Dims> {
 
 impl Tensor {
     /// A tensor with the same elements in `shape` (one entry may be -1).
-    /// A view when the data is contiguous, else a copy.
+    /// A view when strides can express it (always for contiguous data, and
+    /// for inserting or removing size-1 axes), else a copy.
     pub fn reshape(&self, shape: &[isize]) -> Result<Tensor> {
         let dims = infer_shape("reshape", self.shape(), shape)?;
         self.reshape_dims(&dims)
@@ -238,7 +277,12 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
-        let src = if self.is_contiguous() { self.clone() } else { self.contiguous()? };
+        // A view whenever strides can express the new shape (transposed or
+        // sliced data often can: squeeze/unsqueeze always), else a copy.
+        if let Some(layout) = self.layout().reshaped(shape) {
+            return view_op(&RESHAPE, self, layout, Attrs::Shape(shape.into()));
+        }
+        let src = self.contiguous()?;
         let layout = Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: src.layout().offset };
         view_op(&RESHAPE, &src, layout, Attrs::Shape(shape.into()))
     }

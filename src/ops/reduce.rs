@@ -1,7 +1,8 @@
 //! Reductions over any set of axes with keepdim: sum, max and min are
 //! primitives; mean, var, std and logsumexp are composed from them.
 
-use super::{expect_float, Attrs, Case, Input, OpDef, OpKind};
+use super::reference::{self as r, Host};
+use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::cpu::reduce::ReduceKind;
 use crate::backend::reduce as be;
@@ -56,8 +57,24 @@ fn extreme_backward(c: &crate::autograd::node::BackwardCtx, g: &[Tensor]) -> Res
     Ok(vec![Some(gk.mul(&mask)?.div(&count)?)])
 }
 
-fn reduce_cases(name: &'static str, run: fn(&[Tensor]) -> Result<Tensor>, input: fn(Vec<usize>) -> Input) -> Vec<Case> {
-    vec![Case::new(name, vec![input(vec![2, 3, 4])], run)]
+/// A case over a [2, 3, 4] input drawn by `input`, checked against `reference`.
+fn rc(
+    name: &'static str,
+    input: fn(Vec<usize>) -> Input,
+    run: fn(&[Tensor]) -> Result<Tensor>,
+    reference: fn(&[Host]) -> Host,
+) -> Case {
+    Case::new(name, vec![input(vec![2, 3, 4])], run).reference(reference)
+}
+
+fn u(s: Vec<usize>) -> Input {
+    Input::Uniform(s, -1.0, 1.0)
+}
+
+/// Values from {-1, -0.5, 0, 0.5, 1}: ties of any multiplicity (for the
+/// index reductions, which must pick the first).
+fn grid(s: Vec<usize>) -> Input {
+    Input::Grid(s, -1.0, 1.0, 5)
 }
 
 static SUM: OpDef = OpDef {
@@ -66,12 +83,14 @@ static SUM: OpDef = OpDef {
     backward: Some(|c, g| Ok(vec![Some(unreduce(&g[0], c.attrs(), c.input_shape(0))?.expand_dims(c.input_shape(0))?)])),
     second_order: true,
     cases: || {
-        let u = |s| Input::Uniform(s, -1.0, 1.0);
-        let mut v = reduce_cases("sum all", |x| x[0].sum_all(), u);
-        v.extend(reduce_cases("sum axis 1", |x| x[0].sum(&[1], false), u));
-        v.extend(reduce_cases("sum axes 0,2 keepdim", |x| x[0].sum(&[0, -1], true), u));
-        v.extend(reduce_cases("sum leading axis", |x| x[0].sum(&[0], false), u));
-        v
+        vec![
+            rc("sum all", u, |x| x[0].sum_all(), |h| r::sum(&h[0], &[], false)).also(Sample::Scalar, &[&[]]),
+            rc("sum axis 1", u, |x| x[0].sum(&[1], false), |h| r::sum(&h[0], &[1], false))
+                .also(Sample::Empty, &[&[2, 0, 4]]),
+            rc("sum axes 0,2 keepdim", u, |x| x[0].sum(&[0, -1], true), |h| r::sum(&h[0], &[0, 2], true)),
+            rc("sum leading axis", u, |x| x[0].sum(&[0], false), |h| r::sum(&h[0], &[0], false))
+                .also(Sample::Empty, &[&[2, 0, 4]]),
+        ]
     },
 };
 
@@ -81,9 +100,16 @@ static MAX: OpDef = OpDef {
     backward: Some(extreme_backward),
     second_order: true,
     cases: || {
-        let mut v = reduce_cases("max axis 1", |x| x[0].max(&[1], false), Input::Distinct);
-        v.extend(reduce_cases("max all keepdim", |x| x[0].max(&[], true), Input::Distinct));
-        v
+        vec![
+            rc("max axis 1", Input::Distinct, |x| x[0].max(&[1], false), |h| r::max(&h[0], &[1], false))
+                .also(Sample::Empty, &[&[2, 3, 0]]),
+            rc("max all keepdim", Input::Distinct, |x| x[0].max(&[], true), |h| r::max(&h[0], &[], true))
+                .also(Sample::Scalar, &[&[]]),
+            // Two-way ties split the gradient in halves, as central differences
+            // see it; a kink, so first order only.
+            rc("max axis 2 with ties", Input::Pairs, |x| x[0].max(&[2], false), |h| r::max(&h[0], &[2], false))
+                .first_order_only(),
+        ]
     },
 };
 
@@ -92,7 +118,13 @@ static MIN: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
-    cases: || reduce_cases("min axes 0,2", |x| x[0].min(&[0, 2], false), Input::Distinct),
+    cases: || {
+        vec![
+            rc("min axes 0,2", Input::Distinct, |x| x[0].min(&[0, 2], false), |h| r::min(&h[0], &[0, 2], false)),
+            rc("min all with ties", Input::Pairs, |x| x[0].min(&[], false), |h| r::min(&h[0], &[], false))
+                .first_order_only(),
+        ]
+    },
 };
 
 static ARGMAX: OpDef = OpDef {
@@ -100,7 +132,30 @@ static ARGMAX: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
-    cases: || reduce_cases("argmax axis 1", |x| x[0].argmax(Some(1), false), Input::Distinct),
+    cases: || {
+        vec![
+            rc(
+                "argmax axis 1",
+                Input::Distinct,
+                |x| x[0].argmax(Some(1), false),
+                |h| r::argextreme(&h[0], Some(1), false, true),
+            )
+            .also(Sample::Empty, &[&[2, 3, 0]]),
+            rc(
+                "argmax axis 0 keepdim, first of ties",
+                grid,
+                |x| x[0].argmax(Some(0), true),
+                |h| r::argextreme(&h[0], Some(0), true, true),
+            ),
+            rc(
+                "argmax all, first of ties",
+                grid,
+                |x| x[0].argmax(None, false),
+                |h| r::argextreme(&h[0], None, false, true),
+            )
+            .also(Sample::Scalar, &[&[]]),
+        ]
+    },
 };
 
 static ARGMIN: OpDef = OpDef {
@@ -108,7 +163,22 @@ static ARGMIN: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
-    cases: || reduce_cases("argmin all", |x| x[0].argmin(None, false), Input::Distinct),
+    cases: || {
+        vec![
+            rc(
+                "argmin all",
+                Input::Distinct,
+                |x| x[0].argmin(None, false),
+                |h| r::argextreme(&h[0], None, false, false),
+            ),
+            rc(
+                "argmin last axis, first of ties",
+                grid,
+                |x| x[0].argmin(Some(-1), false),
+                |h| r::argextreme(&h[0], Some(-1), false, false),
+            ),
+        ]
+    },
 };
 
 static MEAN: OpDef = OpDef {
@@ -117,9 +187,11 @@ static MEAN: OpDef = OpDef {
     backward: None,
     second_order: true,
     cases: || {
-        let mut v = reduce_cases("mean axis -1", |x| x[0].mean(&[-1], false), |s| Input::Uniform(s, -1.0, 1.0));
-        v.extend(reduce_cases("mean all", |x| x[0].mean(&[], false), |s| Input::Uniform(s, -1.0, 1.0)));
-        v
+        vec![
+            rc("mean axis -1", u, |x| x[0].mean(&[-1], false), |h| r::mean(&h[0], &[2], false))
+                .also(Sample::Empty, &[&[0, 3, 4]]),
+            rc("mean all", u, |x| x[0].mean(&[], false), |h| r::mean(&h[0], &[], false)).also(Sample::Scalar, &[&[]]),
+        ]
     },
 };
 
@@ -129,14 +201,15 @@ static VAR: OpDef = OpDef {
     backward: None,
     second_order: true,
     cases: || {
-        let mut v =
-            reduce_cases("var axis 1 unbiased", |x| x[0].var(&[1], 1.0, false), |s| Input::Uniform(s, -1.0, 1.0));
-        v.extend(reduce_cases(
-            "var axes 0,2 biased keepdim",
-            |x| x[0].var(&[0, 2], 0.0, true),
-            |s| Input::Uniform(s, -1.0, 1.0),
-        ));
-        v
+        vec![
+            rc("var axis 1 unbiased", u, |x| x[0].var(&[1], 1.0, false), |h| r::var(&h[0], &[1], 1.0, false)),
+            rc(
+                "var axes 0,2 biased keepdim",
+                u,
+                |x| x[0].var(&[0, 2], 0.0, true),
+                |h| r::var(&h[0], &[0, 2], 0.0, true),
+            ),
+        ]
     },
 };
 
@@ -145,7 +218,14 @@ static STD: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
-    cases: || reduce_cases("std axis 2", |x| x[0].std(&[2], 1.0, false), |s| Input::Uniform(s, -1.0, 1.0)),
+    cases: || {
+        vec![rc(
+            "std axis 2",
+            u,
+            |x| x[0].std(&[2], 1.0, false),
+            |h| r::map(&r::var(&h[0], &[2], 1.0, false), f64::sqrt),
+        )]
+    },
 };
 
 static LOGSUMEXP: OpDef = OpDef {
@@ -154,13 +234,11 @@ static LOGSUMEXP: OpDef = OpDef {
     backward: None,
     second_order: true,
     cases: || {
-        let mut v = reduce_cases("logsumexp axis 1", |x| x[0].logsumexp(&[1], false), |s| Input::Uniform(s, -3.0, 3.0));
-        v.extend(reduce_cases(
-            "logsumexp all keepdim",
-            |x| x[0].logsumexp(&[], true),
-            |s| Input::Uniform(s, -3.0, 3.0),
-        ));
-        v
+        let u3 = |s| Input::Uniform(s, -3.0, 3.0);
+        vec![
+            rc("logsumexp axis 1", u3, |x| x[0].logsumexp(&[1], false), |h| r::logsumexp(&h[0], &[1], false)),
+            rc("logsumexp all keepdim", u3, |x| x[0].logsumexp(&[], true), |h| r::logsumexp(&h[0], &[], true)),
+        ]
     },
 };
 
@@ -169,7 +247,7 @@ static SUM_TO: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
-    cases: || vec![Case::new("sum_to [3,1]", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].sum_to(&[3, 1]))],
+    cases: || vec![rc("sum_to [3,1]", u, |x| x[0].sum_to(&[3, 1]), |h| r::sum_to(&h[0], &[3, 1]))],
 };
 
 pub fn ops() -> Vec<&'static OpDef> {
@@ -254,8 +332,17 @@ impl Tensor {
 
 fn arg_reduce(def: &'static OpDef, x: &Tensor, axis: Option<isize>, keepdim: bool, max: bool) -> Result<Tensor> {
     expect_float(def.name, x)?;
-    if x.numel() == 0 {
-        return Err(Error::shape(def.name, format!("cannot take {} of an empty tensor {:?}", def.name, x.shape())));
+    // As in PyTorch: an empty tensor has no argmax over all of it, nor along an
+    // empty axis; along a non-empty axis the result is simply empty.
+    let empty_axis = match axis {
+        None => x.numel() == 0,
+        Some(a) => x.shape()[normalize_axis(def.name, a, x.shape())?] == 0,
+    };
+    if empty_axis {
+        return Err(Error::shape(
+            def.name,
+            format!("cannot take {} over an empty axis of shape {:?} (axis {axis:?})", def.name, x.shape()),
+        ));
     }
     match axis {
         None => {

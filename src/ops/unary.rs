@@ -2,7 +2,8 @@
 //! backward saves, backward rule in tensor code, test cases). The formula is
 //! expanded into an f32 and an f64 slice kernel by `unary_row!`.
 
-use super::{expect_float, Attrs, Case, Input, OpDef, OpKind};
+use super::reference::{self, Kind};
+use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::elementwise::{self as be, UnaryKernel};
 use crate::dtype::DType;
@@ -103,10 +104,21 @@ fn shape() -> Vec<usize> {
     vec![3, 4]
 }
 
+/// One case of a unary row on `shape()`, also run on an empty and a 0-d
+/// input, checked against the scalar formula after `ref:` (the op's
+/// definition written out again, independently of the row's kernel).
 macro_rules! cases {
-    ($name:literal, $input:expr, |$xs:ident| $run:expr) => {
-        || vec![Case::new($name, vec![$input], |$xs| $run)]
+    ($name:literal, $input:expr, |$xs:ident| $run:expr, ref: |$x:ident| $formula:expr) => {
+        || {
+            vec![unary_case(Case::new($name, vec![$input], |$xs| $run))
+                .reference(|h| reference::map(&h[0], |$x| $formula))]
+        }
     };
+}
+
+/// A unary case, also on an empty and a 0-d input.
+fn unary_case(case: Case) -> Case {
+    case.also(Sample::Empty, &[&[0, 4]]).also(Sample::Scalar, &[&[]])
 }
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -115,50 +127,50 @@ const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
 unary_row!(NEG, "neg", |x, p| -x, wgsl: "-x", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].neg()),
-    cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg()));
+    cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg(), ref: |x| -x));
 unary_row!(EXP, "exp", |x, p| x.exp(), wgsl: "exp(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(c.saved(0))),
-    cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp()));
+    cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp(), ref: |x| x.exp()));
 unary_row!(LOG, "log", |x, p| x.ln(), wgsl: "log(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0))),
-    cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log()));
+    cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log(), ref: |x| x.ln()));
 unary_row!(SQRT, "sqrt", |x, p| x.sqrt(), wgsl: "sqrt(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0)).and_then(|t| t.mul_scalar(0.5))),
-    cases: cases!("sqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].sqrt()));
+    cases: cases!("sqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].sqrt(), ref: |x| x.sqrt()));
 unary_row!(RSQRT, "rsqrt", |x, p| 1.0 / x.sqrt(), wgsl: "inverseSqrt(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.mul(y)?)?.mul_scalar(-0.5)) },
-    cases: cases!("rsqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].rsqrt()));
+    cases: cases!("rsqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].rsqrt(), ref: |x| x.powf(-0.5)));
 unary_row!(ABS, "abs", |x, p| x.abs(), wgsl: "abs(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sign()?)),
-    cases: cases!("abs", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].abs()));
+    cases: cases!("abs", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].abs(), ref: |x| x.abs()));
 unary_row!(SIGN, "sign", |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, wgsl: "sign(x)", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].mul_scalar(0.0)),
-    cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign()));
+    cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign(), ref: |x| if x == 0.0 { 0.0 } else { x.signum() }));
 unary_row!(SIN, "sin", |x, p| x.sin(), wgsl: "sin(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).cos()?)),
-    cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin()));
+    cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin(), ref: |x| x.sin()));
 unary_row!(COS, "cos", |x, p| x.cos(), wgsl: "cos(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sin()?)?.neg()),
-    cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos()));
+    cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos(), ref: |x| x.cos()));
 unary_row!(TANH, "tanh", |x, p| x.tanh(), wgsl: "tanh(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
-    cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh()));
+    cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh(), ref: |x| { let e = (2.0 * x).exp(); (e - 1.0) / (e + 1.0) }));
 unary_row!(SIGMOID, "sigmoid", |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
-    cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid()));
+    cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid(), ref: |x| 1.0 / (1.0 + (-x).exp())));
 unary_row!(RELU, "relu", |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?)),
-    cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu()));
+    cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu(), ref: |x| x.max(0.0)));
 unary_row!(LEAKY_RELU, "leaky_relu", |x, p| if x > 0.0 { x } else { p[0] * x }, wgsl: "select(p0 * x, x, x > 0.0)", saves: Input, second_order: true,
     backward: |c, g| {
         let a = p0(c.attrs());
         let m = c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?;
         one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
     },
-    cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1)));
+    cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1), ref: |x| if x > 0.0 { x } else { 0.1 * x }));
 unary_row!(GELU, "gelu", |x, p| x.gelu_tanh(), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
-    cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu()));
+    cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu(), ref: |x| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())));
 unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.0 + erf_approx(x * 0.70710678118))", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
@@ -166,33 +178,36 @@ unary_row!(GELU_ERF, "gelu_erf", |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.
         let pdf = x.mul(x)?.mul_scalar(-0.5)?.exp()?.mul_scalar(INV_SQRT_2PI)?;
         one(g[0].mul(&cdf.add(&x.mul(&pdf)?)?))
     },
-    cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf()));
+    cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf(), ref: |x| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))));
 unary_row!(ERF, "erf", |x, p| x.erf_(), wgsl: "erf_approx(x)", saves: Input, second_order: true,
     backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?)) },
-    cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf()));
+    cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf(), ref: |x| libm::erf(x)));
 unary_row!(SILU, "silu", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let s = x.sigmoid()?;
         one(g[0].mul(&s.mul(&x.mul(&s.neg()?.add_scalar(1.0)?)?.add_scalar(1.0)?)?))
     },
-    cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu()));
+    cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu(), ref: |x| x / (1.0 + (-x).exp())));
 unary_row!(SOFTPLUS, "softplus", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
-    cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus()));
+    cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus(), ref: |x| (1.0 + x.exp()).ln()));
 unary_row!(POW_SCALAR, "pow_scalar", |x, p| x.powf(p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
 backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
 cases: || vec![
-    Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)),
-    Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0)),
-    Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5)),
+    unary_case(Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)))
+        .reference(|h| reference::map(&h[0], |x| (2.5 * x.ln()).exp())),
+    Case::new("pow_scalar 3 (negative base)", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].pow_scalar(3.0))
+        .reference(|h| reference::map(&h[0], |x| x * x * x)),
+    Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5))
+        .reference(|h| reference::map(&h[0], |x| 1.0 / (x * x.sqrt()))),
 ]);
 unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], wgsl: "x + p0", saves: Nothing, second_order: true,
     backward: |_, g| one(Ok(g[0].clone())),
-    cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5)));
+    cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5), ref: |x| x + 1.5));
 unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], wgsl: "x * p0", saves: Nothing, second_order: true,
     backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
-    cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5)));
+    cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5), ref: |x| x * -2.5));
 unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, wgsl: "min(max(x, p0), p1)", saves: Input, second_order: true,
 backward: |c, g| {
     let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
@@ -202,8 +217,10 @@ backward: |c, g| {
     one(g[0].mul(&m))
 },
 cases: || vec![
-    Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))),
-    Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None)),
+    unary_case(Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))))
+        .reference(|h| reference::map(&h[0], |x| x.clamp(-1.0, 1.0))),
+    Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None))
+        .reference(|h| reference::map(&h[0], |x| x.max(0.3))),
 ]);
 
 fn gelu_tanh_derivative(x: &Tensor) -> Result<Tensor> {
@@ -236,12 +253,35 @@ static TO_DTYPE: OpDef = OpDef {
     }),
     second_order: true,
     cases: || {
-        vec![Case::new("to_dtype f32 round trip", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |xs| {
-            let other = if xs[0].dtype() == DType::F64 { DType::F32 } else { DType::F64 };
-            xs[0].to_dtype(other)?.mul_scalar(2.0)?.to_dtype(xs[0].dtype())
-        })
-        // Finite differences through f32 keep only ~3 significant digits.
-        .tolerance(1e3)]
+        // Multiples of 1/16 in [-2, 2]: exact in f32, and so are x +- 2^-6,
+        // the finite-difference step through the f32 leg (a 1e-6 step would
+        // round away there, and the case would need a tolerance that hides
+        // a wrong gradient).
+        let exact = || vec![Input::Grid(vec![2, 3], -2.0, 2.0, 65)];
+        vec![
+            Case::new("f32 round trip through f64", exact(), |xs| {
+                let other = if xs[0].dtype() == DType::F64 { DType::F32 } else { DType::F64 };
+                xs[0].to_dtype(other)?.mul_scalar(2.0)?.to_dtype(xs[0].dtype())
+            })
+            .step(1.0 / 64.0)
+            .reference(|h| reference::map(&h[0], |x| 2.0 * x)),
+            Case::new("float to i32 truncates toward zero", vec![Input::Uniform(vec![3, 4], -3.0, 3.0)], |xs| {
+                xs[0].to_dtype(DType::I32)
+            })
+            .reference(|h| reference::cast(&h[0], Kind::I32)),
+            Case::new("float to bool is != 0", exact(), |xs| xs[0].to_dtype(DType::Bool))
+                .reference(|h| reference::cast(&h[0], Kind::Bool)),
+            Case::new("i32 to f32", vec![Input::Int(vec![3, 4], -50, 50)], |xs| xs[0].to_dtype(DType::F32))
+                .reference(|h| reference::cast(&h[0], Kind::F32)),
+            Case::new("i32 to bool", vec![Input::Int(vec![3, 4], -2, 3)], |xs| xs[0].to_dtype(DType::Bool))
+                .reference(|h| reference::cast(&h[0], Kind::Bool)),
+            Case::new(
+                "bool to f32 times x",
+                vec![Input::Mask(vec![3, 4]), Input::Uniform(vec![3, 4], -1.0, 1.0)],
+                |xs| xs[0].to_dtype(xs[1].dtype())?.mul(&xs[1]),
+            )
+            .reference(|h| reference::zip(&h[0], &h[1], Kind::Float, |m, x| m * x)),
+        ]
     },
 };
 

@@ -1,12 +1,13 @@
 //! The registry checks for JS (`crate::testing`, the code the native
-//! gradcheck and GPU parity tests run): `registryCases()` lists every case of
-//! every op, `checkCase(op, caseIndex, { gpu })` runs one. A browser test page
-//! walks the list to check the wasm build (and, with `gpu: true`, WebGPU).
+//! gradcheck and GPU parity tests run): `registryCases()` lists every sample
+//! of every case of every op (with the checks each op must pass somewhere),
+//! `checkCase(op, caseIndex, { gpu })` runs one. A browser test page walks the
+//! list to check the wasm build (and, with `gpu: true`, WebGPU).
 
 use super::args::{describe, object, usize_arg, Opts};
 use super::{js_error, JsResult};
-use crate::ops::{registry, OpKind};
-use crate::testing::{check_cpu, check_gpu_parity, find_op, registry_problems};
+use crate::ops::{cases_of, registry, OpKind};
+use crate::testing::{check_cpu, check_gpu_parity, expected_checks, find_op, registry_problems};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
@@ -23,36 +24,43 @@ fn kind_name(kind: OpKind) -> &'static str {
 /// primitive without a backward rule), so a runner cannot skip such an op.
 #[wasm_bindgen(
     js_name = registryCases,
-    unchecked_return_type = "Array<{ op: string; kind: 'primitive' | 'composite' | 'noGrad'; caseIndex: number; caseName: string; secondOrder: boolean }>"
+    unchecked_return_type = "Array<{ op: string; kind: 'primitive' | 'composite' | 'noGrad'; caseIndex: number; caseName: string; sample: string; label: string; secondOrder: boolean; expectedChecks: string[]; expectedGpuChecks: string[] }>"
 )]
 pub fn registry_cases() -> JsResult<Array> {
     let problems = registry_problems();
     if !problems.is_empty() {
         return Err(js_error("registryCases", format!("the registry breaks its rules: {}", problems.join("; "))));
     }
+    let names =
+        |checks: Vec<crate::testing::Check>| -> Array { checks.iter().map(|c| JsValue::from_str(c.name())).collect() };
     let out = Array::new();
     for def in registry() {
-        for (k, case) in (def.cases)().iter().enumerate() {
+        for (k, case) in cases_of(def).iter().enumerate() {
             out.push(&object(&[
                 ("op", def.name.into()),
                 ("kind", kind_name(def.kind).into()),
                 ("caseIndex", (k as f64).into()),
                 ("caseName", case.name.into()),
+                ("sample", case.sample.name().into()),
+                ("label", case.label().into()),
                 ("secondOrder", def.second_order.into()),
+                ("expectedChecks", names(expected_checks(def, false)).into()),
+                ("expectedGpuChecks", names(expected_checks(def, true)).into()),
             ]));
         }
     }
     Ok(out)
 }
 
-/// Runs case `caseIndex` of registry op `op`: forward in f32 and f64, the f64
-/// gradcheck (to second order where the op is marked) on the cpu, and with
-/// `options.gpu` also the cpu-vs-WebGPU parity on the device `init` opened.
-/// Resolves to `{ op, caseName, checks }` (the names of the checks that ran);
+/// Runs sample `caseIndex` of registry op `op`: forward in f64 and f32
+/// against the reference, the f64 gradcheck (and gradgradcheck where the op
+/// is marked) on the cpu, and with `options.gpu` also the cpu-vs-WebGPU
+/// parity on the device `init` opened. Resolves to `{ op, caseName, label,
+/// checks }` (the names of the checks that ran);
 /// rejects with an Error naming the op, the case and the failing element.
 #[wasm_bindgen(
     js_name = checkCase,
-    unchecked_return_type = "{ op: string; caseName: string; checks: string[] }"
+    unchecked_return_type = "{ op: string; caseName: string; label: string; checks: string[] }"
 )]
 pub async fn check_case(
     #[wasm_bindgen(unchecked_param_type = "string")] op: JsValue,
@@ -76,7 +84,12 @@ pub async fn check_case(
         checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| JsError::new(&e.to_string()))?);
     }
     let names: Array = checks.iter().map(|c| JsValue::from_str(c.name())).collect();
-    Ok(object(&[("op", def.name.into()), ("caseName", case.name.into()), ("checks", names.into())]))
+    Ok(object(&[
+        ("op", def.name.into()),
+        ("caseName", case.name.into()),
+        ("label", case.label().into()),
+        ("checks", names.into()),
+    ]))
 }
 
 /// Every WGSL source the GPU backend can build, as `[name, source]` pairs, so

@@ -65,14 +65,17 @@ export function definePass(passName) {
         const cases = await s.call('registryCases');
         assert.ok(cases.length > 0, 'registryCases() is empty');
         const byOp = new Map();
+        const expected = new Map();
         for (const c of cases) {
           if (!byOp.has(c.op)) byOp.set(c.op, []);
-          byOp.get(c.op).push({ caseIndex: c.caseIndex, caseName: c.caseName });
+          byOp.get(c.op).push({ caseIndex: c.caseIndex, label: c.label });
+          // The cpu checks always run; with the GPU, its checks too.
+          expected.set(c.op, gpu ? [...c.expectedChecks, ...c.expectedGpuChecks] : c.expectedChecks);
         }
-        t.diagnostic(`${cases.length} cases over ${byOp.size} ops`);
+        t.diagnostic(`${cases.length} case samples over ${byOp.size} ops`);
         for (const [op, opCases] of byOp) {
           await t.test(op, async () => {
-            const failures = await s.call('checkOp', op, opCases, gpu);
+            const failures = await s.call('checkOp', op, opCases, gpu, expected.get(op));
             assert.deepEqual(failures, [], `${op}: ${failures.length} of ${opCases.length} case(s) failed:\n  ${failures.join('\n  ')}`);
           });
         }

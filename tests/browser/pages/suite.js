@@ -25,19 +25,25 @@ export function registryCases() {
 }
 
 /**
- * Runs checkCase for each case index of `op`; returns one entry per failing
- * case: "caseName (#k): message" (an empty array when all pass).
+ * Runs checkCase for each case sample of `op`; returns one entry per failing
+ * sample: "label (#k): message" (an empty array when all pass), plus one
+ * naming the checks the op owes (`expected`, from registryCases) that no
+ * sample ran, so an op cannot drop to forward-only silently.
  */
-export async function checkOp(op, cases, gpu) {
+export async function checkOp(op, cases, gpu, expected) {
   const failures = [];
-  for (const { caseIndex, caseName } of cases) {
+  const ran = new Set();
+  for (const { caseIndex, label } of cases) {
     try {
-      await skiff.testing.checkCase(op, caseIndex, { gpu });
+      const r = await skiff.testing.checkCase(op, caseIndex, { gpu });
+      for (const c of r.checks) ran.add(c);
     } catch (e) {
       const kind = e instanceof Error ? '' : ` (rejected with a non-Error ${typeof e})`;
-      failures.push(`${caseName} (#${caseIndex}): ${e && e.message ? e.message : String(e)}${kind}`);
+      failures.push(`${label} (#${caseIndex}): ${e && e.message ? e.message : String(e)}${kind}`);
     }
   }
+  const missing = failures.length ? [] : expected.filter((c) => !ran.has(c));
+  if (missing.length) failures.push(`no sample ran: ${missing.join(', ')} (ran: ${[...ran].join(', ')})`);
   if (skiff.memory().scopes !== 0) failures.push(`memory().scopes is ${skiff.memory().scopes} after the checks`);
   return failures;
 }
