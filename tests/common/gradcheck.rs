@@ -42,7 +42,9 @@ pub fn uniform(shape: &[usize], lo: f64, hi: f64, seed: u64) -> Tensor {
 pub fn randomise(cells: &[(String, Tensor)], lo: f64, hi: f64, seed: u64) {
     for (k, (_, t)) in cells.iter().enumerate() {
         if t.dtype().is_float() {
-            let v = uniform(t.shape(), lo, hi, seed.wrapping_mul(31).wrapping_add(k as u64 + 1)).to_dtype(t.dtype()).unwrap();
+            let v = uniform(t.shape(), lo, hi, seed.wrapping_mul(31).wrapping_add(k as u64 + 1))
+                .to_dtype(t.dtype())
+                .unwrap();
             no_grad(|| t.copy_(&v)).unwrap();
         }
     }
