@@ -13,7 +13,8 @@
 mod common;
 
 use common::gradcheck::uniform;
-use skiff::{grad, DType, Device, Error, GradOptions, Result, Tensor};
+use skiff::{grad, DType, Device, Error, Function, FunctionCtx, GradOptions, Result, Tensor};
+use std::sync::Arc;
 
 const TOL: f64 = 1e-4;
 
@@ -219,4 +220,44 @@ fn mixing_devices_without_to_is_an_error() {
     let y = leaf_on(&a, &gpu).mul_scalar(2.0).unwrap();
     let e = y.backward_with(Some(&a), Default::default()).unwrap_err();
     assert!(matches!(e, Error::Device { op: "backward", .. }) && e.to_string().contains("gradient on cpu"), "{e}");
+}
+
+/// A custom function whose backward hands back the gradient on the wrong
+/// device (the cpu, for a GPU input).
+struct WrongDevice;
+impl Function for WrongDevice {
+    fn name(&self) -> String {
+        "WrongDevice".to_string()
+    }
+    fn forward(&self, _ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].mul_scalar(2.0)?])
+    }
+    fn backward(&self, _ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(grads[0].mul_scalar(2.0)?.to(&Device::Cpu)?)])
+    }
+}
+
+#[test]
+fn a_gradient_on_the_wrong_device_is_an_error() {
+    let Some(gpu) = common::gpu() else { return };
+    // A GPU leaf must never receive a cpu .grad: a custom backward ...
+    let x = leaf_on(&rand32(&[2, 3], 1), &gpu);
+    let y = skiff::autograd::apply_function(Arc::new(WrongDevice), std::slice::from_ref(&x)).unwrap();
+    let e = y[0].sum_all().unwrap().backward().unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, Error::Device { .. }) && msg.contains("WrongDevice") && msg.contains("gpu") && msg.contains("cpu"),
+        "{msg}"
+    );
+    assert!(x.grad().is_none(), "no gradient was accumulated");
+    // ... or a hook replacing the gradient.
+    let y = x.mul_scalar(3.0).unwrap();
+    y.register_hook(|g| Some(g.to(&Device::Cpu).unwrap())).unwrap();
+    let e = y.sum_all().unwrap().backward().unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, Error::Device { op: "register_hook", .. }) && msg.contains("gpu") && msg.contains("cpu"),
+        "{msg}"
+    );
+    assert!(x.grad().is_none(), "no gradient was accumulated");
 }
