@@ -189,6 +189,39 @@ fn second_order_through_to() {
     close("second order w", &got[1], &want[1]);
 }
 
+/// A model split across devices (PyTorch's "model parallel"): a Linear and a
+/// LayerNorm on the cpu, a Linear on the GPU; every parameter's gradient
+/// matches the all-cpu twin's, on its own device.
+#[test]
+fn a_model_split_across_devices() {
+    use skiff::nn::{Layer, LayerNorm, Linear};
+    let Some(gpu) = common::gpu() else { return };
+    let cpu = Device::Cpu;
+    let make = || -> (Linear, LayerNorm, Linear) {
+        let layers = (Linear::new(4, 6).unwrap(), LayerNorm::new(&[6]).unwrap(), Linear::new(6, 3).unwrap());
+        for (k, (_, p)) in
+            layers.0.state_dict().into_iter().chain(layers.1.state_dict()).chain(layers.2.state_dict()).enumerate()
+        {
+            skiff::no_grad(|| p.copy_(&rand32(p.shape(), 20 + k as u64))).unwrap();
+        }
+        layers
+    };
+    let run = |(a, n, b): &(Linear, LayerNorm, Linear), dev: &Device| {
+        let h = n.forward(&a.forward(&rand32(&[5, 4], 1)).unwrap()).unwrap().tanh().unwrap();
+        let y = b.forward(&h.to(dev).unwrap()).unwrap().to(&cpu).unwrap();
+        y.mul(&rand32(y.shape(), 2)).unwrap().sum_all().unwrap().backward().unwrap();
+    };
+    let (split, all_cpu) = (make(), make());
+    split.2.to(&gpu).unwrap();
+    run(&split, &gpu);
+    run(&all_cpu, &cpu);
+    let params = |m: &(Linear, LayerNorm, Linear)| [m.0.parameters(), m.1.parameters(), m.2.parameters()].concat();
+    for (i, (p, q)) in params(&split).iter().zip(params(&all_cpu)).enumerate() {
+        let dev = if i >= 4 { &gpu } else { &cpu };
+        close(&format!("parameter {i}"), &grad_on("parameter", p, dev), &q.grad().unwrap());
+    }
+}
+
 fn assert_device_error(r: Result<Tensor>, op: &str) {
     match r {
         Err(e @ Error::Device { .. }) => {
