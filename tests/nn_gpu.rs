@@ -1,147 +1,292 @@
-//! Every layer on the GPU against the cpu: a layer built with one seed runs on
-//! the cpu, its twin (same seed) is moved with `to(gpu)`; outputs, parameter
-//! gradients and buffers must agree within 1e-4. Without a GPU adapter the
-//! test prints a loud SKIPPED line and passes.
+//! Every layer on the GPU against the cpu, in f32. A layer is built on the
+//! cpu with random state (parameters and running statistics drawn uniformly:
+//! ones, zeros and unit variances hide mistakes), its twin is moved with
+//! `to(gpu)` and loaded with the same state. In train mode, then in eval mode
+//! (which then uses the running statistics the train step updated), both run
+//! the same input; the outputs, the gradients of the weighted loss
+//! sum(out * w) (random w: `sum_all` makes batch norm's weight gradient
+//! exactly 0 on both devices) with respect to the INPUTS and to every
+//! parameter, and the state afterwards must agree.
+//!
+//! Tolerance: |gpu - cpu| <= 1e-4 * (1 + |cpu|). Both devices compute in f32
+//! (unit roundoff 6e-8) but sum in different orders (tiled GPU reductions and
+//! matmuls vs the cpu's sequential loops); the sums here have at most ~100
+//! terms of size O(1), so the devices differ by O(1e-6), and the transcendental
+//! functions (exp, tanh, erf, rsqrt) of WGSL are accurate to a few ulp on these
+//! ranges. 1e-4 leaves a 100x margin for that, while any real mistake (a
+//! missing term, a wrong index, a dropped gradient path) moves results by
+//! O(1e-2) or more, as the non-degeneracy check below guarantees the
+//! gradients are that large.
 #![cfg(feature = "gpu")]
 
 mod common;
 
+use common::gradcheck::{randomise, uniform};
 use skiff::nn::loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use skiff::nn::*;
-use skiff::{manual_seed, DType, Device, Tensor};
+use skiff::{manual_seed, no_grad, DType, Device, Error, Result, Tensor};
 use std::sync::Mutex;
 
 /// Both tests seed and draw from the global generator: they must not interleave.
 static RNG: Mutex<()> = Mutex::new(());
 
-fn close(what: &str, a: &Tensor, b: &Tensor) {
-    assert_eq!(a.shape(), b.shape(), "{what}");
-    let (a, b) = (a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap());
+const ATOL_RTOL: f64 = 1e-4;
+
+fn close(what: &str, cpu: &Tensor, gpu: &Tensor) {
+    assert_eq!(cpu.shape(), gpu.shape(), "{what}");
+    let (a, b) = (cpu.to_f64_vec().unwrap(), gpu.to_f64_vec().unwrap());
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert!((x - y).abs() <= 1e-4 * (1.0 + x.abs()), "{what}: element {i}: cpu {x}, gpu {y}");
+        assert!((x - y).abs() <= ATOL_RTOL * (1.0 + x.abs()), "{what}: element {i}: cpu {x}, gpu {y}");
     }
 }
 
-/// Runs `make()` twice with the same seed, once per device, in train mode
-/// (or eval), and compares outputs, gradients and the state afterwards.
-fn parity(name: &str, gpu: &Device, make: &dyn Fn() -> Box<dyn Layer>, x: &Tensor, train: bool) {
-    manual_seed(42);
+/// A gradient compared against 0 vs 0 proves nothing: the cpu's must be sizeable.
+fn assert_not_degenerate(what: &str, g: &Tensor) {
+    let max = g.to_f64_vec().unwrap().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(max > 1e-3, "{what}: the gradient is degenerate (max |g| = {max:e})");
+}
+
+/// f32 uniform values from a private generator.
+fn rand32(shape: &[usize], seed: u64) -> Tensor {
+    uniform(shape, -1.0, 1.0, seed).to_dtype(DType::F32).unwrap()
+}
+
+/// The layer's `forward` of its one input.
+fn forward<L: Layer>(layer: &L, xs: &[Tensor]) -> Result<Tensor> {
+    layer.forward(&xs[0])
+}
+
+/// Fresh leaves on `device` for the float inputs (indices are moved as they are).
+fn leaves(xs: &[Tensor], device: &Device) -> Vec<Tensor> {
+    let leaf = |x: &Tensor| {
+        let x = x.to(device).unwrap().detach();
+        if x.dtype().is_float() {
+            x.requires_grad_(true).unwrap()
+        } else {
+            x
+        }
+    };
+    xs.iter().map(leaf).collect()
+}
+
+/// Builds `make()` on the cpu with random state and its twin on `gpu`, then
+/// compares them in train mode and in eval mode (see the file note).
+fn parity<L: Layer>(
+    name: &str,
+    gpu: &Device,
+    make: &dyn Fn() -> L,
+    run: &dyn Fn(&L, &[Tensor]) -> Result<Tensor>,
+    xs: &[Tensor],
+) {
     let cpu_layer = make();
-    manual_seed(42);
-    let gpu_layer = make();
-    gpu_layer.to(gpu).unwrap();
-    for (_, t) in gpu_layer.state_dict() {
-        assert_eq!(&t.device(), gpu, "{name}: state not moved");
-    }
-    cpu_layer.train(train);
-    gpu_layer.train(train);
-    manual_seed(7);
-    let yc = cpu_layer.forward(x).unwrap();
-    manual_seed(7);
-    let yg = gpu_layer.forward(&x.to(gpu).unwrap()).unwrap();
-    assert_eq!(&yg.device(), gpu, "{name}");
-    close(&format!("{name} output"), &yc, &yg);
-    if !cpu_layer.parameters().is_empty() {
-        yc.sum_all().unwrap().backward().unwrap();
-        yg.sum_all().unwrap().backward().unwrap();
-        for ((n, pc), (_, pg)) in cpu_layer.named_parameters().into_iter().zip(gpu_layer.named_parameters()) {
-            close(&format!("{name} grad of {n}"), &pc.grad().unwrap(), &pg.grad().unwrap());
+    randomise(&cpu_layer.state_dict(), -1.0, 1.0, 3);
+    for (n, t) in cpu_layer.state_dict() {
+        if n.ends_with("running_var") {
+            no_grad(|| t.copy_(&t.abs()?.add_scalar(0.5)?)).unwrap();
         }
     }
-    for ((n, c), (_, g)) in cpu_layer.state_dict().into_iter().zip(gpu_layer.state_dict()) {
-        close(&format!("{name} state {n}"), &c, &g);
+    let gpu_layer = make();
+    gpu_layer.to(gpu).unwrap();
+    gpu_layer.load_state_dict(&cpu_layer.state_dict(), true).unwrap();
+    for (n, t) in gpu_layer.state_dict() {
+        assert_eq!(&t.device(), gpu, "{name}: {n} not moved");
     }
+    for train in [true, false] {
+        let name = format!("{name} ({})", if train { "train" } else { "eval" });
+        cpu_layer.train(train);
+        gpu_layer.train(train);
+        let (xc, xg) = (leaves(xs, &Device::Cpu), leaves(xs, gpu));
+        manual_seed(7);
+        let yc = run(&cpu_layer, &xc).unwrap();
+        manual_seed(7);
+        let yg = run(&gpu_layer, &xg).unwrap();
+        assert_eq!(&yg.device(), gpu, "{name}");
+        close(&format!("{name} output"), &yc, &yg);
+        let w = rand32(yc.shape(), 5);
+        yc.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+        yg.mul(&w.to(gpu).unwrap()).unwrap().sum_all().unwrap().backward().unwrap();
+        for (i, (c, g)) in xc.iter().zip(&xg).enumerate().filter(|(_, (c, _))| c.dtype().is_float()) {
+            let what = format!("{name} grad of input {i}");
+            let gc = c.grad().unwrap_or_else(|| panic!("{what}: none on the cpu"));
+            assert_not_degenerate(&what, &gc);
+            close(&what, &gc, &g.grad().unwrap_or_else(|| panic!("{what}: none on the GPU")));
+        }
+        for ((n, pc), (_, pg)) in cpu_layer.named_parameters().into_iter().zip(gpu_layer.named_parameters()) {
+            let what = format!("{name} grad of {n}");
+            let gc = pc.grad().unwrap_or_else(|| panic!("{what}: none on the cpu"));
+            assert_not_degenerate(&what, &gc);
+            let gg = pg.grad().unwrap_or_else(|| panic!("{what}: none on the GPU"));
+            assert_eq!(&gg.device(), gpu, "{what}");
+            close(&what, &gc, &gg);
+        }
+        // Running statistics after the train step; unchanged by the eval one.
+        for ((n, c), (_, g)) in cpu_layer.state_dict().into_iter().zip(gpu_layer.state_dict()) {
+            close(&format!("{name} state {n}"), &c, &g);
+        }
+        cpu_layer.zero_grad();
+        gpu_layer.zero_grad();
+    }
+}
+
+type Make = Box<dyn Fn() -> Box<dyn Layer>>;
+
+fn boxed(l: impl Layer + 'static) -> Box<dyn Layer> {
+    Box::new(l)
 }
 
 #[test]
 fn every_layer_matches_the_cpu() {
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
-    manual_seed(1);
-    let img = Tensor::randn(&[2, 3, 6, 6], DType::F32);
-    let vec2 = Tensor::randn(&[4, 6], DType::F32);
-    let seq = Tensor::randn(&[2, 5, 8], DType::F32);
-    type Make = Box<dyn Fn() -> Box<dyn Layer>>;
-    let cases: Vec<(&str, Make, &Tensor, bool)> = vec![
-        ("Linear", Box::new(|| Box::new(Linear::new(6, 3).unwrap())), &vec2, true),
-        ("Conv2d", Box::new(|| Box::new(Conv2d::new(3, 4, [3, 3]).unwrap())), &img, true),
+    let img = rand32(&[2, 3, 6, 6], 1);
+    let vec2 = rand32(&[4, 6], 2);
+    let seq = rand32(&[2, 5, 8], 3);
+    let vec3 = rand32(&[3, 4, 5], 4);
+    let conv = |c: Conv2dConfig, i, o, k| -> Make { Box::new(move || boxed(Conv2d::with_config(i, o, k, c).unwrap())) };
+    let cases: Vec<(&str, Make, &Tensor)> = vec![
+        ("Linear", Box::new(|| boxed(Linear::new(6, 3).unwrap())), &vec2),
+        ("Linear no bias 3-d", Box::new(|| boxed(Linear::with_bias(8, 4, false).unwrap())), &seq),
+        ("Conv2d", conv(Conv2dConfig::default(), 3, 4, [3, 3]), &img),
         (
             "Conv2d grouped",
+            conv(Conv2dConfig { stride: [2, 2], padding: [1, 1], groups: 3, ..Default::default() }, 3, 6, [3, 3]),
+            &img,
+        ),
+        (
+            "Conv2d dilated",
+            conv(Conv2dConfig { dilation: [2, 1], stride: [1, 2], bias: false, ..Default::default() }, 3, 2, [2, 3]),
+            &img,
+        ),
+        ("MaxPool2d", Box::new(|| boxed(MaxPool2d::new([2, 2]).unwrap())), &img),
+        ("MaxPool2d padded", Box::new(|| boxed(MaxPool2d::with_options([3, 3], [2, 1], [1, 1]).unwrap())), &img),
+        ("AvgPool2d", Box::new(|| boxed(AvgPool2d::with_options([3, 3], [2, 2], [1, 1]).unwrap())), &img),
+        ("AdaptiveAvgPool2d even", Box::new(|| boxed(AdaptiveAvgPool2d::new([3, 2]).unwrap())), &img),
+        ("AdaptiveAvgPool2d uneven", Box::new(|| boxed(AdaptiveAvgPool2d::new([4, 5]).unwrap())), &img),
+        ("BatchNorm2d", Box::new(|| boxed(BatchNorm2d::new(3).unwrap())), &img),
+        ("BatchNorm1d", Box::new(|| boxed(BatchNorm1d::new(6).unwrap())), &vec2),
+        ("BatchNorm1d [N, C, L]", Box::new(|| boxed(BatchNorm1d::new(4).unwrap())), &vec3),
+        (
+            "BatchNorm2d untracked",
             Box::new(|| {
-                let c = Conv2dConfig { stride: [2, 2], padding: [1, 1], groups: 3, ..Default::default() };
-                Box::new(Conv2d::with_config(3, 6, [3, 3], c).unwrap())
+                boxed(
+                    BatchNorm2d::with_config(3, BatchNormConfig { track_running_stats: false, ..Default::default() })
+                        .unwrap(),
+                )
             }),
             &img,
-            true,
         ),
-        ("MaxPool2d", Box::new(|| Box::new(MaxPool2d::new([2, 2]).unwrap())), &img, true),
-        ("AvgPool2d", Box::new(|| Box::new(AvgPool2d::with_options([3, 3], [2, 2], [1, 1]).unwrap())), &img, true),
-        ("AdaptiveAvgPool2d even", Box::new(|| Box::new(AdaptiveAvgPool2d::new([3, 2]).unwrap())), &img, true),
-        ("AdaptiveAvgPool2d uneven", Box::new(|| Box::new(AdaptiveAvgPool2d::new([4, 5]).unwrap())), &img, true),
-        ("BatchNorm2d train", Box::new(|| Box::new(BatchNorm2d::new(3).unwrap())), &img, true),
-        ("BatchNorm2d eval", Box::new(|| Box::new(BatchNorm2d::new(3).unwrap())), &img, false),
-        ("BatchNorm1d train", Box::new(|| Box::new(BatchNorm1d::new(6).unwrap())), &vec2, true),
-        ("LayerNorm", Box::new(|| Box::new(LayerNorm::new(&[8]).unwrap())), &seq, true),
-        ("Dropout train", Box::new(|| Box::new(Dropout::new(0.3).unwrap())), &seq, true),
-        ("Dropout eval", Box::new(|| Box::new(Dropout::new(0.3).unwrap())), &seq, false),
-        ("Flatten", Box::new(|| Box::new(Flatten::new())), &img, true),
-        ("ReLU", Box::new(|| Box::new(ReLU::new())), &seq, true),
-        ("LeakyReLU", Box::new(|| Box::new(LeakyReLU::new(0.2))), &seq, true),
-        ("GELU", Box::new(|| Box::new(GELU::new())), &seq, true),
-        ("GELU tanh", Box::new(|| Box::new(GELU::with_approximate(GeluApproximate::Tanh))), &seq, true),
-        ("SiLU", Box::new(|| Box::new(SiLU::new())), &seq, true),
-        ("Tanh", Box::new(|| Box::new(Tanh::new())), &seq, true),
-        ("Sigmoid", Box::new(|| Box::new(Sigmoid::new())), &seq, true),
-        ("Softmax", Box::new(|| Box::new(Softmax::new(1))), &seq, true),
-        ("MultiHeadAttention", Box::new(|| Box::new(MultiHeadAttention::new(8, 2).unwrap())), &seq, true),
+        ("LayerNorm", Box::new(|| boxed(LayerNorm::new(&[8]).unwrap())), &seq),
+        ("LayerNorm 2-d", Box::new(|| boxed(LayerNorm::new(&[4, 5]).unwrap())), &vec3),
+        ("Dropout", Box::new(|| boxed(Dropout::new(0.3).unwrap())), &seq),
+        ("Flatten", Box::new(|| boxed(Flatten::new())), &img),
+        ("ReLU", Box::new(|| boxed(ReLU::new())), &seq),
+        ("LeakyReLU", Box::new(|| boxed(LeakyReLU::new(0.2))), &seq),
+        ("GELU", Box::new(|| boxed(GELU::new())), &seq),
+        ("GELU tanh", Box::new(|| boxed(GELU::with_approximate(GeluApproximate::Tanh))), &seq),
+        ("SiLU", Box::new(|| boxed(SiLU::new())), &seq),
+        ("Tanh", Box::new(|| boxed(Tanh::new())), &seq),
+        ("Sigmoid", Box::new(|| boxed(Sigmoid::new())), &seq),
+        ("Softmax", Box::new(|| boxed(Softmax::new(1))), &seq),
+        ("MultiHeadAttention", Box::new(|| boxed(MultiHeadAttention::new(8, 2).unwrap())), &seq),
         (
             "MultiHeadAttention causal",
-            Box::new(|| Box::new(MultiHeadAttention::new(8, 4).unwrap().with_causal(true))),
+            Box::new(|| boxed(MultiHeadAttention::new(8, 4).unwrap().with_causal(true))),
             &seq,
-            true,
+        ),
+        (
+            "MultiHeadAttention dropout",
+            Box::new(|| boxed(MultiHeadAttention::with_options(8, 2, false, 0.2).unwrap())),
+            &seq,
         ),
         (
             "Sequential CNN",
             Box::new(|| {
-                Box::new(
+                boxed(
                     Sequential::new()
                         .push(Conv2d::new(3, 4, [3, 3]).unwrap())
+                        // After the ReLU: a batch norm right after the conv would
+                        // make the conv bias's gradient exactly 0 in train mode.
                         .push(ReLU::new())
+                        .push(BatchNorm2d::new(4).unwrap())
                         .push(MaxPool2d::new([2, 2]).unwrap())
                         .push(Flatten::new())
                         .push(Linear::new(16, 5).unwrap()),
                 )
             }),
             &img,
-            true,
         ),
     ];
-    for (name, make, x, train) in &cases {
-        parity(name, &gpu, make.as_ref(), x, *train);
+    for (name, make, x) in &cases {
+        parity(name, &gpu, make.as_ref(), &forward, std::slice::from_ref(*x));
     }
     let idx = Tensor::from_vec(vec![0i32, 3, 2, 3, 1, 0], &[2, 3]).unwrap();
-    parity("Embedding", &gpu, &|| Box::new(Embedding::new(4, 5).unwrap()), &idx, true);
+    parity("Embedding", &gpu, &|| Embedding::new(4, 5).unwrap(), &forward, &[idx]);
+}
+
+/// The attention output and weights in one tensor, so both are compared.
+fn out_and_weights((out, weights): (Tensor, Tensor)) -> Result<Tensor> {
+    Tensor::concat(&[out.flatten(0, -1)?, weights.flatten(0, -1)?], 0)
+}
+
+/// Cross attention with a key padding mask (and causal on top): the
+/// gradients of query, key and value, and the attention weights too.
+#[test]
+fn cross_attention_matches_the_cpu() {
+    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    let pad = Tensor::from_bools(&[false, true, false, false, true, false, true, false], &[2, 4]).unwrap();
+    let qkv = [rand32(&[2, 3, 6], 1), rand32(&[2, 4, 6], 2), rand32(&[2, 4, 6], 3)];
+    for causal in [false, true] {
+        let run = |m: &MultiHeadAttention, xs: &[Tensor]| {
+            let mask = pad.to(&xs[0].device())?;
+            out_and_weights(m.attend(&xs[0], &xs[1], &xs[2], Some(&mask), causal)?)
+        };
+        let name = format!("MultiHeadAttention attend causal {causal}");
+        parity(&name, &gpu, &|| MultiHeadAttention::new(6, 3).unwrap(), &run, &qkv);
+    }
+}
+
+#[test]
+fn f64_stays_on_the_cpu() {
+    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(gpu) = common::gpu() else { return };
+    let l = Linear::new(2, 2).unwrap();
+    l.to(&gpu).unwrap();
+    assert!(matches!(l.to_dtype(DType::F64), Err(Error::DType { .. })));
+    assert!(l.parameters().iter().all(|p| p.dtype() == DType::F32 && p.device() == gpu));
+}
+
+/// A loss's value and its gradients with respect to every float input.
+fn loss_parity(name: &str, gpu: &Device, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, xs: &[Tensor]) {
+    let (xc, xg) = (leaves(xs, &Device::Cpu), leaves(xs, gpu));
+    let (lc, lg) = (f(&xc).unwrap(), f(&xg).unwrap());
+    close(&format!("{name} value"), &lc, &lg);
+    lc.backward().unwrap();
+    lg.backward().unwrap();
+    for (i, (c, g)) in xc.iter().zip(&xg).enumerate().filter(|(_, (c, _))| c.dtype().is_float()) {
+        let what = format!("{name} grad of input {i}");
+        let gc = c.grad().unwrap();
+        assert_not_degenerate(&what, &gc);
+        close(&what, &gc, &g.grad().unwrap());
+    }
 }
 
 #[test]
 fn losses_match_the_cpu() {
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
-    manual_seed(2);
-    let logits = Tensor::randn(&[5, 4], DType::F32);
+    let logits = rand32(&[5, 4], 1).mul_scalar(2.0).unwrap();
     let labels = Tensor::from_vec(vec![0i32, 3, 1, 1, 2], &[5]).unwrap();
-    let a = Tensor::randn(&[3, 4], DType::F32);
-    let b = Tensor::rand(&[3, 4], DType::F32);
-    let g = |t: &Tensor| t.to(&gpu).unwrap();
+    let a = rand32(&[3, 4], 2);
+    let probs = uniform(&[3, 4], 0.0, 1.0, 3).to_dtype(DType::F32).unwrap();
     let smooth = CrossEntropyLoss { label_smoothing: 0.1, ..Default::default() };
-    close("ce", &smooth.forward(&logits, &labels).unwrap(), &smooth.forward(&g(&logits), &g(&labels)).unwrap());
-    let logp = logits.log_softmax(1).unwrap();
+    loss_parity("ce", &gpu, &|x| smooth.forward(&x[0], &x[1]), &[logits.clone(), labels.clone()]);
     let nll = NLLLoss::new();
-    close("nll", &nll.forward(&logp, &labels).unwrap(), &nll.forward(&g(&logp), &g(&labels)).unwrap());
-    close("mse", &MSELoss::new().forward(&a, &b).unwrap(), &MSELoss::new().forward(&g(&a), &g(&b)).unwrap());
-    close("l1", &L1Loss::new().forward(&a, &b).unwrap(), &L1Loss::new().forward(&g(&a), &g(&b)).unwrap());
+    loss_parity("nll", &gpu, &|x| nll.forward(&x[0].log_softmax(1)?, &x[1]), &[logits, labels]);
+    loss_parity("mse", &gpu, &|x| MSELoss::new().forward(&x[0], &x[1]), &[a.clone(), probs.clone()]);
+    loss_parity("l1", &gpu, &|x| L1Loss::new().forward(&x[0], &x[1]), &[a.clone(), probs.clone()]);
     let bce = BCEWithLogitsLoss::new();
-    close("bce", &bce.forward(&a, &b).unwrap(), &bce.forward(&g(&a), &g(&b)).unwrap());
+    loss_parity("bce", &gpu, &|x| bce.forward(&x[0], &x[1]), &[a, probs]);
     // Initialisers write on the tensor's device.
     let w = Tensor::zeros(&[3, 4], DType::F32).to(&gpu).unwrap();
     manual_seed(9);

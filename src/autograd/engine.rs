@@ -250,6 +250,19 @@ fn check_input_grads(node: &Node, grads: &[Option<Tensor>]) -> Result<()> {
     for (i, g) in grads.iter().enumerate() {
         if let (Some(g), Some(_)) = (g, &node.next[i]) {
             let want = &node.inputs[i];
+            // A gradient must live where its input lives: otherwise a leaf
+            // on the GPU would silently get a `.grad` on the cpu.
+            if g.device() != want.device {
+                return Err(Error::Device {
+                    op: node.name_static(),
+                    found: format!(
+                        "a gradient on {} for input {i} (on {}) returned by the backward of '{}'",
+                        g.device(),
+                        want.device,
+                        node.name()
+                    ),
+                });
+            }
             if g.shape() != want.shape.as_slice() || g.dtype() != want.dtype {
                 return Err(Error::autograd(
                     node.name_static(),

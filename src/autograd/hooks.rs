@@ -77,6 +77,16 @@ pub(crate) fn run_hooks(node: &Node, nr: usize, mut grad: Tensor) -> Result<Tens
         .collect();
     for h in hooks {
         if let Some(new) = h(&grad) {
+            if new.device() != grad.device() {
+                return Err(Error::Device {
+                    op: "register_hook",
+                    found: format!(
+                        "a gradient on {} returned by a hook, for a tensor on {}",
+                        new.device(),
+                        grad.device()
+                    ),
+                });
+            }
             if new.shape() != grad.shape() || new.dtype() != grad.dtype() {
                 let err = if new.dtype() != grad.dtype() { Error::dtype } else { Error::shape };
                 return Err(err(

@@ -8,7 +8,7 @@
 //! `no_grad`), so tensor handles held elsewhere (an optimizer) stay valid.
 //! `Layer::to(device)` cannot move a storage in place, so it *replaces* each
 //! cell's tensor with a new leaf on the device: create optimizers after `to`,
-//! as PyTorch recommends.
+//! as PyTorch recommends. `Layer::to_dtype` swaps the cells' tensors the same way.
 //!
 //! Layers are used through `&self` (they are `Send + Sync`): the training flag
 //! and the hooks live in a [`Core`] with interior mutability.
@@ -48,6 +48,7 @@ pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
 
 use crate::autograd::no_grad;
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
@@ -290,6 +291,27 @@ pub trait Layer: Send + Sync {
             }
             let moved = no_grad(|| t.detach().to(device))?;
             cell.set(if is_param && t.requires_grad() { moved.requires_grad_(true)? } else { moved });
+        }
+        Ok(())
+    }
+
+    /// Converts every floating-point parameter and buffer to `dtype` by
+    /// replacing the cells' tensors with new leaves (as `to` does; gradients
+    /// are dropped). Integer buffers (`num_batches_tracked`) keep their dtype.
+    /// Layers are built in f32; `to_dtype(DType::F64)` makes one gradcheckable
+    /// on the cpu (f64 does not exist on the GPU: converting a GPU layer to f64
+    /// is a dtype error).
+    fn to_dtype(&self, dtype: DType) -> Result<()> {
+        if !dtype.is_float() {
+            return Err(Error::dtype("Layer::to_dtype", format!("expected a float dtype, got {dtype}")));
+        }
+        for (_, cell, is_param) in self.state_cells() {
+            let t = cell.get();
+            if !t.dtype().is_float() || t.dtype() == dtype {
+                continue;
+            }
+            let converted = no_grad(|| t.detach().to_dtype(dtype))?;
+            cell.set(if is_param && t.requires_grad() { converted.requires_grad_(true)? } else { converted });
         }
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod gradcheck;
+
 use skiff::Tensor;
 
 /// An f64 tensor from values.

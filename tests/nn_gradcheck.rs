@@ -1,0 +1,266 @@
+//! Every nn layer gradchecked in f64 on the cpu, in train and in eval mode:
+//! the gradient of sum(out * w) (random w, see `common::gradcheck`) with
+//! respect to the inputs and to every parameter, against central
+//! differences; and, for layers built from twice-differentiable ops, the
+//! second-order gradient. Layers are built in f32, converted with
+//! `Layer::to_dtype(F64)`, and their state randomised (ones/zeros/unit
+//! variance are special points that hide mistakes).
+
+mod common;
+
+use common::gradcheck::{gradcheck, randomise, uniform};
+use skiff::nn::*;
+use skiff::{manual_seed, no_grad, DType, Error, Result, Tensor};
+use std::sync::{Mutex, MutexGuard};
+
+/// Layer constructors and dropout draw from the process-wide generator; the
+/// dropout checks re-seed it before every forward, so no other test of this
+/// file may draw from it concurrently.
+static RNG: Mutex<()> = Mutex::new(());
+fn rng() -> MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `layer` in f64 with its parameters and buffers drawn from [-1, 1).
+fn f64_layer<L: Layer>(layer: L, seed: u64) -> L {
+    layer.to_dtype(DType::F64).unwrap();
+    randomise(&layer.state_dict(), -1.0, 1.0, seed);
+    layer
+}
+
+/// Gradchecks `layer.forward` at `x` in train mode, then in eval mode.
+fn check_modes(name: &str, layer: &dyn Layer, x: &Tensor, second_order: bool) {
+    for train in [true, false] {
+        layer.train(train);
+        let name = format!("{name} ({})", if train { "train" } else { "eval" });
+        let cells = layer.named_parameter_cells();
+        gradcheck(&name, &|xs| layer.forward(&xs[0]), std::slice::from_ref(x), &cells, second_order);
+    }
+}
+
+fn x(shape: &[usize], seed: u64) -> Tensor {
+    uniform(shape, -1.0, 1.0, seed)
+}
+
+#[test]
+fn to_dtype_makes_an_f64_layer() {
+    let _g = rng();
+    let net = Sequential::new().push(Linear::new(3, 2).unwrap()).push(BatchNorm1d::new(2).unwrap());
+    let before = net.state_dict();
+    net.to_dtype(DType::F64).unwrap();
+    for ((n, a), (_, b)) in before.iter().zip(net.state_dict()) {
+        let want = if n.ends_with("num_batches_tracked") { DType::I32 } else { DType::F64 };
+        assert_eq!(b.dtype(), want, "{n}");
+        assert_eq!(a.to_f64_vec().unwrap(), b.to_f64_vec().unwrap(), "{n}: values kept");
+    }
+    for (n, p) in net.named_parameters() {
+        assert!(p.requires_grad() && p.is_leaf(), "{n} is a trainable leaf");
+    }
+    let y = net.forward(&x(&[4, 3], 1)).unwrap();
+    assert_eq!(y.dtype(), DType::F64);
+    // The running statistics stay f64 after a training step.
+    assert!(net.named_buffers().iter().all(|(n, b)| n.ends_with("tracked") || b.dtype() == DType::F64));
+    // Mixed dtypes stay errors; integer dtypes are refused.
+    let f32_in = Tensor::zeros(&[4, 3], DType::F32);
+    assert!(matches!(net.forward(&f32_in), Err(Error::DType { .. })));
+    assert!(matches!(net.to_dtype(DType::I32), Err(Error::DType { .. })));
+    // And back: f32 again.
+    net.to_dtype(DType::F32).unwrap();
+    assert!(net.parameters().iter().all(|p| p.dtype() == DType::F32 && p.requires_grad()));
+}
+
+#[test]
+fn linear_and_conv2d() {
+    let _g = rng();
+    check_modes("Linear", &f64_layer(Linear::new(3, 4).unwrap(), 1), &x(&[2, 3], 2), true);
+    check_modes(
+        "Linear no bias, 3-d input",
+        &f64_layer(Linear::with_bias(3, 2, false).unwrap(), 3),
+        &x(&[2, 2, 3], 4),
+        true,
+    );
+    check_modes("Conv2d", &f64_layer(Conv2d::new(2, 3, [2, 2]).unwrap(), 5), &x(&[2, 2, 4, 4], 6), true);
+    let cfg = Conv2dConfig { stride: [2, 1], padding: [1, 0], dilation: [1, 2], groups: 2, bias: true };
+    let conv = f64_layer(Conv2d::with_config(4, 4, [2, 3], cfg).unwrap(), 7);
+    check_modes("Conv2d stride/padding/dilation/groups", &conv, &x(&[1, 4, 5, 5], 8), true);
+    let cfg = Conv2dConfig { padding: [1, 1], bias: false, ..Default::default() };
+    check_modes(
+        "Conv2d no bias",
+        &f64_layer(Conv2d::with_config(1, 2, [3, 3], cfg).unwrap(), 9),
+        &x(&[1, 1, 3, 3], 10),
+        true,
+    );
+}
+
+/// A batch norm in f64 with random affine parameters and running statistics
+/// (a positive running variance).
+fn batch_norm<const D: usize>(c: usize, config: BatchNormConfig, seed: u64) -> BatchNorm<D> {
+    let bn = f64_layer(BatchNorm::<D>::with_config(c, config).unwrap(), seed);
+    if let Some(rv) = &bn.running_var {
+        no_grad(|| rv.get().copy_(&uniform(&[c], 0.5, 1.5, seed + 1))).unwrap();
+    }
+    bn
+}
+
+#[test]
+fn batch_norm_differentiates_through_the_batch_statistics() {
+    let _g = rng();
+    // Train mode normalises with the batch mean and variance: the input
+    // gradient has the terms through both (a detach() of either fails here).
+    // Eval mode uses the running statistics.
+    let cfg = BatchNormConfig::default();
+    check_modes("BatchNorm1d [N, C]", &batch_norm::<1>(3, cfg, 1), &x(&[4, 3], 2), true);
+    check_modes("BatchNorm1d [N, C, L]", &batch_norm::<1>(2, cfg, 3), &x(&[3, 2, 3], 4), true);
+    check_modes("BatchNorm2d", &batch_norm::<2>(2, cfg, 5), &x(&[2, 2, 3, 2], 6), true);
+    let no_affine = BatchNormConfig { affine: false, ..cfg };
+    check_modes("BatchNorm2d no affine", &batch_norm::<2>(2, no_affine, 7), &x(&[2, 2, 2, 2], 8), true);
+    // Without running statistics eval mode uses the batch's too.
+    let untracked = BatchNormConfig { track_running_stats: false, eps: 1e-3, ..cfg };
+    check_modes("BatchNorm1d untracked", &batch_norm::<1>(3, untracked, 9), &x(&[3, 3], 10), true);
+}
+
+#[test]
+fn batch_norm_running_statistics_in_f64() {
+    let _g = rng();
+    let bn = batch_norm::<1>(2, BatchNormConfig { momentum: 0.25, ..Default::default() }, 1);
+    let (rm, rv) = (bn.running_mean.as_ref().unwrap().get(), bn.running_var.as_ref().unwrap().get());
+    let (m0, v0) = (rm.to_vec::<f64>().unwrap(), rv.to_vec::<f64>().unwrap());
+    let input = x(&[3, 2], 2);
+    bn.forward(&input).unwrap();
+    let v = input.to_vec::<f64>().unwrap();
+    for c in 0..2 {
+        let col: Vec<f64> = (0..3).map(|n| v[n * 2 + c]).collect();
+        let mean = col.iter().sum::<f64>() / 3.0;
+        let unbiased = col.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / 2.0;
+        let (got_m, got_v) = (rm.to_vec::<f64>().unwrap()[c], rv.to_vec::<f64>().unwrap()[c]);
+        assert!((got_m - (0.75 * m0[c] + 0.25 * mean)).abs() < 1e-14, "running_mean {c}");
+        assert!((got_v - (0.75 * v0[c] + 0.25 * unbiased)).abs() < 1e-14, "running_var {c}");
+    }
+}
+
+#[test]
+fn layer_norm() {
+    let _g = rng();
+    check_modes("LayerNorm [4]", &f64_layer(LayerNorm::new(&[4]).unwrap(), 1), &x(&[3, 4], 2), true);
+    check_modes("LayerNorm [2, 3]", &f64_layer(LayerNorm::new(&[2, 3]).unwrap(), 3), &x(&[2, 2, 3], 4), true);
+    let plain = f64_layer(LayerNorm::with_options(&[3], 1e-3, false).unwrap(), 5);
+    check_modes("LayerNorm no affine", &plain, &x(&[2, 3], 6), true);
+}
+
+#[test]
+fn embedding_weight() {
+    let _g = rng();
+    let emb = f64_layer(Embedding::new(5, 3).unwrap(), 1);
+    // Repeated indices: their rows' gradients must accumulate.
+    let idx = Tensor::from_vec(vec![0i32, 3, 3, 1, 0, 3], &[2, 3]).unwrap();
+    for train in [true, false] {
+        emb.train(train);
+        gradcheck("Embedding", &|_| emb.forward(&idx), &[], &emb.named_parameter_cells(), true);
+    }
+}
+
+/// The attention output and weights in one tensor, so both are checked.
+fn out_and_weights((out, weights): (Tensor, Tensor)) -> Result<Tensor> {
+    Tensor::concat(&[out.flatten(0, -1)?, weights.flatten(0, -1)?], 0)
+}
+
+#[test]
+fn multi_head_attention() {
+    let _g = rng();
+    let seq = x(&[2, 3, 4], 1);
+    check_modes("MHA self", &f64_layer(MultiHeadAttention::new(4, 2).unwrap(), 2), &seq, true);
+    let causal = f64_layer(MultiHeadAttention::new(4, 1).unwrap().with_causal(true), 3);
+    check_modes("MHA causal", &causal, &seq, true);
+    let no_bias = f64_layer(MultiHeadAttention::with_options(4, 2, false, 0.0).unwrap(), 4);
+    check_modes("MHA no bias", &no_bias, &seq, true);
+    // Cross attention: query, key and value are distinct inputs, with a key
+    // padding mask (no row fully masked) and the causal mask on top.
+    let m = f64_layer(MultiHeadAttention::new(4, 2).unwrap(), 5);
+    let pad = Tensor::from_bools(&[false, true, false, true, false, false], &[2, 3]).unwrap();
+    let qkv = [x(&[2, 2, 4], 6), x(&[2, 3, 4], 7), x(&[2, 3, 4], 8)];
+    for (mask, causal) in [(None, false), (Some(&pad), false), (Some(&pad), true)] {
+        for train in [true, false] {
+            m.train(train);
+            let name = format!("MHA attend mask {} causal {causal} train {train}", mask.is_some());
+            let f = |xs: &[Tensor]| out_and_weights(m.attend(&xs[0], &xs[1], &xs[2], mask, causal)?);
+            // Without dropout both modes run the same ops: second order once.
+            gradcheck(&name, &f, &qkv, &m.named_parameter_cells(), !train);
+        }
+    }
+}
+
+#[test]
+fn dropout_in_train_mode_reuses_its_mask() {
+    let _g = rng();
+    // Re-seeding before each forward draws the same mask every time, so the
+    // function is smooth in its inputs and central differences apply.
+    let seeded = |layer: &dyn Layer, xs: &[Tensor]| {
+        manual_seed(3);
+        layer.forward(&xs[0])
+    };
+    let d = Dropout::new(0.4).unwrap();
+    let input = x(&[3, 5], 1);
+    let y = seeded(&d, std::slice::from_ref(&input)).unwrap().to_vec::<f64>().unwrap();
+    assert!(y.contains(&0.0) && y.iter().any(|v| *v != 0.0), "some elements dropped, some kept");
+    gradcheck("Dropout (train)", &|xs| seeded(&d, xs), std::slice::from_ref(&input), &[], true);
+    d.eval();
+    gradcheck("Dropout (eval)", &|xs| d.forward(&xs[0]), &[input], &[], true);
+    let m = f64_layer(MultiHeadAttention::with_options(4, 2, true, 0.3).unwrap(), 2);
+    let cells = m.named_parameter_cells();
+    gradcheck("MHA dropout (train)", &|xs| seeded(&m, xs), &[x(&[2, 3, 4], 3)], &cells, false);
+    m.eval();
+    gradcheck("MHA dropout (eval)", &|xs| m.forward(&xs[0]), &[x(&[2, 3, 4], 3)], &cells, true);
+}
+
+#[test]
+fn pools_and_flatten() {
+    let _g = rng();
+    let img = x(&[1, 2, 5, 6], 1);
+    // Max pools are piecewise linear: first order only (uniform inputs have
+    // no ties within the step).
+    check_modes("MaxPool2d", &MaxPool2d::new([2, 2]).unwrap(), &img, false);
+    check_modes("MaxPool2d padded", &MaxPool2d::with_options([3, 3], [2, 1], [1, 1]).unwrap(), &img, false);
+    check_modes("AvgPool2d", &AvgPool2d::new([2, 3]).unwrap(), &img, true);
+    check_modes("AvgPool2d padded", &AvgPool2d::with_options([3, 3], [2, 2], [1, 1]).unwrap(), &img, true);
+    check_modes("AdaptiveAvgPool2d even", &AdaptiveAvgPool2d::new([5, 3]).unwrap(), &img, true);
+    check_modes("AdaptiveAvgPool2d uneven", &AdaptiveAvgPool2d::new([3, 4]).unwrap(), &img, true);
+    check_modes("Flatten", &Flatten::with_axes(1, 2), &img, true);
+}
+
+#[test]
+fn activations() {
+    let _g = rng();
+    let input = x(&[2, 3, 4], 1);
+    check_modes("ReLU", &ReLU::new(), &input, false);
+    check_modes("LeakyReLU", &LeakyReLU::new(0.2), &input, false);
+    check_modes("GELU", &GELU::new(), &input, true);
+    check_modes("GELU tanh", &GELU::with_approximate(GeluApproximate::Tanh), &input, true);
+    check_modes("SiLU", &SiLU::new(), &input, true);
+    check_modes("Tanh", &Tanh::new(), &input, true);
+    check_modes("Sigmoid", &Sigmoid::new(), &input, true);
+    check_modes("Softmax", &Softmax::new(1), &input, true);
+}
+
+#[test]
+fn sequential_models() {
+    let _g = rng();
+    // Parameters reached through children ("0.weight", "1.running_mean", ...).
+    let cnn = Sequential::new()
+        .push(Conv2d::with_config(1, 2, [3, 3], Conv2dConfig { padding: [1, 1], ..Default::default() }).unwrap())
+        .push(BatchNorm2d::new(2).unwrap())
+        .push(ReLU::new())
+        .push(MaxPool2d::new([2, 2]).unwrap())
+        .push(Flatten::new())
+        .push(Linear::new(8, 3).unwrap());
+    let cnn = f64_layer(cnn, 1);
+    let rv = cnn.state_dict().into_iter().find(|(n, _)| n == "1.running_var").unwrap().1;
+    no_grad(|| rv.copy_(&uniform(&[2], 0.5, 1.5, 2))).unwrap();
+    assert_eq!(cnn.named_parameter_cells().len(), 6);
+    check_modes("CNN", &cnn, &x(&[2, 1, 4, 4], 3), false);
+    let mlp = Sequential::new()
+        .push(Linear::new(3, 4).unwrap())
+        .push(LayerNorm::new(&[4]).unwrap())
+        .push(Tanh::new())
+        .push(Linear::new(4, 2).unwrap());
+    check_modes("MLP", &f64_layer(mlp, 4), &x(&[3, 3], 5), true);
+}
