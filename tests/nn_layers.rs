@@ -1,6 +1,9 @@
 //! Every layer's output shape and values on small inputs, against
 //! hand-computed results (weights set through load_state_dict or init).
 
+mod common;
+
+use common::{expect_err, Kind};
 use skiff::nn::loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use skiff::nn::*;
 use skiff::{DType, Tensor};
@@ -36,7 +39,12 @@ fn linear_values_and_shapes() {
     let y = nb.forward(&arange(8, &[2, 2, 2])).unwrap();
     assert_eq!(y.shape(), &[2, 2, 1]);
     close(&y, &[2., 10., 18., 26.], 1e-6);
-    assert!(l.forward(&arange(3, &[1, 3])).is_err());
+    expect_err(
+        l.forward(&arange(3, &[1, 3])),
+        Kind::Shape,
+        "Linear",
+        &["last dim 2 (weight [3, 2]), got shape [1, 3]"],
+    );
 }
 
 #[test]
@@ -60,7 +68,12 @@ fn conv2d_values_padding_stride_groups() {
     assert_eq!(g.weight.get().shape(), &[2, 1, 1, 1]);
     load(&g, &[("weight", t(&[2., 3.], &[2, 1, 1, 1]))]);
     close(&g.forward(&arange(4, &[1, 2, 1, 2])).unwrap(), &[0., 2., 6., 9.], 1e-6);
-    assert!(Conv2d::with_config(3, 2, [1, 1], Conv2dConfig { groups: 2, ..Default::default() }).is_err());
+    expect_err(
+        Conv2d::with_config(3, 2, [1, 1], Conv2dConfig { groups: 2, ..Default::default() }),
+        Kind::Value,
+        "Conv2d",
+        &["groups 2 must divide in_channels 3 and out_channels 2"],
+    );
 }
 
 #[test]
@@ -80,8 +93,13 @@ fn pools_and_flatten() {
     let y = AdaptiveAvgPool2d::new([1, 2]).unwrap().forward(&arange(6, &[1, 1, 2, 3])).unwrap();
     // columns {0,1} and {1,2} over both rows.
     close(&y, &[2.0, 3.0], 1e-6);
-    assert!(AdaptiveAvgPool2d::new([5, 5]).unwrap().forward(&x).is_err());
-    assert!(MaxPool2d::new([0, 2]).is_err());
+    expect_err(
+        AdaptiveAvgPool2d::new([5, 5]).unwrap().forward(&x),
+        Kind::Shape,
+        "AdaptiveAvgPool2d",
+        &["output size [5, 5] is larger than the input's [4, 4]"],
+    );
+    expect_err(MaxPool2d::new([0, 2]), Kind::Value, "MaxPool2d", &["kernel [0, 2] and stride [0, 2] must be positive"]);
 
     let x = arange(24, &[2, 3, 4]);
     assert_eq!(Flatten::new().forward(&x).unwrap().shape(), &[2, 12]);
@@ -121,9 +139,18 @@ fn batch_norm_train_then_eval() {
     let s = (3.5f64 + 1e-5).sqrt();
     close(&y, &[1. - 4. / s, 1. - 2. / s, 1., 1. + 6. / s], 1e-5);
     close(&bn.named_buffers()[1].1, &[0.9 + 0.1 * 14.0 / 3.0], 1e-6);
-    assert!(bn.forward(&t(&[1., 2.], &[2, 1])).is_err());
-    assert!(BatchNorm1d::new(2).unwrap().forward(&t(&[1., 2.], &[1, 2])).is_err());
-    // one value per channel
+    expect_err(
+        bn.forward(&t(&[1., 2.], &[2, 1])),
+        Kind::Shape,
+        "BatchNorm",
+        &["[N, C, H, W] input with C = 1, got shape [2, 1]"],
+    );
+    expect_err(
+        BatchNorm1d::new(2).unwrap().forward(&t(&[1., 2.], &[1, 2])),
+        Kind::Value,
+        "BatchNorm",
+        &["more than 1 value per channel, got input shape [1, 2]"],
+    );
 }
 
 #[test]
@@ -139,7 +166,12 @@ fn layer_norm_and_embedding() {
     let y = e.forward(&Tensor::from_vec(vec![2i32, 0], &[1, 2]).unwrap()).unwrap();
     assert_eq!(y.shape(), &[1, 2, 2]);
     close(&y, &[4., 5., 0., 1.], 0.0);
-    assert!(e.forward(&Tensor::from_vec(vec![3i32], &[1]).unwrap()).is_err());
+    expect_err(
+        e.forward(&Tensor::from_vec(vec![3i32], &[1]).unwrap()),
+        Kind::Value,
+        "embedding",
+        &["index 3 is out of range for axis 0 of size 3 (input shape [3, 2], index shape [1])"],
+    );
 }
 
 #[test]
@@ -154,7 +186,7 @@ fn dropout_train_and_eval() {
     d.eval();
     assert!(!d.is_training());
     close(&d.forward(&x).unwrap(), &vec![1.0; 4000], 0.0);
-    assert!(Dropout::new(1.0).is_err());
+    expect_err(Dropout::new(1.0), Kind::Value, "Dropout", &["p must be in [0, 1), got 1"]);
 }
 
 #[test]
@@ -201,5 +233,10 @@ fn losses() {
     close(&L1Loss::with_reduction(skiff::Reduction::Sum).forward(&a, &b).unwrap(), &[4.0], 1e-6);
     let bce = BCEWithLogitsLoss::new().forward(&t(&[0., 2.], &[2]), &t(&[1., 0.], &[2])).unwrap();
     close(&bce, &[(2f64.ln() + (1.0 + 2f64.exp()).ln()) / 2.0], 1e-6);
-    assert!(L1Loss::new().forward(&a, &t(&[1.], &[1])).is_err());
+    expect_err(
+        L1Loss::new().forward(&a, &t(&[1.], &[1])),
+        Kind::Shape,
+        "l1_loss",
+        &["input and target shapes differ: [2] vs [1]"],
+    );
 }
