@@ -2,7 +2,10 @@
 //! computed by hand (or by the naive formula), plus every error path: bad
 //! inputs must come back as an `Error` naming the op, never a panic.
 
-use skiff::{manual_seed, DType, Error, Reduction, Tensor};
+mod common;
+
+use common::{expect_err, Kind};
+use skiff::{manual_seed, DType, Reduction, Tensor};
 use std::sync::Mutex;
 
 /// Tests that draw from the global generator hold this, so parallel test
@@ -97,34 +100,96 @@ fn gather_and_scatter_add_hand_cases() {
 #[test]
 fn index_errors_are_errors_not_panics() {
     let x = t(&[0.; 6], &[3, 2]);
-    let e = x.index_select(0, &ix(&[0, 3], &[2])).unwrap_err();
-    assert!(matches!(&e, Error::Value { op: "index_select", .. }) && e.to_string().contains("[3, 2]"), "{e}");
-    assert!(matches!(x.index_select(0, &ix(&[-1], &[1])), Err(Error::Value { .. })));
-    assert!(matches!(x.index_select(0, &t(&[0.], &[1])), Err(Error::DType { op: "index_select", .. })));
-    assert!(matches!(x.index_select(0, &ix(&[0, 1], &[1, 2])), Err(Error::Shape { .. })));
-    assert!(matches!(x.index_select(2, &ix(&[0], &[1])), Err(Error::Axis { .. })));
-    assert!(matches!(Tensor::scalar(1.0, DType::F64).index_select(0, &ix(&[0], &[1])), Err(Error::Shape { .. })));
+    expect_err(
+        x.index_select(0, &ix(&[0, 3], &[2])),
+        Kind::Value,
+        "index_select",
+        &["index 3 is out of range for axis 0 of size 3 (input shape [3, 2], index shape [2])"],
+    );
+    expect_err(
+        x.index_select(0, &ix(&[-1], &[1])),
+        Kind::Value,
+        "index_select",
+        &["index -1 is out of range for axis 0 of size 3 (input shape [3, 2], index shape [1])"],
+    );
+    expect_err(
+        x.index_select(0, &t(&[0.], &[1])),
+        Kind::DType,
+        "index_select",
+        &["index must be i32, got f64 of shape [1]"],
+    );
+    expect_err(
+        x.index_select(0, &ix(&[0, 1], &[1, 2])),
+        Kind::Shape,
+        "index_select",
+        &["index must be 1-D, got shape [1, 2]"],
+    );
+    expect_err(
+        x.index_select(2, &ix(&[0], &[1])),
+        Kind::Axis,
+        "index_select",
+        &["axis 2 is out of range for a tensor of rank 2 (shape [3, 2])"],
+    );
+    expect_err(
+        Tensor::scalar(1.0, DType::F64).index_select(0, &ix(&[0], &[1])),
+        Kind::Shape,
+        "index_select",
+        &["needs a tensor with at least one axis, got a scalar (shape [])"],
+    );
 
-    let e = x.gather(1, &ix(&[0, 2], &[2, 1])).unwrap_err();
-    assert!(matches!(&e, Error::Value { op: "gather", .. }) && e.to_string().contains("index 2"), "{e}");
-    assert!(matches!(x.gather(0, &ix(&[0, 1], &[2])), Err(Error::Shape { op: "gather", .. })), "rank mismatch");
-    assert!(matches!(x.gather(0, &ix(&[0; 6], &[2, 3])), Err(Error::Shape { .. })), "index wider than input");
-    assert!(matches!(x.gather(0, &t(&[0.], &[1, 1])), Err(Error::DType { .. })));
+    expect_err(
+        x.gather(1, &ix(&[0, 2], &[2, 1])),
+        Kind::Value,
+        "gather",
+        &["index 2 is out of range for axis 1 of size 2 (input shape [3, 2], index shape [2, 1])"],
+    );
+    expect_err(
+        x.gather(0, &ix(&[0, 1], &[2])),
+        Kind::Shape,
+        "gather",
+        &["index of shape [2] must have the rank of input [3, 2] and be no larger in every dim but the axis (axis 0)"],
+    );
+    expect_err(x.gather(0, &ix(&[0; 6], &[2, 3])), Kind::Shape, "gather", &["index of shape [2, 3] must have the rank of input [3, 2] and be no larger in every dim but the axis (axis 0)"]);
+    expect_err(x.gather(0, &t(&[0.], &[1, 1])), Kind::DType, "gather", &["index must be i32, got f64 of shape [1, 1]"]);
 
     let src = t(&[1.; 4], &[2, 2]);
-    assert!(matches!(x.scatter_add(0, &ix(&[5, 0, 0, 0], &[2, 2]), &src), Err(Error::Value { op: "scatter_add", .. })));
-    assert!(matches!(x.scatter_add(0, &ix(&[0; 3], &[3, 1]), &src), Err(Error::Shape { .. })), "index larger than src");
-    assert!(matches!(
+    expect_err(
+        x.scatter_add(0, &ix(&[5, 0, 0, 0], &[2, 2]), &src),
+        Kind::Value,
+        "scatter_add",
+        &["index 5 is out of range for axis 0 of size 3 (input shape [3, 2], index shape [2, 2])"],
+    );
+    expect_err(
+        x.scatter_add(0, &ix(&[0; 3], &[3, 1]), &src),
+        Kind::Shape,
+        "scatter_add",
+        &["index of shape [3, 1] must have the rank of src [2, 2] and be no larger in every dim (axis 0)"],
+    );
+    expect_err(
         x.scatter_add(0, &ix(&[0; 4], &[2, 2]), &src.to_dtype(DType::F32).unwrap()),
-        Err(Error::DType { .. })
-    ));
-    assert!(matches!(x.index_add(0, &ix(&[0], &[1]), &src), Err(Error::Shape { op: "index_add", .. })), "source shape");
-    assert!(matches!(x.index_add(0, &ix(&[7], &[1]), &t(&[1., 1.], &[1, 2])), Err(Error::Value { .. })));
+        Kind::DType,
+        "scatter_add",
+        &["dtypes differ: f64 [3, 2] vs f32 [2, 2] (cast one with to_dtype)"],
+    );
+    expect_err(
+        x.index_add(0, &ix(&[0], &[1]), &src),
+        Kind::Shape,
+        "index_add",
+        &["source must have shape [1, 2] (input [3, 2] with 1 index entries on axis 0), got [2, 2]"],
+    );
+    expect_err(
+        x.index_add(0, &ix(&[7], &[1]), &t(&[1., 1.], &[1, 2])),
+        Kind::Value,
+        "index_add",
+        &["index 7 is out of range for axis 0 of size 3 (input shape [3, 2], index shape [1])"],
+    );
     let mask = Tensor::from_bools(&[true, false], &[2]).unwrap();
-    assert!(matches!(
+    expect_err(
         mask.index_add(0, &ix(&[0], &[1]), &mask.index_select(0, &ix(&[0], &[1])).unwrap()),
-        Err(Error::DType { .. })
-    ));
+        Kind::DType,
+        "index_add",
+        &["cannot add into a bool tensor of shape [2]"],
+    );
 }
 
 // ---- softmax family ----------------------------------------------------------
@@ -201,15 +266,54 @@ fn nll_and_class_loss_errors() {
     assert_close(&vals(&lp.nll_loss(&labels, Reduction::Mean).unwrap()), &[(0.1 + 2.5) / 2.0], 1e-12);
     assert_close(&vals(&lp.nll_loss(&labels, Reduction::None).unwrap()), &[0.1, 2.5], 1e-12);
 
-    let e = lp.cross_entropy(&ix(&[0, 3], &[2]), Reduction::Mean, 0.0).unwrap_err();
-    assert!(matches!(&e, Error::Value { op: "cross_entropy", .. }) && e.to_string().contains("label 3"), "{e}");
-    assert!(matches!(lp.cross_entropy(&ix(&[-1, 0], &[2]), Reduction::Sum, 0.0), Err(Error::Value { .. })));
-    assert!(matches!(lp.nll_loss(&ix(&[0, 9], &[2]), Reduction::Sum), Err(Error::Value { op: "nll_loss", .. })));
-    assert!(matches!(lp.cross_entropy(&t(&[0., 1.], &[2]), Reduction::Mean, 0.0), Err(Error::DType { .. })));
-    assert!(matches!(lp.cross_entropy(&ix(&[0, 1, 1], &[3]), Reduction::Mean, 0.0), Err(Error::Shape { .. })));
-    assert!(matches!(t(&[0.; 3], &[3]).cross_entropy(&ix(&[0], &[1]), Reduction::Mean, 0.0), Err(Error::Shape { .. })));
-    assert!(matches!(lp.cross_entropy(&labels, Reduction::Mean, 1.5), Err(Error::Value { .. })));
-    assert!(matches!(ix(&[0; 6], &[2, 3]).cross_entropy(&labels, Reduction::Mean, 0.0), Err(Error::DType { .. })));
+    expect_err(
+        lp.cross_entropy(&ix(&[0, 3], &[2]), Reduction::Mean, 0.0),
+        Kind::Value,
+        "cross_entropy",
+        &["label 3 at position 1 is out of range [0, 3) for scores of shape [2, 3]"],
+    );
+    expect_err(
+        lp.cross_entropy(&ix(&[-1, 0], &[2]), Reduction::Sum, 0.0),
+        Kind::Value,
+        "cross_entropy",
+        &["label -1 at position 0 is out of range [0, 3) for scores of shape [2, 3]"],
+    );
+    expect_err(
+        lp.nll_loss(&ix(&[0, 9], &[2]), Reduction::Sum),
+        Kind::Value,
+        "nll_loss",
+        &["label 9 at position 1 is out of range [0, 3) for scores of shape [2, 3]"],
+    );
+    expect_err(
+        lp.cross_entropy(&t(&[0., 1.], &[2]), Reduction::Mean, 0.0),
+        Kind::DType,
+        "cross_entropy",
+        &["labels must be i32 class indices, got f64 of shape [2]"],
+    );
+    expect_err(
+        lp.cross_entropy(&ix(&[0, 1, 1], &[3]), Reduction::Mean, 0.0),
+        Kind::Shape,
+        "cross_entropy",
+        &["labels must have shape [2] for scores of shape [2, 3], got [3]"],
+    );
+    expect_err(
+        t(&[0.; 3], &[3]).cross_entropy(&ix(&[0], &[1]), Reduction::Mean, 0.0),
+        Kind::Shape,
+        "cross_entropy",
+        &["expects [N, C] scores, got shape [3]"],
+    );
+    expect_err(
+        lp.cross_entropy(&labels, Reduction::Mean, 1.5),
+        Kind::Value,
+        "cross_entropy",
+        &["label_smoothing must be in [0, 1], got 1.5"],
+    );
+    expect_err(
+        ix(&[0; 6], &[2, 3]).cross_entropy(&labels, Reduction::Mean, 0.0),
+        Kind::DType,
+        "cross_entropy",
+        &["expected a float tensor, got i32 of shape [2, 3]"],
+    );
 }
 
 // ---- elementwise losses ------------------------------------------------------
@@ -221,7 +325,12 @@ fn mse_and_bce_with_logits() {
     assert_close(&vals(&a.mse_loss(&b, Reduction::Mean).unwrap()), &[8.0 / 3.0], 1e-12);
     assert_close(&vals(&a.mse_loss(&b, Reduction::Sum).unwrap()), &[8.0], 1e-12);
     assert_close(&vals(&a.mse_loss(&b, Reduction::None).unwrap()), &[0., 4., 4.], 1e-12);
-    assert!(matches!(a.mse_loss(&t(&[1., 2.], &[2]), Reduction::Mean), Err(Error::Shape { op: "mse_loss", .. })));
+    expect_err(
+        a.mse_loss(&t(&[1., 2.], &[2]), Reduction::Mean),
+        Kind::Shape,
+        "mse_loss",
+        &["input and target shapes differ: [3] vs [2]"],
+    );
 
     let x: [f64; 5] = [-3.0, -0.5, 0.0, 2.0, 4.0];
     let y: [f64; 5] = [0.0, 1.0, 0.5, 1.0, 0.3];
@@ -244,10 +353,12 @@ fn mse_and_bce_with_logits() {
             .unwrap(),
     );
     assert_close(&l, &[100.0, 0.0], 1e-6);
-    assert!(matches!(
+    expect_err(
         xt.binary_cross_entropy_with_logits(&yt.to_dtype(DType::F32).unwrap(), Reduction::Sum),
-        Err(Error::DType { .. })
-    ));
+        Kind::DType,
+        "binary_cross_entropy_with_logits",
+        &["dtypes differ: f64 [5] vs f32 [5] (cast one with to_dtype)"],
+    );
 }
 
 // ---- layer norm, dropout, embedding ------------------------------------------
@@ -274,9 +385,24 @@ fn layer_norm_normalises_and_applies_affine() {
     // Over the last two dims of a 3-D input.
     let z = vals(&x.reshape(&[1, 2, 4]).unwrap().layer_norm(&[2, 4], None, None, 0.0).unwrap());
     assert!(z.iter().sum::<f64>().abs() < 1e-12);
-    assert!(matches!(x.layer_norm(&[3], None, None, 1e-5), Err(Error::Shape { op: "layer_norm", .. })));
-    assert!(matches!(x.layer_norm(&[4], Some(&t(&[1.; 2], &[2])), None, 1e-5), Err(Error::Shape { .. })));
-    assert!(matches!(x.layer_norm(&[], None, None, 1e-5), Err(Error::Shape { .. })));
+    expect_err(
+        x.layer_norm(&[3], None, None, 1e-5),
+        Kind::Shape,
+        "layer_norm",
+        &["normalized_shape [3] must be a non-empty suffix of the input shape [2, 4]"],
+    );
+    expect_err(
+        x.layer_norm(&[4], Some(&t(&[1.; 2], &[2])), None, 1e-5),
+        Kind::Shape,
+        "layer_norm",
+        &["weight must have shape [4], got [2]"],
+    );
+    expect_err(
+        x.layer_norm(&[], None, None, 1e-5),
+        Kind::Shape,
+        "layer_norm",
+        &["normalized_shape [] must be a non-empty suffix of the input shape [2, 4]"],
+    );
 }
 
 #[test]
@@ -298,9 +424,14 @@ fn dropout_masks_scales_and_reproduces() {
     assert_eq!(vals(&y.dropout(0.5, false).unwrap()), vals(&y), "eval is the identity");
     assert_eq!(vals(&y.dropout(0.0, true).unwrap()), vals(&y), "p = 0 is the identity");
     for p in [1.0, -0.1, f64::NAN] {
-        assert!(matches!(y.dropout(p, true), Err(Error::Value { op: "dropout", .. })), "p = {p}");
+        expect_err(y.dropout(p, true), Kind::Value, "dropout", &[&format!("probability p must be in [0, 1), got {p}")]);
     }
-    assert!(matches!(ix(&[1], &[1]).dropout(0.5, true), Err(Error::DType { .. })));
+    expect_err(
+        ix(&[1], &[1]).dropout(0.5, true),
+        Kind::DType,
+        "dropout",
+        &["expected a float tensor, got i32 of shape [1]"],
+    );
 
     // The gradient is the same mask and scale.
     let xl = leaf(&[1.0; 64], &[64]);
@@ -321,18 +452,42 @@ fn embedding_picks_rows_and_accumulates_grads() {
     e.sum_all().unwrap().backward().unwrap();
     assert_eq!(vals(&w.grad().unwrap()), vec![1., 1., 1., 1., 1., 1., 0., 0., 0., 2., 2., 2.]);
 
-    let e = w.embedding(&ix(&[0, 4], &[2])).unwrap_err();
-    assert!(matches!(&e, Error::Value { op: "embedding", .. }) && e.to_string().contains("index 4"), "{e}");
-    assert!(matches!(w.embedding(&t(&[0.], &[1])), Err(Error::DType { op: "embedding", .. })));
-    assert!(matches!(t(&[0.; 3], &[3]).embedding(&ix(&[0], &[1])), Err(Error::Shape { .. })));
+    expect_err(
+        w.embedding(&ix(&[0, 4], &[2])),
+        Kind::Value,
+        "embedding",
+        &["index 4 is out of range for axis 0 of size 4 (input shape [4, 3], index shape [2])"],
+    );
+    expect_err(w.embedding(&t(&[0.], &[1])), Kind::DType, "embedding", &["indices must be i32, got f64 of shape [1]"]);
+    expect_err(
+        t(&[0.; 3], &[3]).embedding(&ix(&[0], &[1])),
+        Kind::Shape,
+        "embedding",
+        &["weight must be [num_embeddings, dim], got shape [3]"],
+    );
 }
 
 #[test]
 fn wrong_dtypes_and_axes_are_errors() {
     let i = ix(&[1, 2, 3], &[3]);
-    assert!(matches!(i.softmax(0), Err(Error::DType { op: "softmax", .. })));
-    assert!(matches!(i.log_softmax(0), Err(Error::DType { .. })));
-    assert!(matches!(t(&[1.; 3], &[3]).softmax(1), Err(Error::Axis { .. })));
-    assert!(matches!(i.mse_loss(&i, Reduction::Mean), Err(Error::DType { .. })));
-    assert!(matches!(i.layer_norm(&[3], None, None, 1e-5), Err(Error::DType { .. })));
+    expect_err(i.softmax(0), Kind::DType, "softmax", &["expected a float tensor, got i32 of shape [3]"]);
+    expect_err(i.log_softmax(0), Kind::DType, "log_softmax", &["expected a float tensor, got i32 of shape [3]"]);
+    expect_err(
+        t(&[1.; 3], &[3]).softmax(1),
+        Kind::Axis,
+        "softmax",
+        &["axis 1 is out of range for a tensor of rank 1 (shape [3])"],
+    );
+    expect_err(
+        i.mse_loss(&i, Reduction::Mean),
+        Kind::DType,
+        "mse_loss",
+        &["expected a float tensor, got i32 of shape [3]"],
+    );
+    expect_err(
+        i.layer_norm(&[3], None, None, 1e-5),
+        Kind::DType,
+        "layer_norm",
+        &["expected a float tensor, got i32 of shape [3]"],
+    );
 }
