@@ -83,8 +83,13 @@ fn pools_and_flatten() {
     assert_eq!(y.shape(), &[1, 1, 2, 2]);
     close(&y, &[5., 7., 13., 15.], 0.0);
     close(&AvgPool2d::new([2, 2]).unwrap().forward(&x).unwrap(), &[2.5, 4.5, 10.5, 12.5], 1e-6);
-    let y = MaxPool2d::with_options([3, 3], [1, 1], [1, 1]).unwrap().forward(&arange(4, &[1, 1, 2, 2])).unwrap();
-    close(&y, &[3., 3., 3., 3.], 0.0);
+    // Padding 1 around a 3x3 input of negative values (-10 .. -2): each window's
+    // maximum is its bottom-right in-bounds element; padding never wins (a
+    // zero padding would give 0 on the border).
+    let neg = arange(9, &[1, 1, 3, 3]).add_scalar(-10.0).unwrap();
+    let y = MaxPool2d::with_options([3, 3], [1, 1], [1, 1]).unwrap().forward(&neg).unwrap();
+    assert_eq!(y.shape(), &[1, 1, 3, 3]);
+    close(&y, &[-6., -5., -5., -3., -2., -2., -3., -2., -2.], 0.0);
     // Adaptive: divisible (one avg_pool2d) and overlapping cells.
     close(&AdaptiveAvgPool2d::new([2, 2]).unwrap().forward(&x).unwrap(), &[2.5, 4.5, 10.5, 12.5], 1e-6);
     let y = AdaptiveAvgPool2d::new([2, 2]).unwrap().forward(&arange(9, &[1, 1, 3, 3])).unwrap();
@@ -109,19 +114,25 @@ fn pools_and_flatten() {
 #[test]
 fn batch_norm_train_then_eval() {
     let bn = BatchNorm1d::new(2).unwrap();
-    let x = t(&[1., 2., 3., 6.], &[2, 2]);
+    // Three samples, so the channels' normalized values are not just +-1 and
+    // their statistics differ (a mix-up of channels or of the biased and
+    // unbiased variance shows). By hand:
+    //   channel 0 (1, 2, 6): mean 3, deviations [-2, -1, 3], variance 14/3 (unbiased 7)
+    //   channel 1 (0, 4, 2): mean 2, deviations [-2, 2, 0],  variance 8/3 (unbiased 4)
+    let x = t(&[1., 0., 2., 4., 6., 2.], &[3, 2]);
     let y = bn.forward(&x).unwrap();
-    let (a, b) = (1.0 / (1.0f64 + 1e-5).sqrt(), 2.0 / (4.0f64 + 1e-5).sqrt());
-    close(&y, &[-a, -b, a, b], 1e-5);
+    let (s0, s1) = ((14.0f64 / 3.0 + 1e-5).sqrt(), (8.0f64 / 3.0 + 1e-5).sqrt());
+    close(&y, &[-2. / s0, -2. / s1, -1. / s0, 2. / s1, 3. / s0, 0.], 1e-5);
     let sd = bn.state_dict();
-    close(&sd[2].1, &[0.2, 0.4], 1e-6); // running_mean
-    close(&sd[3].1, &[1.1, 1.7], 1e-6); // running_var (unbiased batch var 2, 8)
+    close(&sd[2].1, &[0.3, 0.2], 1e-6); // running_mean: 0.9 * 0 + 0.1 * mean
+    close(&sd[3].1, &[1.6, 1.3], 1e-6); // running_var: 0.9 * 1 + 0.1 * unbiased var (7, 4)
     close(&sd[4].1, &[1.0], 0.0); // num_batches_tracked
     bn.eval();
     let y = bn.forward(&x).unwrap();
     let e = |v: f64, m: f64, var: f64| (v - m) / (var + 1e-5).sqrt();
-    close(&y, &[e(1., 0.2, 1.1), e(2., 0.4, 1.7), e(3., 0.2, 1.1), e(6., 0.4, 1.7)], 1e-5);
-    close(&bn.named_buffers()[0].1, &[0.2, 0.4], 1e-6); // eval leaves the stats alone
+    let want = [e(1., 0.3, 1.6), e(0., 0.2, 1.3), e(2., 0.3, 1.6), e(4., 0.2, 1.3), e(6., 0.3, 1.6), e(2., 0.2, 1.3)];
+    close(&y, &want, 1e-5);
+    close(&bn.named_buffers()[0].1, &[0.3, 0.2], 1e-6); // eval leaves the stats alone
 
     // 2-D: one channel over N, H, W; affine parameters apply per channel.
     let bn = BatchNorm2d::new(1).unwrap();
@@ -155,11 +166,19 @@ fn batch_norm_train_then_eval() {
 
 #[test]
 fn layer_norm_and_embedding() {
+    // Two rows with their own statistics, no zero in the normalized values
+    // (so each weight and bias is seen). By hand:
+    //   row 0 [1, 2, 6]:  mean 3, deviations [-2, -1, 3], variance 14/3
+    //   row 1 [1, 3, 11]: mean 5, deviations [-4, -2, 6], variance 56/3
     let ln = LayerNorm::new(&[3]).unwrap();
-    let s = (2.0f64 / 3.0 + 1e-5).sqrt();
-    close(&ln.forward(&t(&[1., 2., 3.], &[1, 3])).unwrap(), &[-1. / s, 0., 1. / s], 1e-5);
-    load(&ln, &[("weight", t(&[1., 2., 3.], &[3])), ("bias", t(&[0., 0., 1.], &[3]))]);
-    close(&ln.forward(&t(&[1., 2., 3.], &[1, 3])).unwrap(), &[-1. / s, 0., 1. + 3. / s], 1e-5);
+    let x = t(&[1., 2., 6., 1., 3., 11.], &[2, 3]);
+    let (s0, s1) = ((14.0f64 / 3.0 + 1e-5).sqrt(), (56.0f64 / 3.0 + 1e-5).sqrt());
+    let normalized = [-2. / s0, -1. / s0, 3. / s0, -4. / s1, -2. / s1, 6. / s1];
+    close(&ln.forward(&x).unwrap(), &normalized, 1e-5);
+    let (w, b) = ([1.5, -2., 3.], [0.5, 1., -1.]);
+    load(&ln, &[("weight", t(&w.map(|v| v as f32), &[3])), ("bias", t(&b.map(|v| v as f32), &[3]))]);
+    let want: Vec<f64> = normalized.iter().enumerate().map(|(i, n)| n * w[i % 3] + b[i % 3]).collect();
+    close(&ln.forward(&x).unwrap(), &want, 1e-5);
 
     let e = Embedding::new(3, 2).unwrap();
     load(&e, &[("weight", arange(6, &[3, 2]))]);
@@ -205,12 +224,13 @@ fn activations() {
     close(&SiLU::new().forward(&x).unwrap(), &map(&|v| v / (1.0 + (-v).exp())), 1e-6);
     close(&Tanh::new().forward(&x).unwrap(), &map(&|v| v.tanh()), 1e-6);
     close(&Sigmoid::new().forward(&x).unwrap(), &map(&|v| 1.0 / (1.0 + (-v).exp())), 1e-6);
-    let y = Softmax::new(-1).forward(&x.reshape_dims(&[2, 2]).unwrap()).unwrap();
-    let (a, b) = (1.0 / (1.0 + 1.5f64.exp()), 1.0 / (1.0 + (-1.5f64).exp()));
-    close(&y, &[a, b, 1.0 / (1.0 + 1.5f64.exp()), 1.0 / (1.0 + (-1.5f64).exp())], 1e-6);
-    let y = Softmax::new(0).forward(&x.reshape_dims(&[2, 2]).unwrap()).unwrap();
-    let (c, d) = (1.0 / (1.0 + 2f64.exp()), 1.0 / (1.0 + 2f64.exp()));
-    close(&y, &[c, d, 1. - c, 1. - d], 1e-6);
+    // Softmax of two entries is a logistic of their difference: sigma(-d) and
+    // sigma(d). The differences (1 and 3 along rows, 2 and 4 along columns)
+    // all differ, so a wrong axis or mixed-up rows or columns shows.
+    let sigma = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let s = t(&[0., 1., 2., 5.], &[2, 2]);
+    close(&Softmax::new(-1).forward(&s).unwrap(), &[sigma(-1.), sigma(1.), sigma(-3.), sigma(3.)], 1e-6);
+    close(&Softmax::new(0).forward(&s).unwrap(), &[sigma(-2.), sigma(-4.), sigma(2.), sigma(4.)], 1e-6);
 }
 
 #[test]

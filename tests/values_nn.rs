@@ -149,8 +149,11 @@ fn index_errors_are_errors_not_panics() {
         "gather",
         &["index of shape [2] must have the rank of input [3, 2] and be no larger in every dim but the axis (axis 0)"],
     );
-    expect_err(x.gather(0, &ix(&[0; 6], &[2, 3])), Kind::Shape, "gather", &["index of shape [2, 3] must have the rank of input [3, 2] and be no larger in every dim but the axis (axis 0)"]);
-    expect_err(x.gather(0, &t(&[0.], &[1, 1])), Kind::DType, "gather", &["index must be i32, got f64 of shape [1, 1]"]);
+    let facts =
+        ["index of shape [2, 3] must have the rank of input [3, 2]", "no larger in every dim but the axis (axis 0)"];
+    expect_err(x.gather(0, &ix(&[0; 6], &[2, 3])), Kind::Shape, "gather", &facts);
+    let facts = ["index must be i32, got f64 of shape [1, 1]"];
+    expect_err(x.gather(0, &t(&[0.], &[1, 1])), Kind::DType, "gather", &facts);
 
     let src = t(&[1.; 4], &[2, 2]);
     expect_err(
@@ -209,11 +212,14 @@ fn softmax_matches_hand_computation() {
     for r in vals(&s).chunks(3) {
         assert!((r.iter().sum::<f64>() - 1.0).abs() < 1e-12);
     }
-    // Along axis 0 the columns sum to 1; large f32 logits stay finite.
-    let c = vals(&x.softmax(0).unwrap().sum(&[0], false).unwrap());
-    assert_close(&c, &[1.0; 3], 1e-12);
+    // Along axis 0, by hand: column (0, ln 3) gives [1/4, 3/4], column (1, 0)
+    // gives [e/(1+e), 1/(1+e)].
+    let e = std::f64::consts::E;
+    let z = t(&[0.0, 1.0, 3f64.ln(), 0.0], &[2, 2]);
+    assert_close(&vals(&z.softmax(0).unwrap()), &[0.25, e / (1.0 + e), 0.75, 1.0 / (1.0 + e)], 1e-12);
+    // Large f32 logits: the same values as in f64, not just finite ones.
     let big = vals(&x.to_dtype(DType::F32).unwrap().softmax(-1).unwrap());
-    assert!(big.iter().all(|v| v.is_finite()), "{big:?}");
+    assert_close(&big, &want, 1e-6);
 }
 
 #[test]
@@ -365,26 +371,28 @@ fn mse_and_bce_with_logits() {
 
 #[test]
 fn layer_norm_normalises_and_applies_affine() {
-    let xv = [1.0, 2.0, 4.0, 7.0, -3.0, 0.5, 0.5, 9.0];
-    let x = t(&xv, &[2, 4]);
-    let y = vals(&x.layer_norm(&[4], None, None, 1e-5).unwrap());
-    for r in y.chunks(4) {
-        let m = r.iter().sum::<f64>() / 4.0;
-        let v = r.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / 4.0;
-        assert!(m.abs() < 1e-12 && (v - 1.0).abs() < 1e-4, "mean {m} var {v}");
-    }
+    // Rows with different means and (biased) variances, asymmetric within a
+    // row: a wrong axis, the unbiased variance, a missing eps, a sign or a
+    // permutation all change the result. By hand:
+    //   row 0 [1, 2, 2, 7]:  mean 3, deviations [-2, -1, -1, 4], variance 22 / 4 = 5.5
+    //   row 1 [-3, 5, 1, 1]: mean 1, deviations [-4, 4, 0, 0],   variance 32 / 4 = 8
+    let x = t(&[1.0, 2.0, 2.0, 7.0, -3.0, 5.0, 1.0, 1.0], &[2, 4]);
+    let eps = 1e-5;
+    let (s0, s1) = ((5.5f64 + eps).sqrt(), (8.0f64 + eps).sqrt());
+    let normalized = [-2.0 / s0, -1.0 / s0, -1.0 / s0, 4.0 / s0, -4.0 / s1, 4.0 / s1, 0.0, 0.0];
+    assert_close(&vals(&x.layer_norm(&[4], None, None, eps).unwrap()), &normalized, 1e-12);
+    // The affine part: y = normalized * weight + bias, per position in the row
+    // (a negative weight, so weight and bias cannot trade places unnoticed).
     let (w, b) = ([1.0, 2.0, 0.5, -1.0], [0.0, 1.0, -1.0, 0.5]);
-    let mut want = Vec::new();
-    for r in xv.chunks(4) {
-        let m = r.iter().sum::<f64>() / 4.0;
-        let v = r.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / 4.0;
-        want.extend(r.iter().enumerate().map(|(j, a)| (a - m) / (v + 1e-5).sqrt() * w[j] + b[j]));
-    }
-    let got = x.layer_norm(&[4], Some(&t(&w, &[4])), Some(&t(&b, &[4])), 1e-5).unwrap();
+    let want: Vec<f64> = normalized.iter().enumerate().map(|(i, n)| n * w[i % 4] + b[i % 4]).collect();
+    let got = x.layer_norm(&[4], Some(&t(&w, &[4])), Some(&t(&b, &[4])), eps).unwrap();
     assert_close(&vals(&got), &want, 1e-12);
-    // Over the last two dims of a 3-D input.
-    let z = vals(&x.reshape(&[1, 2, 4]).unwrap().layer_norm(&[2, 4], None, None, 0.0).unwrap());
-    assert!(z.iter().sum::<f64>().abs() < 1e-12);
+    // Over the last two dims of a 3-D input: all 8 values together, mean 2,
+    // deviations [-1, 0, 0, 5, -5, 3, -1, -1], variance 62 / 8 = 7.75 (eps 0).
+    let z = x.reshape(&[1, 2, 4]).unwrap().layer_norm(&[2, 4], None, None, 0.0).unwrap();
+    let s = 7.75f64.sqrt();
+    assert_eq!(z.shape(), &[1, 2, 4]);
+    assert_close(&vals(&z), &[-1.0, 0.0, 0.0, 5.0, -5.0, 3.0, -1.0, -1.0].map(|d| d / s), 1e-12);
     expect_err(
         x.layer_norm(&[3], None, None, 1e-5),
         Kind::Shape,
