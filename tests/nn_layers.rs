@@ -90,6 +90,9 @@ fn pools_and_flatten() {
     let y = MaxPool2d::with_options([3, 3], [1, 1], [1, 1]).unwrap().forward(&neg).unwrap();
     assert_eq!(y.shape(), &[1, 1, 3, 3]);
     close(&y, &[-6., -5., -5., -3., -2., -2., -3., -2., -2.], 0.0);
+    // A kernel larger than the input fits once padded: every window holds it all.
+    let y = MaxPool2d::with_options([3, 3], [1, 1], [1, 1]).unwrap().forward(&arange(4, &[1, 1, 2, 2])).unwrap();
+    close(&y, &[3., 3., 3., 3.], 0.0);
     // Adaptive: divisible (one avg_pool2d) and overlapping cells.
     close(&AdaptiveAvgPool2d::new([2, 2]).unwrap().forward(&x).unwrap(), &[2.5, 4.5, 10.5, 12.5], 1e-6);
     let y = AdaptiveAvgPool2d::new([2, 2]).unwrap().forward(&arange(9, &[1, 1, 3, 3])).unwrap();
