@@ -11,7 +11,7 @@ use skiff::backend::gpu::matmul as gm;
 use skiff::device::GpuDevice;
 use skiff::{manual_seed, DType, Device, Result, Tensor};
 
-use common::gpu;
+use common::{expect_err, gpu, Kind};
 
 /// Builds the operands on the cpu, applies `view` to them on both devices,
 /// and compares the products elementwise (relative to the result's scale).
@@ -107,8 +107,12 @@ fn folded_grid_for_many_products() {
     check(&small, "300 products on a 16-per-dimension grid", (&[300, 1, 2], &[300, 2, 1]), plain);
     check(&small, "130 x 70 tiles of products", (&[3, 130, 9], &[3, 9, 70]), plain);
     let a = Tensor::ones(&[5000, 1, 1], DType::F32).to(&small).unwrap();
-    let err = a.matmul(&a).unwrap_err().to_string();
-    assert!(err.starts_with("matmul") && err.contains("5000 products") && err.contains("dispatch limits"), "{err}");
+    expect_err(
+        a.matmul(&a),
+        Kind::Shape,
+        "matmul",
+        &["5000 products of [1, 1] x [1, 1] exceed the GPU's dispatch limits"],
+    );
 }
 
 #[test]
@@ -173,8 +177,8 @@ fn vectors_and_empty_dims() {
 fn errors_not_panics() {
     let Some(dev) = gpu() else { return };
     let i = Tensor::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).unwrap().to(&dev).unwrap();
-    assert!(i.matmul(&i).is_err(), "i32 matmul must be refused");
+    expect_err(i.matmul(&i), Kind::DType, "matmul", &["expected a float tensor, got i32 of shape [2, 2]"]);
     let a = Tensor::ones(&[2, 3], DType::F32).to(&dev).unwrap();
-    assert!(a.matmul(&a).is_err(), "inner dims differ");
-    assert!(a.matmul(&Tensor::ones(&[3, 2], DType::F32)).is_err(), "mixed devices");
+    expect_err(a.matmul(&a), Kind::Shape, "matmul", &["inner dims differ: [2, 3] x [2, 3]"]);
+    expect_err(a.matmul(&Tensor::ones(&[3, 2], DType::F32)), Kind::Device, "matmul", &["found gpu and cpu"]);
 }

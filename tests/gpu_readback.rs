@@ -6,7 +6,7 @@ mod common;
 
 use skiff::{DType, Tensor};
 
-use common::gpu;
+use common::{expect_err, gpu, Kind};
 
 #[test]
 fn async_readback_matches_blocking_readback_on_both_devices() {
@@ -22,7 +22,8 @@ fn async_readback_matches_blocking_readback_on_both_devices() {
     let mask = g.gt_scalar(5.0).unwrap();
     let m = pollster::block_on(mask.to_vec_async::<u8>()).unwrap();
     assert_eq!(m, cpu_vals.iter().map(|&v| (v > 5.0) as u8).collect::<Vec<_>>());
-    assert!(pollster::block_on(g.to_vec_async::<i32>()).is_err(), "dtype mismatch is an error");
+    let r = pollster::block_on(g.to_vec_async::<i32>());
+    expect_err(r, Kind::DType, "to_vec_async", &["requested i32 elements from a f32 tensor of shape [3, 4]"]);
 }
 
 #[test]

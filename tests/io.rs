@@ -2,6 +2,7 @@
 //! and the MNIST IDX reader. Bad input gives an `Error`, never a panic.
 
 mod common;
+use common::{check_err, expect_err, Kind};
 
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 use skiff::io::data::{collate, Dataset, Sample};
@@ -115,12 +116,16 @@ fn a_file_written_by_the_safetensors_crate_loads() {
     // i64 values beyond i32, and dtypes skiff lacks, are errors.
     let big: Vec<u8> = (i64::from(i32::MAX) + 1).to_le_bytes().to_vec();
     let bytes = safetensors::serialize([("x", TensorView::new(StDtype::I64, vec![1], &big).unwrap())], None).unwrap();
-    let e = st::from_bytes(&bytes, &Device::Cpu).unwrap_err();
-    assert!(matches!(e, Error::Value { .. }) && e.to_string().contains("i32"), "{e}");
+    expect_err(
+        st::from_bytes(&bytes, &Device::Cpu),
+        Kind::Value,
+        "safetensors",
+        &["tensor \"x\": I64 value 2147483648 does not fit in i32"],
+    );
     let half = vec![0u8; 4];
     let bytes = safetensors::serialize([("h", TensorView::new(StDtype::F16, vec![2], &half).unwrap())], None).unwrap();
-    let e = st::from_bytes(&bytes, &Device::Cpu).unwrap_err();
-    assert!(matches!(e, Error::DType { .. }) && e.to_string().contains("F16"), "{e}");
+    let facts = ["tensor \"h\" has dtype F16", "skiff reads F32, F64, I32, I64 (narrowed) and BOOL"];
+    expect_err(st::from_bytes(&bytes, &Device::Cpu), Kind::DType, "safetensors", &facts);
 }
 
 fn header_file(header: &str, data_len: usize) -> Vec<u8> {
@@ -134,11 +139,22 @@ fn header_file(header: &str, data_len: usize) -> Vec<u8> {
 fn truncated_garbage_and_lying_safetensors_are_errors_not_panics() {
     let good = st::to_bytes(&every_dtype()).unwrap();
     for cut in 0..good.len() {
-        assert!(st::from_bytes(&good[..cut], &Device::Cpu).is_err(), "prefix of {cut} bytes loaded");
+        // The parser's own reason (header too small, invalid length, file not covered) follows.
+        expect_err(
+            st::from_bytes(&good[..cut], &Device::Cpu),
+            Kind::Value,
+            "safetensors",
+            &["invalid safetensors data: "],
+        );
     }
     let mut longer = good.clone();
     longer.push(0);
-    assert!(st::from_bytes(&longer, &Device::Cpu).is_err());
+    expect_err(
+        st::from_bytes(&longer, &Device::Cpu),
+        Kind::Value,
+        "safetensors",
+        &["incomplete metadata, file not fully covered"],
+    );
 
     let mut s = 0x1234_5678_9abc_def0u64;
     for len in [1usize, 8, 9, 64, 1000] {
@@ -150,34 +166,54 @@ fn truncated_garbage_and_lying_safetensors_are_errors_not_panics() {
                 s as u8
             })
             .collect();
-        assert!(st::from_bytes(&garbage, &Device::Cpu).is_err());
+        expect_err(st::from_bytes(&garbage, &Device::Cpu), Kind::Value, "safetensors", &["invalid safetensors data: "]);
     }
-    assert!(st::from_bytes(&[0xff; 64], &Device::Cpu).is_err());
+    expect_err(
+        st::from_bytes(&[0xff; 64], &Device::Cpu),
+        Kind::Value,
+        "safetensors",
+        &["invalid safetensors data: header too large"],
+    );
 
+    // The safetensors crate's reasons (it does not name the tensor for the first two).
+    let invalid = "invalid shape, data type, or offset for tensor";
     let lies = [
         // Offsets past the data.
-        (r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,64]}}"#, 16),
+        (r#"{"x":{"dtype":"F32","shape":[4],"data_offsets":[0,64]}}"#, 16, invalid),
         // Shape needs more bytes than the offsets span.
-        (r#"{"x":{"dtype":"F32","shape":[100],"data_offsets":[0,16]}}"#, 16),
+        (r#"{"x":{"dtype":"F32","shape":[100],"data_offsets":[0,16]}}"#, 16, invalid),
         // Shape whose element count overflows.
-        (r#"{"x":{"dtype":"F64","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}}"#, 8),
+        (
+            r#"{"x":{"dtype":"F64","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}}"#,
+            8,
+            "overflow computing buffer size",
+        ),
         // Not JSON, unknown dtype.
-        (r#"{"x": nope"#, 0),
-        (r#"{"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}}"#, 1),
+        (r#"{"x": nope"#, 0, "invalid JSON in header: expected ident"),
+        (r#"{"x":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}}"#, 1, "unknown variant `Q7`"),
     ];
-    for (header, data) in lies {
-        let e = st::from_bytes(&header_file(header, data), &Device::Cpu).unwrap_err();
-        assert!(matches!(e, Error::Value { .. }), "{header}: {e}");
+    for (header, data, want) in lies {
+        expect_err(st::from_bytes(&header_file(header, data), &Device::Cpu), Kind::Value, "safetensors", &[want]);
     }
     // A header length far beyond the file.
     let mut huge = u64::MAX.to_le_bytes().to_vec();
     huge.extend_from_slice(b"{}");
-    assert!(st::from_bytes(&huge, &Device::Cpu).is_err());
+    expect_err(
+        st::from_bytes(&huge, &Device::Cpu),
+        Kind::Value,
+        "safetensors",
+        &["invalid safetensors data: header too large"],
+    );
 
-    let e = st::load(temp_path("does-not-exist.safetensors"), &Device::Cpu).unwrap_err();
-    assert!(e.to_string().contains("does-not-exist"), "{e}");
+    let missing = temp_path("does-not-exist.safetensors");
+    expect_err(
+        st::load(&missing, &Device::Cpu),
+        Kind::Value,
+        "safetensors",
+        &[&format!("reading {}: ", missing.display())],
+    );
     let dup = named(vec![("w", Tensor::ones(&[1], DType::F32)), ("w", Tensor::ones(&[1], DType::F32))]);
-    assert!(st::to_bytes(&dup).unwrap_err().to_string().contains("twice"));
+    expect_err(st::to_bytes(&dup), Kind::Value, "safetensors", &["tensor name \"w\" appears twice"]);
 }
 
 #[test]
@@ -207,7 +243,8 @@ fn checkpoints_round_trip_model_optimizer_and_step() {
     // A plain weights file is not a checkpoint.
     let plain = temp_path("plain.safetensors");
     st::save(&plain, &model).unwrap();
-    assert!(st::load_checkpoint(&plain, &Device::Cpu).unwrap_err().to_string().contains("step"));
+    let facts = [format!("{} is not a skiff checkpoint (no `step` metadata)", plain.display())];
+    expect_err(st::load_checkpoint(&plain, &Device::Cpu), Kind::Value, "safetensors", &[&facts[0]]);
     std::fs::remove_file(&path).unwrap();
     std::fs::remove_file(&plain).unwrap();
 }
@@ -231,12 +268,14 @@ fn tensor_dataset_indexes_the_first_axis() {
     assert_eq!(s[0].to_vec::<f32>().unwrap(), vec![6.0, 7.0, 8.0]);
     assert_eq!(s[1].shape(), &[] as &[usize]);
     assert_eq!(s[1].item().unwrap(), 2.0);
-    assert!(ds.get(5).is_err());
-    assert!(ds.get_batch(&[0, 9]).is_err());
+    expect_err(ds.get(5), Kind::Value, "TensorDataset::get", &["index 5 out of range for 5 samples"]);
+    expect_err(ds.get_batch(&[0, 9]), Kind::Value, "TensorDataset::get", &["index 9 out of range for 5 samples"]);
     let mismatched = vec![Tensor::zeros(&[4, 2], DType::F32), Tensor::zeros(&[3], DType::F32)];
-    assert!(TensorDataset::new(mismatched).is_err());
-    assert!(TensorDataset::new(vec![]).is_err());
-    assert!(TensorDataset::new(vec![Tensor::scalar(1.0, DType::F32)]).is_err());
+    let facts = ["same first axis, got shapes [4, 2] and [3]"];
+    expect_err(TensorDataset::new(mismatched), Kind::Shape, "TensorDataset", &facts);
+    expect_err(TensorDataset::new(vec![]), Kind::Value, "TensorDataset", &["needs at least one tensor"]);
+    let facts = ["tensors need at least one axis, got shape []"];
+    expect_err(TensorDataset::new(vec![Tensor::scalar(1.0, DType::F32)]), Kind::Shape, "TensorDataset", &facts);
 }
 
 #[test]
@@ -250,14 +289,15 @@ fn collate_stacks_fields_and_batch_shapes_follow_batch_size() {
     let fast = ds.get_batch(&[1, 4]).unwrap();
     assert_same(&fast[0], &b[0]);
     assert_same(&fast[1], &b[1]);
-    assert!(collate(&[]).is_err());
-    assert!(collate(&[vec![Tensor::ones(&[2], DType::F32)], vec![]]).is_err());
+    expect_err(collate(&[]), Kind::Value, "collate", &["needs at least one sample"]);
+    let facts = ["samples have different numbers of fields (1 and 0)"];
+    expect_err(collate(&[vec![Tensor::ones(&[2], DType::F32)], vec![]]), Kind::Value, "collate", &facts);
 
     let loader = DataLoader::new(ds, 4).unwrap();
     let shapes: Vec<(Vec<usize>, Vec<usize>)> =
         loader.epoch(0).map(|b| b.unwrap()).map(|(x, y)| (x.shape().to_vec(), y.shape().to_vec())).collect();
     assert_eq!(shapes, [(vec![4, 3], vec![4]), (vec![4, 3], vec![4]), (vec![2, 3], vec![2])]);
-    assert!(DataLoader::new(toy(3), 0).is_err());
+    expect_err(DataLoader::new(toy(3), 0), Kind::Value, "DataLoader", &["batch_size must be at least 1, got 0"]);
 }
 
 #[test]
@@ -348,9 +388,11 @@ fn dataset_errors_reach_the_consumer_through_prefetch() {
         let batches: Vec<Result<Sample>> = loader.batches(0).collect();
         assert_eq!(batches.len(), 3);
         assert_eq!(batches[0].as_ref().unwrap().len(), 3);
-        assert!(batches[2].as_ref().unwrap_err().to_string().contains("unreadable"));
+        // The dataset's own error, unchanged by the prefetch thread.
+        check_err(batches[2].as_ref().unwrap_err(), Kind::Value, "Flaky", &["sample 4 is unreadable"]);
         // epoch() wants (input, target) pairs.
-        assert!(loader.epoch(0).next().unwrap().unwrap_err().to_string().contains("3 fields"));
+        let facts = ["samples have 3 fields, not 2; use batches()"];
+        expect_err(loader.epoch(0).next().unwrap(), Kind::Value, "DataLoader::epoch", &facts);
     }
 }
 
@@ -380,8 +422,9 @@ fn idx_files_read_as_images_and_labels() {
     let (x, y) = DataLoader::new(m.dataset().unwrap(), 2).unwrap().epoch(0).next().unwrap().unwrap();
     assert_eq!((x.shape(), y.shape()), (&[2, 1, 28, 28][..], &[2][..]));
     // The train split is missing: the error names the file and the fix.
-    let e = Mnist::load(&dir, true).unwrap_err();
-    assert!(e.to_string().contains("train-images-idx3-ubyte") && e.to_string().contains("npm run data"), "{e}");
+    let file = dir.join("train-images-idx3-ubyte");
+    let facts = [format!("cannot read {}: ", file.display()), "(run `npm run data` to create data/mnist)".to_string()];
+    expect_err(Mnist::load(&dir, true), Kind::Value, "mnist", &[&facts[0], &facts[1]]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -390,23 +433,27 @@ fn bad_idx_files_are_clear_errors() {
     let labels = idx([0, 0, 8, 1], &[4], &[1, 2, 3, 4]);
     assert_eq!(mnist::labels_from_idx(&labels, "ok").unwrap().to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (idx([1, 2, 8, 1], &[4], &[1, 2, 3, 4]), "magic"),
-        (idx([0, 0, 0x0d, 1], &[1], &[0; 4]), "element type"),
-        (vec![0, 0], "too short"),
-        (idx([0, 0, 8, 3], &[], &[]), "truncated IDX header"),
-        (labels[..10].to_vec(), "need 4 data bytes"),
-        (idx([0, 0, 8, 1], &[2], &[1, 2, 3]), "need 2 data bytes"),
-        (idx([0, 0, 8, 3], &[1, 2, 2], &[0; 4]), "1 dimension"),
+        (idx([1, 2, 8, 1], &[4], &[1, 2, 3, 4]), "bad IDX magic 01020801 (expected 0000 08 nd)"),
+        (idx([0, 0, 0x0d, 1], &[1], &[0; 4]), "IDX element type 0x0d is not unsigned byte (0x08)"),
+        (vec![0, 0], "2 bytes is too short for an IDX header"),
+        (idx([0, 0, 8, 3], &[], &[]), "truncated IDX header (4 of 16 bytes)"),
+        (labels[..10].to_vec(), "IDX dimensions [4] need 4 data bytes, the file has 2"),
+        (idx([0, 0, 8, 1], &[2], &[1, 2, 3]), "IDX dimensions [2] need 2 data bytes, the file has 3"),
+        (idx([0, 0, 8, 3], &[1, 2, 2], &[0; 4]), "label files have 1 dimension, this one has [1, 2, 2]"),
     ];
     for (bytes, want) in cases {
-        let e = mnist::labels_from_idx(&bytes, "labels.idx").unwrap_err();
-        assert!(matches!(e, Error::Value { .. }) && e.to_string().contains(want), "{want}: {e}");
-        assert!(e.to_string().contains("labels.idx"), "{e}");
+        expect_err(
+            mnist::labels_from_idx(&bytes, "labels.idx"),
+            Kind::Value,
+            "mnist",
+            &[&format!("labels.idx: {want}")],
+        );
     }
-    let e = mnist::images_from_idx(&labels, "img").unwrap_err();
-    assert!(e.to_string().contains("3 dimensions"), "{e}");
-    let e = mnist::parse_idx(&idx([0, 0, 8, 4], &[u32::MAX, u32::MAX, u32::MAX, u32::MAX], &[]), "big");
-    assert!(e.is_err());
+    let facts = ["img: image files have 3 dimensions, this one has [4]"];
+    expect_err(mnist::images_from_idx(&labels, "img"), Kind::Value, "mnist", &facts);
+    let huge_dims = idx([0, 0, 8, 4], &[u32::MAX; 4], &[]);
+    let facts = ["big: IDX dimensions [4294967295, 4294967295, 4294967295, 4294967295] overflow"];
+    expect_err(mnist::parse_idx(&huge_dims, "big"), Kind::Value, "mnist", &facts);
 }
 
 #[test]

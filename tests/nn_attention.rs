@@ -1,5 +1,10 @@
 //! MultiHeadAttention against a hand-written host computation.
 
+mod common;
+
+use common::{expect_err, Kind};
+
+const MHA: &str = "MultiHeadAttention";
 use skiff::nn::{Layer, MultiHeadAttention};
 use skiff::{DType, Tensor};
 
@@ -134,9 +139,24 @@ fn cross_attention_with_key_padding_mask() {
             }
         }
     }
-    assert!(m.attend(&q, &kv, &kv, Some(&Tensor::from_bools(&pad[..4], &[1, 4]).unwrap()), false).is_err());
-    assert!(m.attend(&q, &kv.narrow(2, 0, 4).unwrap(), &kv, None, false).is_err());
-    assert!(MultiHeadAttention::new(6, 4).is_err());
+    expect_err(
+        m.attend(&q, &kv, &kv, Some(&Tensor::from_bools(&pad[..4], &[1, 4]).unwrap()), false),
+        Kind::Shape,
+        MHA,
+        &["key_padding_mask must be a bool [2, 4] tensor, got bool [1, 4]"],
+    );
+    expect_err(
+        m.attend(&q, &kv.narrow(2, 0, 4).unwrap(), &kv, None, false),
+        Kind::Shape,
+        MHA,
+        &["key must be [B, T, 6] (batch first), got shape [2, 4, 4]"],
+    );
+    expect_err(
+        MultiHeadAttention::new(6, 4),
+        Kind::Value,
+        MHA,
+        &["embed_dim 6 must be a positive multiple of num_heads 4"],
+    );
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! The Layer machinery: state-dict names (PyTorch's), round trips, load
 //! errors, hooks, train/eval propagation, initialiser statistics, training.
 
+mod common;
+
+use common::{expect_err, Kind};
 use skiff::nn::init::{self, FanMode, Nonlinearity};
 use skiff::nn::*;
 use skiff::{no_grad, DType, Error, Tensor};
@@ -43,12 +46,13 @@ fn state_dict_names_match_pytorch() {
     list.push(Linear::new(2, 2).unwrap());
     list.push(LayerNorm::new(&[2]).unwrap());
     assert_eq!(names(&list.state_dict()), ["0.weight", "0.bias", "1.weight", "1.bias"]);
-    assert!(list.forward(&Tensor::zeros(&[1, 2], DType::F32)).is_err());
+    let r = list.forward(&Tensor::zeros(&[1, 2], DType::F32));
+    expect_err(r, Kind::Value, "LayerList::forward", &["a LayerList has no forward"]);
     let mut dict = LayerDict::new();
     dict.insert("encoder", Linear::with_bias(2, 2, false).unwrap()).unwrap();
     dict.insert("head", Embedding::new(3, 2).unwrap()).unwrap();
     assert_eq!(names(&dict.state_dict()), ["encoder.weight", "head.weight"]);
-    assert!(dict.insert("a.b", ReLU::new()).is_err());
+    expect_err(dict.insert("a.b", ReLU::new()), Kind::Value, "LayerDict::insert", &["key \"a.b\"", "no '.'"]);
     let boxed: Vec<Box<dyn Layer>> = vec![Box::new(ReLU::new()), Box::new(Linear::new(2, 2).unwrap())];
     assert_eq!(names(&Sequential::from(boxed).state_dict()), ["1.weight", "1.bias"]);
     // A shared (Arc) layer appears under each name in the state dict, once among the parameters.
@@ -82,22 +86,26 @@ fn load_errors_strict_and_non_strict() {
     let mut bad = sd.clone();
     bad[2].1 = Tensor::zeros(&[4, 4], DType::F32);
     for strict in [true, false] {
-        let e = m.load_state_dict(&bad, strict).unwrap_err();
-        assert!(matches!(e, Error::Shape { .. }) && e.to_string().contains("2.weight"), "{e}");
+        let facts = ["size mismatch for 2.weight: the entry has shape [4, 4], the layer's tensor has shape [2, 4]"];
+        expect_err(m.load_state_dict(&bad, strict), Kind::Shape, "load_state_dict", &facts);
     }
     assert_eq!(before[0].1.to_vec::<f32>().unwrap(), m.state_dict()[0].1.to_vec::<f32>().unwrap());
     // Missing and unexpected keys.
     let removed = sd.remove(1);
     sd.push(("3.weight".to_string(), removed.1.clone()));
-    let e = m.load_state_dict(&sd, true).unwrap_err();
-    assert!(e.to_string().contains("missing") && e.to_string().contains("0.bias"), "{e}");
+    expect_err(
+        m.load_state_dict(&sd, true),
+        Kind::Value,
+        "load_state_dict",
+        &["missing keys in the entries: [\"0.bias\"]"],
+    );
     let r = m.load_state_dict(&sd, false).unwrap();
     assert_eq!(r.missing_keys, ["0.bias"]);
     assert_eq!(r.unexpected_keys, ["3.weight"]);
     assert_eq!(m.state_dict()[2].1.to_vec::<f32>().unwrap(), sd[1].1.to_vec::<f32>().unwrap());
     sd.insert(1, removed);
-    let e = m.load_state_dict(&sd, true).unwrap_err();
-    assert!(e.to_string().contains("unexpected") && e.to_string().contains("3.weight"), "{e}");
+    let facts = ["unexpected keys in the entries: [\"3.weight\"]"];
+    expect_err(m.load_state_dict(&sd, true), Kind::Value, "load_state_dict", &facts);
 }
 
 #[test]
@@ -152,7 +160,9 @@ fn hooks_fire_in_order_replace_and_remove() {
     assert_eq!(log.lock().unwrap()[5..], ["seq pre", "tanh post", "seq post"]);
     // A failing hook fails the forward.
     seq.register_forward_pre_hook(Box::new(|x| Ok(Some(x.reshape(&[7])?))));
-    assert!(seq.forward(&Tensor::ones(&[1], DType::F32)).is_err());
+    // The hook's own error comes through unchanged.
+    let facts = ["cannot reshape tensor of shape [1] (1 elements) to [7]"];
+    expect_err(seq.forward(&Tensor::ones(&[1], DType::F32)), Kind::Shape, "reshape", &facts);
 }
 
 #[test]
@@ -219,8 +229,11 @@ fn initialiser_statistics() {
     assert!((moments(&w).1 - 5.0 / 3.0 / 200f64.sqrt()).abs() < 3e-3);
     assert!((init::calculate_gain(Nonlinearity::LeakyRelu(0.2)) - (2.0f64 / 1.04).sqrt()).abs() < 1e-12);
     assert_eq!(init::calculate_gain(Nonlinearity::Sigmoid), 1.0);
-    assert!(init::xavier_uniform_(&Tensor::zeros(&[3], DType::F32), 1.0).is_err());
-    assert!(init::uniform_(&w, 1.0, 0.0).is_err());
+    let v = Tensor::zeros(&[3], DType::F32);
+    let facts = ["fan in/out needs a tensor of at least 2 dims, got shape [3]"];
+    expect_err(init::xavier_uniform_(&v, 1.0), Kind::Shape, "xavier_uniform_", &facts);
+    expect_err(init::kaiming_normal_(&v, FanMode::FanIn, Nonlinearity::Relu), Kind::Shape, "kaiming_normal_", &facts);
+    expect_err(init::uniform_(&w, 1.0, 0.0), Kind::Value, "uniform_", &["finite lo <= hi, got [1, 0)"]);
 
     // Layer defaults: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for Linear and Conv2d weights and biases.
     let lin = Linear::new(400, 300).unwrap();

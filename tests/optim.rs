@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_close, leaf, t, vals};
+use common::{assert_close, expect_err, leaf, t, vals, Kind};
 use skiff::optim::{
     Adagrad, AdagradConfig, Adam, AdamConfig, AdamW, Optimizer, ParamGroup, RmsProp, RmsPropConfig, Sgd, SgdConfig,
 };
@@ -179,9 +179,10 @@ fn per_group_learning_rates_and_skipped_params() {
     opt.set_lr(0, 0.2).unwrap();
     opt.step().unwrap();
     assert_close(&vals(&a), &[0.7], 1e-15);
-    assert!(opt.set_lr(5, 0.1).is_err());
-    assert!(opt.set_lr(0, -1.0).is_err());
-    assert!(opt.set_option(0, "betas", 0.1).is_err());
+    expect_err(opt.set_lr(5, 0.1), Kind::Value, "SGD", &["group 5 is out of range (2 groups)"]);
+    expect_err(opt.set_lr(0, -1.0), Kind::Value, "SGD", &["group 0: lr must be a finite value >= 0, got -1"]);
+    let facts = ["group 0: unknown option \"betas\"", "\"momentum\""];
+    expect_err(opt.set_option(0, "betas", 0.1), Kind::Value, "SGD", &facts);
     opt.zero_grad();
     assert!(a.grad().is_none() && b.grad().is_none());
 }
@@ -190,22 +191,36 @@ fn per_group_learning_rates_and_skipped_params() {
 fn construction_errors() {
     let p = || vec![param()];
     let bad = SgdConfig { lr: 0.1, nesterov: true, ..Default::default() };
-    assert!(Sgd::new(p(), bad).is_err()); // Nesterov needs momentum
-    assert!(Sgd::new(p(), SgdConfig { lr: -0.1, ..Default::default() }).is_err());
-    assert!(Adam::new(p(), AdamConfig { betas: (1.0, 0.9), ..Default::default() }).is_err());
-    assert!(Adam::new(ParamGroup::new(p()).with("momentum", 0.9), AdamConfig::default()).is_err());
-    assert!(Sgd::new(Vec::<ParamGroup>::new(), SgdConfig::default()).is_err());
-    let ints = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
-    assert!(Sgd::new(vec![ints], SgdConfig::default()).is_err());
-    let dup = param();
-    assert!(
-        Sgd::new(vec![ParamGroup::new(vec![dup.clone()]), ParamGroup::new(vec![dup])], SgdConfig::default()).is_err()
+    expect_err(Sgd::new(p(), bad), Kind::Value, "SGD", &["group 0: Nesterov momentum requires a momentum > 0"]);
+    let r = Sgd::new(p(), SgdConfig { lr: -0.1, ..Default::default() });
+    expect_err(r, Kind::Value, "SGD", &["group 0: lr must be a finite value >= 0, got -0.1"]);
+    let r = Adam::new(p(), AdamConfig { betas: (1.0, 0.9), ..Default::default() });
+    expect_err(r, Kind::Value, "Adam", &["group 0: beta1 must be in [0, 1), got 1"]);
+    let r = Adam::new(ParamGroup::new(p()).with("momentum", 0.9), AdamConfig::default());
+    expect_err(r, Kind::Value, "Adam", &["group 0: unknown option \"momentum\"", "\"beta1\""]);
+    expect_err(
+        Sgd::new(Vec::<ParamGroup>::new(), SgdConfig::default()),
+        Kind::Value,
+        "SGD",
+        &["at least one parameter group"],
     );
+    let ints = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
+    let facts = ["group 0, parameter 0: parameters must be floating-point, got i32"];
+    expect_err(Sgd::new(vec![ints], SgdConfig::default()), Kind::DType, "SGD", &facts);
+    let dup = param();
+    let r = Sgd::new(vec![ParamGroup::new(vec![dup.clone()]), ParamGroup::new(vec![dup])], SgdConfig::default());
+    expect_err(r, Kind::Value, "SGD", &["parameters 0 and 1 are the same tensor"]);
     // A gradient of the wrong dtype or shape is an error, not a panic or a broadcast.
     let q = param();
     let mut opt = Sgd::new(vec![q.clone()], SgdConfig::default()).unwrap();
     q.set_grad(Some(Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap()));
-    assert!(opt.step().is_err());
+    let facts = ["group 0: parameter 0 is a f64 tensor but its grad is a f32 tensor"];
+    expect_err(opt.step(), Kind::DType, "SGD", &facts);
     q.set_grad(Some(t(&[1.0], &[1])));
-    assert!(opt.step().is_err());
+    expect_err(opt.step(), Kind::Shape, "SGD", &["group 0: parameter 0 has shape [3] but its grad has shape [1]"]);
+    // A gradient on another device, when there is a GPU.
+    let Some(gpu) = common::gpu() else { return };
+    q.set_grad(Some(t(&[1.0, 2.0, 3.0], &[3]).to_dtype(skiff::DType::F32).unwrap().to(&gpu).unwrap()));
+    let on_gpu = format!("group 0: parameter 0 on cpu (ndarray) but its grad on {}", gpu.describe());
+    expect_err(opt.step(), Kind::Device, "SGD", &[&on_gpu]);
 }

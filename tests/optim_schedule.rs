@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_close, leaf, t, vals};
+use common::{assert_close, expect_err, leaf, t, vals, Kind};
 use skiff::optim::{
     clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, CosineAnnealing, ExponentialLR, LrSchedule, OneCycleLR,
     OptimState, Optimizer, ParamGroup, Sgd, SgdConfig, StepLR,
@@ -22,8 +22,8 @@ fn step_and_exponential() {
     let e = ExponentialLR::new(0.5).unwrap();
     close(e.lr_for(0, 2.0), 2.0);
     close(e.lr_for(3, 2.0), 0.25);
-    assert!(StepLR::new(0, 0.1).is_err());
-    assert!(ExponentialLR::new(f64::NAN).is_err());
+    expect_err(StepLR::new(0, 0.1), Kind::Value, "StepLR", &["step_size must be > 0, got 0"]);
+    expect_err(ExponentialLR::new(f64::NAN), Kind::Value, "ExponentialLR", &["gamma must be >= 0, got NaN"]);
 }
 
 #[test]
@@ -37,7 +37,8 @@ fn cosine_with_warmup() {
     close(s.lr_for(60, base), 0.055); // mid-way: cos(pi/2) = 0
     close(s.lr_for(110, base), 0.01);
     close(s.lr_for(500, base), 0.01);
-    assert!(CosineAnnealing::new(10, 10, 0.0).is_err());
+    let facts = ["warmup_steps (10) must be below total_steps (10)"];
+    expect_err(CosineAnnealing::new(10, 10, 0.0), Kind::Value, "CosineAnnealing", &facts);
 }
 
 #[test]
@@ -51,8 +52,10 @@ fn one_cycle() {
     close(s.lr_for(64, 123.0), min + (1.0 - min) / 2.0); // half of the way down
     close(s.lr_for(10, 0.0), 1.0 + (initial - 1.0) / 2.0 * ((PI * 10.0 / 29.0).cos() + 1.0));
     close(s.lr_for(150, 0.0), min);
-    assert!(OneCycleLR::new(1.0, 100, 1.5, 25.0, 1e4).is_err());
-    assert!(OneCycleLR::new(0.0, 100, 0.3, 25.0, 1e4).is_err());
+    let r = OneCycleLR::new(1.0, 100, 1.5, 25.0, 1e4);
+    expect_err(r, Kind::Value, "OneCycleLR", &["pct_start must be in (0, 1), got 1.5"]);
+    let r = OneCycleLR::new(0.0, 100, 0.3, 25.0, 1e4);
+    expect_err(r, Kind::Value, "OneCycleLR", &["max_lr must be > 0, got 0"]);
 }
 
 #[test]
@@ -96,8 +99,9 @@ fn clip_grad_norm_two_and_inf() {
     assert_close(&vals(&b.grad().unwrap()), &[-12.0 * 6.0 / (12.0 + 1e-6)], 1e-12);
     // L1 norm of the grads clipped just above: (3 + 4 + 12) * 6 / (12 + 1e-6).
     close(clip_grad_norm_(&params, 100.0, 1.0).unwrap(), 19.0 * 6.0 / (12.0 + 1e-6));
-    assert!(clip_grad_norm_(&params, 1.0, 0.0).is_err());
-    assert!(clip_grad_norm_(&params, -1.0, 2.0).is_err());
+    let clip = "clip_grad_norm_";
+    expect_err(clip_grad_norm_(&params, 1.0, 0.0), Kind::Value, clip, &["norm_type must be > 0 or infinity, got 0"]);
+    expect_err(clip_grad_norm_(&params, -1.0, 2.0), Kind::Value, clip, &["max_norm must be >= 0, got -1"]);
 }
 
 /// The device-side variant on the cpu: the norm comes back as a 0-d tensor on
@@ -130,7 +134,7 @@ fn clip_grad_value() {
     a.set_grad(Some(t(&[-3.0, 0.5, 7.0], &[3])));
     clip_grad_value_(std::slice::from_ref(&a), 1.0).unwrap();
     assert_close(&vals(&a.grad().unwrap()), &[-1.0, 0.5, 1.0], 0.0);
-    assert!(clip_grad_value_(&[a], f64::NAN).is_err());
+    expect_err(clip_grad_value_(&[a], f64::NAN), Kind::Value, "clip_grad_value_", &["clip must be >= 0, got NaN"]);
 }
 
 fn adam_pair() -> (Vec<skiff::Tensor>, Adam) {
@@ -185,19 +189,38 @@ fn state_dict_mismatches_are_errors() {
     let state = a.state_dict().unwrap();
     // Other parameter counts or shapes.
     let mut c = Adam::new(vec![leaf(&[1.0, 2.0], &[2])], AdamConfig::default()).unwrap();
-    assert!(c.load_state_dict(&state).is_err());
+    expect_err(
+        c.load_state_dict(&state),
+        Kind::Value,
+        "Adam",
+        &["load_state_dict: the state has 2 groups, the optimizer 1"],
+    );
     let groups = vec![
         ParamGroup::new(vec![leaf(&[1.0, 2.0, 3.0], &[3]), leaf(&[0.5], &[1])]),
         ParamGroup::new(vec![leaf(&[0.0], &[1])]),
     ];
     let mut d = Adam::new(groups, AdamConfig::default()).unwrap();
-    assert!(d.load_state_dict(&state).is_err());
-    // Another optimizer's options.
-    let mut s = Sgd::new(pa[..2].to_vec(), SgdConfig::default()).unwrap();
-    assert!(s.load_state_dict(&a.state_dict().unwrap()).is_err());
+    let facts = ["load_state_dict: state.0.exp_avg has shape [2] but parameter 0 has shape [3]"];
+    expect_err(d.load_state_dict(&state), Kind::Shape, "Adam", &facts);
+    // The same groups with other parameter counts.
+    let groups = vec![ParamGroup::new(vec![leaf(&[1.0, 2.0], &[2])]), ParamGroup::new(vec![leaf(&[0.0], &[1])])];
+    let mut e = Adam::new(groups, AdamConfig::default()).unwrap();
+    let facts = ["load_state_dict: group 0 has 2 parameters in the state, 1 in the optimizer"];
+    expect_err(e.load_state_dict(&state), Kind::Value, "Adam", &facts);
+    // Another optimizer's options, in groups of the same sizes.
+    let same_groups = vec![ParamGroup::new(pa[..2].to_vec()), ParamGroup::new(pa[2..].to_vec())];
+    let mut s = Sgd::new(same_groups, SgdConfig::default()).unwrap();
+    expect_err(
+        s.load_state_dict(&a.state_dict().unwrap()),
+        Kind::Value,
+        "SGD",
+        &["group 0 options", "differ from this optimizer's"],
+    );
     // Malformed flat names.
     let bad = vec![("state.x.exp_avg".to_string(), t(&[1.0], &[1]))];
-    assert!(OptimState::from_flat(&bad).is_err());
+    let from_flat = "OptimState::from_flat";
+    expect_err(OptimState::from_flat(&bad), Kind::Value, from_flat, &["state.x.exp_avg: \"x\" is not an index"]);
     let orphan = vec![("state.0.step".to_string(), t(&[1.0], &[]))];
-    assert!(OptimState::from_flat(&orphan).is_err()); // no groups: parameter 0 does not exist
+    // No groups: parameter 0 does not exist.
+    expect_err(OptimState::from_flat(&orphan), Kind::Value, from_flat, &["state.0 is beyond the 0 parameters"]);
 }

@@ -91,7 +91,9 @@ fn piecewise_and_basic_unary_ops() {
     check("rsqrt", p.rsqrt(), &[2.0, 1.0, 0.5], 0.0);
     check("log", p.log(), &[-2.0 * std::f64::consts::LN_2, 0.0, 2.0 * std::f64::consts::LN_2], 1e-15);
     check("exp", t(&[0.0, 1.0], &[2]).exp(), &[1.0, std::f64::consts::E], 1e-15);
-    check("sin cos", t(&[std::f64::consts::FRAC_PI_2], &[1]).sin(), &[1.0], 1e-15);
+    let angles = t(&[std::f64::consts::FRAC_PI_2, std::f64::consts::FRAC_PI_6, std::f64::consts::FRAC_PI_3], &[3]);
+    check("sin", angles.sin(), &[1.0, 0.5, 0.75f64.sqrt()], 1e-15);
+    check("cos", angles.cos(), &[0.0, 0.75f64.sqrt(), 0.5], 1e-15);
     check("pow_scalar", p.pow_scalar(1.5), &[0.125, 1.0, 8.0], 1e-15);
     check("pow_scalar negative base", t(&[-2.0], &[1]).pow_scalar(3.0), &[-8.0], 0.0);
     check(
@@ -233,15 +235,28 @@ fn argmax_argmin() {
 
 #[test]
 fn var_std_with_correction_and_logsumexp() {
+    // Every row and column has its own variance, so a wrong axis, swapped
+    // rows, the other correction or std for var changes the answer. By hand:
+    //   rows:    [1, 2, 6] mean 3, squared deviations 4 + 1 + 9 = 14;
+    //            [3, 9, 0] mean 4, squared deviations 1 + 25 + 16 = 42
+    //   columns: (1, 3) sum of squares 2; (2, 9) 24.5; (6, 0) 18
+    //   all six: mean 3.5, squared deviations 57.5
+    let v = t(&[1.0, 2.0, 6.0, 3.0, 9.0, 0.0], &[2, 3]);
+    check("var axis 1 unbiased", v.var(&[1], 1.0, false), &[7.0, 21.0], 1e-15);
+    check("var axis 1 biased", v.var(&[1], 0.0, false), &[14.0 / 3.0, 14.0], 1e-15);
+    check("var axis 1 correction 2", v.var(&[1], 2.0, false), &[14.0, 42.0], 1e-15);
+    check("var all unbiased", v.var(&[], 1.0, false), &[11.5], 1e-15);
+    check("var all biased", v.var(&[], 0.0, false), &[57.5 / 6.0], 1e-15);
+    check("var axis 0 unbiased", v.var(&[0], 1.0, false), &[2.0, 24.5, 18.0], 1e-15);
+    check("var axis 0 biased", v.var(&[0], 0.0, false), &[1.0, 12.25, 9.0], 1e-15);
+    let keep = v.var(&[1], 1.0, true).unwrap();
+    assert_eq!(keep.shape(), &[2, 1]);
+    assert_close(&vals(&keep), &[7.0, 21.0], 1e-15);
+    check("std axis 1 unbiased", v.std(&[1], 1.0, false), &[7f64.sqrt(), 21f64.sqrt()], 1e-15);
+    check("std axis 0 biased", v.std(&[0], 0.0, false), &[1.0, 3.5, 3.0], 1e-15);
+    check("std all biased", v.std(&[], 0.0, false), &[(57.5f64 / 6.0).sqrt()], 1e-15);
+
     let x = t(&M, &[2, 3]);
-    check("var axis 1 unbiased", x.var(&[1], 1.0, false), &[4.0, 4.0], 1e-15);
-    check("var axis 1 biased", x.var(&[1], 0.0, false), &[8.0 / 3.0, 8.0 / 3.0], 1e-15);
-    check("var all unbiased", x.var(&[], 1.0, false), &[3.5], 1e-15);
-    check("var all biased", x.var(&[], 0.0, false), &[17.5 / 6.0], 1e-15);
-    check("var axis 0", x.var(&[0], 1.0, false), &[4.5, 4.5, 4.5], 1e-15);
-    assert_eq!(x.var(&[1], 1.0, true).unwrap().shape(), &[2, 1]);
-    check("std axis 1", x.std(&[1], 1.0, false), &[2.0, 2.0], 1e-15);
-    check("std all biased", x.std(&[], 0.0, false), &[(17.5f64 / 6.0).sqrt()], 1e-15);
     let l = x.logsumexp(&[1], true).unwrap();
     assert_eq!(l.shape(), &[2, 1]);
     assert_close(&vals(&l), &[5.1429316284999, 6.142931628499899], 1e-14);

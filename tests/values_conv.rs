@@ -2,8 +2,11 @@
 //! cases and naive direct loops, plus the error paths (the gradients are
 //! checked by the generated gradcheck).
 
+mod common;
+
+use common::{expect_err, Kind};
 use skiff::random::Generator;
-use skiff::{DType, Error, Tensor};
+use skiff::{DType, Tensor};
 
 type Shape4 = [usize; 4];
 type Pair = [usize; 2];
@@ -266,88 +269,107 @@ fn max_pool_indices_and_ties() {
     assert!(n.max_pool2d([2, 2], [1, 1], [0, 0]).unwrap().item().unwrap().is_nan());
 }
 
-fn err_text(r: skiff::Result<Tensor>) -> String {
-    match r {
-        Ok(t) => panic!("expected an error, got a tensor of shape {:?}", t.shape()),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn assert_mentions(msg: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(msg.contains(p), "error {msg:?} does not mention {p:?}");
-    }
-}
-
 #[test]
 fn conv2d_errors_name_op_and_shapes() {
     let x = Tensor::zeros(&[2, 3, 5, 5], DType::F32);
     let w = Tensor::zeros(&[4, 3, 3, 3], DType::F32);
+    let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, stride, dilation, groups| {
+        x.conv2d(w, b, stride, [0, 0], dilation, groups)
+    };
     // Channel mismatch.
     let w2 = Tensor::zeros(&[4, 2, 3, 3], DType::F32);
-    assert_mentions(
-        &err_text(x.conv2d(&w2, None, [1, 1], [0, 0], [1, 1], 1)),
-        &["conv2d", "[4, 2, 3, 3]", "[2, 3, 5, 5]"],
+    expect_err(
+        conv(&x, &w2, None, [1, 1], [1, 1], 1),
+        Kind::Shape,
+        "conv2d",
+        &["weight [4, 2, 3, 3] expects 2 input channels (2 per group x 1 groups), input [2, 3, 5, 5] has 3"],
     );
     // Groups that do not divide the channels, and zero groups.
-    assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 2)), &["conv2d", "groups 2", "[2, 3, 5, 5]"]);
-    assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 0)), &["conv2d", "groups 0"]);
+    let channels = "both the input channels (3, input [2, 3, 5, 5]) and the output channels (4, weight [4, 3, 3, 3])";
+    expect_err(conv(&x, &w, None, [1, 1], [1, 1], 2), Kind::Value, "conv2d", &["groups 2 must divide", channels]);
+    expect_err(conv(&x, &w, None, [1, 1], [1, 1], 0), Kind::Value, "conv2d", &["groups 0 must divide", channels]);
     let x4 = Tensor::zeros(&[2, 4, 5, 5], DType::F32);
     let w3 = Tensor::zeros(&[3, 2, 3, 3], DType::F32);
-    assert_mentions(&err_text(x4.conv2d(&w3, None, [1, 1], [0, 0], [1, 1], 2)), &["conv2d", "output channels (3"]);
+    expect_err(
+        conv(&x4, &w3, None, [1, 1], [1, 1], 2),
+        Kind::Value,
+        "conv2d",
+        &["groups 2 must divide", "input channels (4, input [2, 4, 5, 5])", "output channels (3, weight [3, 2, 3, 3])"],
+    );
     // Kernel larger than the padded input.
     let small = Tensor::zeros(&[1, 3, 2, 2], DType::F32);
-    assert_mentions(
-        &err_text(small.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1)),
-        &["conv2d", "larger than the padded input", "[1, 3, 2, 2]"],
+    expect_err(
+        conv(&small, &w, None, [1, 1], [1, 1], 1),
+        Kind::Shape,
+        "conv2d",
+        &["kernel [3, 3] (dilation [1, 1]) is larger than the padded input: input shape [1, 3, 2, 2], padding [0, 0]"],
     );
     assert!(small.conv2d(&w, None, [1, 1], [1, 1], [1, 1], 1).is_ok(), "padding 1 makes a 3x3 kernel fit a 2x2 input");
-    assert_mentions(&err_text(x.conv2d(&w, None, [1, 1], [0, 0], [3, 3], 1)), &["conv2d", "dilation [3, 3]"]);
+    expect_err(
+        conv(&x, &w, None, [1, 1], [3, 3], 1),
+        Kind::Shape,
+        "conv2d",
+        &["kernel [3, 3] (dilation [3, 3]) is larger than the padded input: input shape [2, 3, 5, 5]"],
+    );
     // Wrong rank of input or weight.
     let x3 = Tensor::zeros(&[3, 5, 5], DType::F32);
-    assert_mentions(&err_text(x3.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "4-D input", "[3, 5, 5]"]);
+    let facts = ["expected a 4-D input [N, C, H, W], got shape [3, 5, 5]"];
+    expect_err(conv(&x3, &w, None, [1, 1], [1, 1], 1), Kind::Shape, "conv2d", &facts);
     let w_flat = Tensor::zeros(&[4, 27], DType::F32);
-    assert_mentions(
-        &err_text(x.conv2d(&w_flat, None, [1, 1], [0, 0], [1, 1], 1)),
-        &["conv2d", "4-D weight", "[4, 27]"],
-    );
+    let facts = ["expected a 4-D weight [O, C/groups, kh, kw], got shape [4, 27]"];
+    expect_err(conv(&x, &w_flat, None, [1, 1], [1, 1], 1), Kind::Shape, "conv2d", &facts);
     // Bias shape, zero stride, dtype mismatch.
     let b = Tensor::zeros(&[3], DType::F32);
-    assert_mentions(&err_text(x.conv2d(&w, Some(&b), [1, 1], [0, 0], [1, 1], 1)), &["conv2d", "bias", "[3]"]);
-    assert_mentions(&err_text(x.conv2d(&w, None, [0, 1], [0, 0], [1, 1], 1)), &["conv2d", "stride"]);
+    expect_err(
+        conv(&x, &w, Some(&b), [1, 1], [1, 1], 1),
+        Kind::Shape,
+        "conv2d",
+        &["bias must have shape [4] (one per output channel of weight [4, 3, 3, 3]), got [3]"],
+    );
+    let facts = ["stride must be at least 1 in both dims, got [0, 1]"];
+    expect_err(conv(&x, &w, None, [0, 1], [1, 1], 1), Kind::Value, "conv2d", &facts);
     let w64 = Tensor::zeros(&[4, 3, 3, 3], DType::F64);
-    assert!(matches!(x.conv2d(&w64, None, [1, 1], [0, 0], [1, 1], 1), Err(Error::DType { op: "conv2d", .. })));
+    let facts = ["dtypes differ: f32 [2, 3, 5, 5] vs f64 [4, 3, 3, 3]"];
+    expect_err(conv(&x, &w64, None, [1, 1], [1, 1], 1), Kind::DType, "conv2d", &facts);
     let xi = Tensor::from_vec(vec![0i32; 75], &[1, 3, 5, 5]).unwrap();
-    assert!(matches!(xi.conv2d(&w, None, [1, 1], [0, 0], [1, 1], 1), Err(Error::DType { op: "conv2d", .. })));
+    let facts = ["expected a float tensor, got i32 of shape [1, 3, 5, 5]"];
+    expect_err(conv(&xi, &w, None, [1, 1], [1, 1], 1), Kind::DType, "conv2d", &facts);
 }
 
 #[test]
 fn unfold_fold_and_pool_errors() {
     let x = Tensor::zeros(&[1, 2, 4, 4], DType::F32);
-    assert_mentions(&err_text(x.unfold2d([5, 5], [1, 1], [0, 0], [1, 1])), &["unfold2d", "[1, 2, 4, 4]"]);
-    assert_mentions(&err_text(x.unfold2d([0, 2], [1, 1], [0, 0], [1, 1])), &["unfold2d", "kernel"]);
-    assert_mentions(
-        &err_text(Tensor::zeros(&[4, 4], DType::F32).unfold2d([2, 2], [1, 1], [0, 0], [1, 1])),
-        &["unfold2d", "[4, 4]"],
-    );
+    let too_large = |kernel: &str| {
+        format!("kernel {kernel} (dilation [1, 1]) is larger than the padded input: input shape [1, 2, 4, 4], padding [0, 0]")
+    };
+    let not_4d = |shape: &str| format!("expected a 4-D input [N, C, H, W], got shape {shape}");
+    expect_err(x.unfold2d([5, 5], [1, 1], [0, 0], [1, 1]), Kind::Shape, "unfold2d", &[&too_large("[5, 5]")]);
+    let facts = ["kernel must be at least 1 in both dims, got [0, 2]"];
+    expect_err(x.unfold2d([0, 2], [1, 1], [0, 0], [1, 1]), Kind::Value, "unfold2d", &facts);
+    let flat = Tensor::zeros(&[4, 4], DType::F32);
+    expect_err(flat.unfold2d([2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "unfold2d", &[&not_4d("[4, 4]")]);
     // fold: channel rows not a multiple of kh*kw, window count that does not match.
+    let misfit = |shape: &str| {
+        format!(
+            "input shape {shape} does not fit kernel [2, 2] over output size [4, 4]: expected [N, C*4, 9] (3x3 windows)"
+        )
+    };
     let cols = Tensor::zeros(&[1, 6, 9], DType::F32);
-    assert_mentions(&err_text(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])), &["fold2d", "[1, 6, 9]"]);
+    expect_err(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "fold2d", &[&misfit("[1, 6, 9]")]);
     let cols = Tensor::zeros(&[1, 8, 8], DType::F32);
-    assert_mentions(&err_text(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])), &["fold2d", "[1, 8, 8]", "9"]);
-    assert_mentions(
-        &err_text(cols.reshape(&[64]).unwrap().fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1])),
-        &["fold2d", "[64]"],
+    expect_err(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "fold2d", &[&misfit("[1, 8, 8]")]);
+    expect_err(
+        cols.reshape(&[64]).unwrap().fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]),
+        Kind::Shape,
+        "fold2d",
+        &["expected a 3-D input [N, C*kh*kw, L], got shape [64]"],
     );
     // Pools: rank, too much padding, window larger than the input.
-    assert_mentions(
-        &err_text(Tensor::zeros(&[2, 4, 4], DType::F32).max_pool2d([2, 2], [2, 2], [0, 0])),
-        &["max_pool2d", "[2, 4, 4]"],
-    );
-    assert_mentions(
-        &err_text(x.max_pool2d([2, 2], [2, 2], [2, 2])),
-        &["max_pool2d", "padding [2, 2]", "kernel [2, 2]"],
-    );
-    assert_mentions(&err_text(x.avg_pool2d([5, 5], [1, 1], [0, 0])), &["avg_pool2d", "[1, 2, 4, 4]"]);
-    assert_mentions(&err_text(x.avg_pool2d([2, 2], [1, 0], [0, 0])), &["avg_pool2d", "stride"]);
+    let x3 = Tensor::zeros(&[2, 4, 4], DType::F32);
+    expect_err(x3.max_pool2d([2, 2], [2, 2], [0, 0]), Kind::Shape, "max_pool2d", &[&not_4d("[2, 4, 4]")]);
+    let facts = ["padding [2, 2] must be at most half of kernel [2, 2]"];
+    expect_err(x.max_pool2d([2, 2], [2, 2], [2, 2]), Kind::Value, "max_pool2d", &facts);
+    expect_err(x.avg_pool2d([5, 5], [1, 1], [0, 0]), Kind::Shape, "avg_pool2d", &[&too_large("[5, 5]")]);
+    let facts = ["stride must be at least 1 in both dims, got [1, 0]"];
+    expect_err(x.avg_pool2d([2, 2], [1, 0], [0, 0]), Kind::Value, "avg_pool2d", &facts);
 }

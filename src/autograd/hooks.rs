@@ -35,7 +35,10 @@ impl Tensor {
         hook: impl Fn(&Tensor) -> Option<Tensor> + Send + Sync + 'static,
     ) -> Result<HookHandle> {
         let edge = self.grad_edge().ok_or_else(|| {
-            Error::autograd("register_hook", "cannot register a hook on a tensor that does not require grad")
+            Error::autograd(
+                "register_hook",
+                format!("cannot register a hook on a tensor of shape {:?} that does not require grad", self.shape()),
+            )
         })?;
         let id = NEXT_HOOK.fetch_add(1, Ordering::Relaxed);
         edge.node.hooks.lock().unwrap_or_else(|e| e.into_inner()).push((id, edge.nr, Arc::new(hook)));

@@ -68,8 +68,9 @@ impl TensorDataset {
     /// Errors when `tensors` is empty, one is a scalar, or their first axes differ.
     pub fn new(tensors: Vec<Tensor>) -> Result<TensorDataset> {
         let first = tensors.first().ok_or_else(|| Error::value("TensorDataset", "needs at least one tensor"))?;
-        let len =
-            *first.shape().first().ok_or_else(|| Error::shape("TensorDataset", "tensors need at least one axis"))?;
+        let len = *first.shape().first().ok_or_else(|| {
+            Error::shape("TensorDataset", format!("tensors need at least one axis, got shape {:?}", first.shape()))
+        })?;
         if let Some(bad) = tensors.iter().find(|t| t.shape().first() != Some(&len)) {
             return Err(Error::shape(
                 "TensorDataset",
@@ -132,7 +133,7 @@ impl DataLoader {
     /// Like [`DataLoader::new`] for a shared dataset.
     pub fn from_arc(dataset: Arc<dyn Dataset>, batch_size: usize) -> Result<DataLoader> {
         if batch_size == 0 {
-            return Err(Error::value("DataLoader", "batch_size must be at least 1"));
+            return Err(Error::value("DataLoader", "batch_size must be at least 1, got 0"));
         }
         Ok(DataLoader { dataset, batch_size, seed: None, drop_last: false, device: Device::Cpu, prefetch: 2 })
     }

@@ -39,8 +39,13 @@ pub fn calculate_gain(nl: Nonlinearity) -> f64 {
 /// (fan_in, fan_out) of a weight of shape [out, in, *receptive]: in * prod(receptive)
 /// and out * prod(receptive). Needs at least 2 dims.
 pub fn fans(shape: &[usize]) -> Result<(usize, usize)> {
+    fans_for("fans", shape)
+}
+
+/// `fans`, with errors naming the initialiser `op` that needed them.
+fn fans_for(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
     if shape.len() < 2 {
-        return Err(Error::shape("init", format!("fan in/out needs a tensor of at least 2 dims, got shape {shape:?}")));
+        return Err(Error::shape(op, format!("fan in/out needs a tensor of at least 2 dims, got shape {shape:?}")));
     }
     let receptive: usize = shape[2..].iter().product();
     Ok((shape[1] * receptive, shape[0] * receptive))
@@ -72,18 +77,18 @@ pub fn normal_(t: &Tensor, mean: f64, std: f64) -> Result<()> {
 }
 /// Glorot uniform: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
 pub fn xavier_uniform_(t: &Tensor, gain: f64) -> Result<()> {
-    let (fi, fo) = fans(t.shape())?;
+    let (fi, fo) = fans_for("xavier_uniform_", t.shape())?;
     let b = gain * (6.0 / (fi + fo).max(1) as f64).sqrt();
     uniform_(t, -b, b)
 }
 /// Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
 pub fn xavier_normal_(t: &Tensor, gain: f64) -> Result<()> {
-    let (fi, fo) = fans(t.shape())?;
+    let (fi, fo) = fans_for("xavier_normal_", t.shape())?;
     normal_(t, 0.0, gain * (2.0 / (fi + fo).max(1) as f64).sqrt())
 }
 
-fn kaiming_std(t: &Tensor, mode: FanMode, nl: Nonlinearity) -> Result<f64> {
-    let (fi, fo) = fans(t.shape())?;
+fn kaiming_std(op: &'static str, t: &Tensor, mode: FanMode, nl: Nonlinearity) -> Result<f64> {
+    let (fi, fo) = fans_for(op, t.shape())?;
     let fan = match mode {
         FanMode::FanIn => fi,
         FanMode::FanOut => fo,
@@ -93,11 +98,11 @@ fn kaiming_std(t: &Tensor, mode: FanMode, nl: Nonlinearity) -> Result<f64> {
 /// He uniform: U(-b, b) with b = gain * sqrt(3 / fan). PyTorch's layer default
 /// is `kaiming_uniform_(w, FanIn, LeakyRelu(sqrt(5)))`, i.e. b = 1 / sqrt(fan_in).
 pub fn kaiming_uniform_(t: &Tensor, mode: FanMode, nl: Nonlinearity) -> Result<()> {
-    let b = 3f64.sqrt() * kaiming_std(t, mode, nl)?;
+    let b = 3f64.sqrt() * kaiming_std("kaiming_uniform_", t, mode, nl)?;
     uniform_(t, -b, b)
 }
 /// He normal: N(0, std^2) with std = gain / sqrt(fan).
 pub fn kaiming_normal_(t: &Tensor, mode: FanMode, nl: Nonlinearity) -> Result<()> {
-    let std = kaiming_std(t, mode, nl)?;
+    let std = kaiming_std("kaiming_normal_", t, mode, nl)?;
     normal_(t, 0.0, std)
 }

@@ -146,7 +146,10 @@ impl Tensor {
     pub fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>> {
         let ax = normalize_real_axis("split", axis, self.shape())?;
         if size == 0 {
-            return Err(Error::value("split", "split size must be at least 1"));
+            return Err(Error::value(
+                "split",
+                format!("split size must be at least 1, got 0 (axis {ax} of shape {:?})", self.shape()),
+            ));
         }
         let n = self.shape()[ax];
         (0..n).step_by(size).map(|s| self.narrow(ax as isize, s, size.min(n - s))).collect()
@@ -174,7 +177,10 @@ impl Tensor {
     pub fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
         let ax = normalize_real_axis("chunk", axis, self.shape())?;
         if chunks == 0 {
-            return Err(Error::value("chunk", "chunks must be at least 1"));
+            return Err(Error::value(
+                "chunk",
+                format!("chunks must be at least 1, got 0 (axis {ax} of shape {:?})", self.shape()),
+            ));
         }
         self.split(self.shape()[ax].div_ceil(chunks).max(1), ax as isize)
     }

@@ -303,7 +303,10 @@ impl Tensor {
         for &a in perm {
             let a = normalize_axis("permute", a, self.shape())?;
             if p.contains(&a) {
-                return Err(Error::value("permute", format!("{perm:?} is not a permutation")));
+                return Err(Error::value(
+                    "permute",
+                    format!("{perm:?} is not a permutation of the axes of shape {:?}", self.shape()),
+                ));
             }
             p.push(a);
         }
@@ -373,7 +376,10 @@ impl Tensor {
     pub fn slice(&self, axis: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
         let ax = normalize_real_axis("slice", axis, self.shape())?;
         if step == 0 {
-            return Err(Error::value("slice", "step must be at least 1"));
+            return Err(Error::value(
+                "slice",
+                format!("step must be at least 1, got 0 (axis {ax} of shape {:?})", self.shape()),
+            ));
         }
         let dim = self.shape()[ax] as isize;
         let clampi = |v: isize| if v < 0 { (v + dim).max(0) } else { v.min(dim) };
@@ -427,7 +433,10 @@ impl Tensor {
         let s = normalize_axis("flatten", start, self.shape())?;
         let e = normalize_axis("flatten", end, self.shape())?;
         if s > e {
-            return Err(Error::value("flatten", format!("start axis {start} is after end axis {end}")));
+            return Err(Error::value(
+                "flatten",
+                format!("start axis {start} is after end axis {end} (shape {:?})", self.shape()),
+            ));
         }
         let mut shape: Dims = self.shape()[..s].into();
         shape.push(self.shape()[s..=e].iter().product());

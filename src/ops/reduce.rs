@@ -334,15 +334,15 @@ fn arg_reduce(def: &'static OpDef, x: &Tensor, axis: Option<isize>, keepdim: boo
     expect_float(def.name, x)?;
     // As in PyTorch: an empty tensor has no argmax over all of it, nor along an
     // empty axis; along a non-empty axis the result is simply empty.
-    let empty_axis = match axis {
-        None => x.numel() == 0,
-        Some(a) => x.shape()[normalize_axis(def.name, a, x.shape())?] == 0,
+    let empty = match axis {
+        None => (x.numel() == 0).then(|| format!("of an empty tensor of shape {:?}", x.shape())),
+        Some(a) => {
+            let ax = normalize_axis(def.name, a, x.shape())?;
+            (x.shape()[ax] == 0).then(|| format!("along the empty axis {ax} of shape {:?}", x.shape()))
+        }
     };
-    if empty_axis {
-        return Err(Error::shape(
-            def.name,
-            format!("cannot take {} over an empty axis of shape {:?} (axis {axis:?})", def.name, x.shape()),
-        ));
+    if let Some(what) = empty {
+        return Err(Error::shape(def.name, format!("cannot take {} {what}", def.name)));
     }
     match axis {
         None => {

@@ -113,17 +113,25 @@ impl Core {
                 let i = index;
                 index += 1;
                 let Some(grad) = p.grad() else { continue };
-                if grad.device() != p.device() || grad.dtype() != p.dtype() {
+                if grad.device() != p.device() {
                     return Err(Error::Device {
                         op: name,
                         found: format!(
-                            "group {g}: parameter {i} is a {} tensor on {} but its grad is a {} tensor on {}",
-                            p.dtype(),
+                            "group {g}: parameter {i} on {} but its grad on {}",
                             p.device().describe(),
-                            grad.dtype(),
                             grad.device().describe()
                         ),
                     });
+                }
+                if grad.dtype() != p.dtype() {
+                    return Err(Error::dtype(
+                        name,
+                        format!(
+                            "group {g}: parameter {i} is a {} tensor but its grad is a {} tensor",
+                            p.dtype(),
+                            grad.dtype()
+                        ),
+                    ));
                 }
                 if grad.shape() != p.shape() {
                     return Err(Error::shape(
@@ -152,7 +160,8 @@ impl Core {
             .get_mut(group)
             .ok_or_else(|| Error::value(name, format!("group {group} is out of range ({count} groups)")))?;
         if !g.options.contains_key(key) {
-            return Err(Error::value(name, format!("unknown option {key:?}")));
+            let known: Vec<&String> = g.options.keys().collect();
+            return Err(Error::value(name, format!("group {group}: unknown option {key:?} (known: {known:?})")));
         }
         let mut options = g.options.clone();
         options.insert(key.to_string(), value);
@@ -228,11 +237,14 @@ impl Core {
                     )));
                 }
                 if t.shape() != p.shape() {
-                    return Err(err(format!(
-                        "state.{i}.{k} has shape {:?} but parameter {i} has shape {:?}",
-                        t.shape(),
-                        p.shape()
-                    )));
+                    return Err(Error::shape(
+                        name,
+                        format!(
+                            "load_state_dict: state.{i}.{k} has shape {:?} but parameter {i} has shape {:?}",
+                            t.shape(),
+                            p.shape()
+                        ),
+                    ));
                 }
                 let copy = no_grad(|| t.to(&p.device())?.to_dtype(p.dtype())?.contiguous_copy())?;
                 buffers.insert(k.clone(), copy);

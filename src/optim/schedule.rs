@@ -112,7 +112,7 @@ pub struct StepLR {
 
 impl StepLR {
     pub fn new(step_size: usize, gamma: f64) -> Result<StepLR> {
-        check("StepLR", step_size > 0, "step_size must be > 0".into())?;
+        check("StepLR", step_size > 0, format!("step_size must be > 0, got {step_size}"))?;
         check("StepLR", gamma.is_finite() && gamma >= 0.0, format!("gamma must be >= 0, got {gamma}"))?;
         Ok(StepLR { step_size, gamma, state: ScheduleState::default() })
     }

@@ -112,8 +112,12 @@ impl Tensor {
     }
     /// Sets every element to `value`.
     pub fn fill_(&self, value: f64) -> Result<Tensor> {
+        self.fill_as("fill_", value)
+    }
+    /// `fill_` reporting errors as `op` (so `zero_`'s errors name `zero_`).
+    fn fill_as(&self, op: &'static str, value: f64) -> Result<Tensor> {
         let recording = is_grad_enabled() && self.requires_grad();
-        self.inplace("fill_", &[], |s| {
+        self.inplace(op, &[], |s| {
             if recording {
                 // Keeps the tensor in the graph with a zero gradient, as PyTorch does.
                 s.mul_scalar(0.0)?.add_scalar(value)
@@ -124,7 +128,7 @@ impl Tensor {
     }
     /// Sets every element to zero.
     pub fn zero_(&self) -> Result<Tensor> {
-        self.fill_(0.0)
+        self.fill_as("zero_", 0.0)
     }
     /// Copies `src` (broadcast to self's shape, converted to self's dtype and device) into self.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {

@@ -177,7 +177,7 @@ impl Tensor {
     pub async fn to_vec_async<T: cpu::Elem>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype() {
             return Err(Error::dtype(
-                "to_vec",
+                "to_vec_async",
                 format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
             ));
         }

@@ -81,3 +81,49 @@ pub fn record_gpu_test(outcome: &str) {
     // Best effort: a failure to write the marker must not fail the test itself.
     let _ = std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(dir.join(name), b""));
 }
+
+/// The variant of a `skiff::Error`, for `expect_err`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Shape,
+    DType,
+    Axis,
+    Device,
+    Value,
+    Autograd,
+}
+
+/// The variant and op of an error.
+pub fn kind_and_op(e: &skiff::Error) -> (Kind, &'static str) {
+    use skiff::Error as E;
+    match e {
+        E::Shape { op, .. } => (Kind::Shape, *op),
+        E::DType { op, .. } => (Kind::DType, *op),
+        E::Axis { op, .. } => (Kind::Axis, *op),
+        E::Device { op, .. } => (Kind::Device, *op),
+        E::Value { op, .. } => (Kind::Value, *op),
+        E::Autograd { op, .. } => (Kind::Autograd, *op),
+    }
+}
+
+/// Unwraps the error of `r` and asserts that it is a `kind` error of exactly
+/// `op` (the `op` field, which the message leads with as `op: `), and that its
+/// message contains every one of `facts` (shapes, dtypes, devices, values).
+/// A substring check on the op alone is not enough: "exp" is in "expected".
+#[track_caller]
+pub fn expect_err<T>(r: skiff::Result<T>, kind: Kind, op: &str, facts: &[&str]) -> skiff::Error {
+    let Err(e) = r else { panic!("expected a {kind:?} error from {op}, got Ok") };
+    check_err(&e, kind, op, facts);
+    e
+}
+
+/// `expect_err` for an error already in hand.
+#[track_caller]
+pub fn check_err(e: &skiff::Error, kind: Kind, op: &str, facts: &[&str]) {
+    let msg = e.to_string();
+    assert_eq!(kind_and_op(e), (kind, op), "wrong variant or op: {msg:?}");
+    assert!(msg.starts_with(&format!("{op}: ")), "message does not lead with {op:?}: {msg:?}");
+    for f in facts {
+        assert!(msg.contains(f), "{op} error {msg:?} lacks {f:?}");
+    }
+}

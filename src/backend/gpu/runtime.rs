@@ -5,7 +5,7 @@
 
 use super::context::{self, Opened};
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -80,7 +80,13 @@ pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(super) uniforms: wgpu::Buffer,
-    pool: Mutex<HashMap<u64, Vec<wgpu::Buffer>>>,
+    /// Free buffers per size class, ordered (wgpu buffers compare by id) so
+    /// that `alloc` hands out the lowest one: a step that allocates in the
+    /// same order from the same free set gets the same buffers every time,
+    /// so the bind-group cache hits. (A LIFO stack would hand them out in the
+    /// order the previous step freed them, a permutation that takes many
+    /// steps to cycle, each creating new bind groups.)
+    pool: Mutex<HashMap<u64, BTreeSet<wgpu::Buffer>>>,
     pooled_bytes: AtomicU64,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     pub(super) layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
@@ -188,7 +194,7 @@ impl GpuContext {
             ));
         }
         self.counters.bytes_live.fetch_add(class, Ordering::Relaxed);
-        if let Some(b) = lock(&self.pool).get_mut(&class).and_then(|v| v.pop()) {
+        if let Some(b) = lock(&self.pool).get_mut(&class).and_then(|v| v.pop_first()) {
             self.pooled_bytes.fetch_sub(class, Ordering::Relaxed);
             self.counters.buffers_reused.fetch_add(1, Ordering::Relaxed);
             return Ok((b, class));
@@ -209,7 +215,7 @@ impl GpuContext {
     pub(crate) fn release(&self, b: wgpu::Buffer, class: u64) {
         self.counters.bytes_live.fetch_sub(class, Ordering::Relaxed);
         self.pooled_bytes.fetch_add(class, Ordering::Relaxed);
-        lock(&self.pool).entry(class).or_default().push(b);
+        lock(&self.pool).entry(class).or_default().insert(b);
     }
 
     /// Frees every pooled buffer.
