@@ -259,6 +259,7 @@ static MAX_POOL2D_INDICES: OpDef = OpDef {
             Case::new("3x3 stride 2 padding 1", vec![Input::Distinct(vec![2, 2, 5, 5])], |x| {
                 x[0].max_pool2d_indices([3, 3], [2, 2], [1, 1])
             })
+            .also(Sample::Empty, &[&[0, 2, 5, 5]])
             .reference(|h| r::max_pool2d_indices(&h[0], [3, 3], [2, 2], [1, 1])),
             Case::new("2x2 stride 1, the first of ties", vec![Input::Grid(vec![2, 2, 4, 5], -1.0, 1.0, 3)], |x| {
                 x[0].max_pool2d_indices([2, 2], [1, 1], [0, 0])
@@ -277,6 +278,7 @@ static AVG_POOL2D: OpDef = OpDef {
         let x = || vec![Input::Uniform(vec![2, 3, 5, 5], -1.0, 1.0)];
         vec![
             Case::new("2x2 stride 2", x(), |x| x[0].avg_pool2d([2, 2], [2, 2], [0, 0]))
+                .also(Sample::Empty, &[&[2, 0, 5, 5]])
                 .reference(|h| r::avg_pool2d(&h[0], [2, 2], [2, 2], [0, 0])),
             Case::new("3x3 stride 2 padding 1", x(), |x| x[0].avg_pool2d([3, 3], [2, 2], [1, 1]))
                 .reference(|h| r::avg_pool2d(&h[0], [3, 3], [2, 2], [1, 1])),

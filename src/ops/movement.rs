@@ -47,6 +47,8 @@ static RESHAPE: OpDef = OpDef {
                 x[0].reshape(&[0, 6])
             })
             .reference(|h| r::reshape(&h[0], &[0, 6])),
+            Case::new("reshape a 0-d tensor", vec![Input::Uniform(vec![], -1.0, 1.0)], |x| x[0].reshape(&[1, -1, 1]))
+                .reference(|h| r::reshape(&h[0], &[1, 1, 1])),
         ]
     },
 };
@@ -68,6 +70,7 @@ static PERMUTE: OpDef = OpDef {
             Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
                 x[0].permute(&[2, 0, 1])?.mul_scalar(1.0)
             })
+            .also(Sample::Empty, &[&[2, 0, 4]])
             .reference(|h| r::permute(&h[0], &[2, 0, 1])),
             Case::new("transpose", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].transpose(0, 1))
                 .reference(|h| r::transpose(&h[0], 0, 1)),
@@ -91,6 +94,8 @@ static EXPAND: OpDef = OpDef {
                 .reference(|h| r::expand(&h[0], &[3, 4])),
             Case::new("expand i32", vec![Input::Int(vec![1, 4], -9, 9)], |x| x[0].expand(&[3, -1])?.contiguous())
                 .reference(|h| r::expand(&h[0], &[3, 4])),
+            Case::new("expand to an empty axis", vec![Input::Uniform(vec![1, 4], -1.0, 1.0)], |x| x[0].expand(&[0, 4]))
+                .reference(|h| r::expand(&h[0], &[0, 4])),
         ]
     },
 };
@@ -135,9 +140,11 @@ static SLICE_BACKWARD: OpDef = OpDef {
         vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| {
             slice_backward(&x[0], 0, 1, 2, 2, 5)
         })
+        .also(Sample::Empty, &[&[2, 0]])
         // Rows 1 and 3 of five hold the gradient's rows; the rest are zero.
         .reference(|h| {
-            r::Host::build(&[5, 4], r::Kind::Float, |i| if i[0] % 2 == 1 { h[0].at(&[i[0] / 2, i[1]]) } else { 0.0 })
+            let cols = h[0].shape[1];
+            r::Host::build(&[5, cols], r::Kind::Float, |i| if i[0] % 2 == 1 { h[0].at(&[i[0] / 2, i[1]]) } else { 0.0 })
         })]
     },
 };
@@ -173,6 +180,7 @@ static CONTIGUOUS: OpDef = OpDef {
         vec![Case::new("contiguous of a permuted view", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
             x[0].permute(&[1, 2, 0])?.contiguous()
         })
+        .also(Sample::Empty, &[&[0, 3, 4]])
         .reference(|h| r::permute(&h[0], &[1, 2, 0]))]
     },
 };
@@ -210,6 +218,8 @@ static TO_DEVICE: OpDef = OpDef {
         vec![Case::new("to the same device", vec![Input::Uniform(vec![2, 3], -1.0, 1.0)], |x| {
             x[0].to(&x[0].device())?.mul_scalar(2.0)
         })
+        .also(Sample::Empty, &[&[0, 3]])
+        .also(Sample::Scalar, &[&[]])
         .reference(|h| r::map(&h[0], |v| 2.0 * v))]
     },
 };

@@ -120,8 +120,10 @@ static MIN: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            rc("min axes 0,2", Input::Distinct, |x| x[0].min(&[0, 2], false), |h| r::min(&h[0], &[0, 2], false)),
+            rc("min axes 0,2", Input::Distinct, |x| x[0].min(&[0, 2], false), |h| r::min(&h[0], &[0, 2], false))
+                .also(Sample::Empty, &[&[2, 0, 4]]),
             rc("min all with ties", Input::Pairs, |x| x[0].min(&[], false), |h| r::min(&h[0], &[], false))
+                .also(Sample::Scalar, &[&[]])
                 .first_order_only(),
         ]
     },
@@ -170,13 +172,15 @@ static ARGMIN: OpDef = OpDef {
                 Input::Distinct,
                 |x| x[0].argmin(None, false),
                 |h| r::argextreme(&h[0], None, false, false),
-            ),
+            )
+            .also(Sample::Scalar, &[&[]]),
             rc(
                 "argmin last axis, first of ties",
                 grid,
                 |x| x[0].argmin(Some(-1), false),
                 |h| r::argextreme(&h[0], Some(-1), false, false),
-            ),
+            )
+            .also(Sample::Empty, &[&[2, 0, 4]]),
         ]
     },
 };
@@ -202,7 +206,8 @@ static VAR: OpDef = OpDef {
     second_order: true,
     cases: || {
         vec![
-            rc("var axis 1 unbiased", u, |x| x[0].var(&[1], 1.0, false), |h| r::var(&h[0], &[1], 1.0, false)),
+            rc("var axis 1 unbiased", u, |x| x[0].var(&[1], 1.0, false), |h| r::var(&h[0], &[1], 1.0, false))
+                .also(Sample::Empty, &[&[2, 3, 0]]),
             rc(
                 "var axes 0,2 biased keepdim",
                 u,
@@ -224,7 +229,8 @@ static STD: OpDef = OpDef {
             u,
             |x| x[0].std(&[2], 1.0, false),
             |h| r::map(&r::var(&h[0], &[2], 1.0, false), f64::sqrt),
-        )]
+        )
+        .also(Sample::Empty, &[&[0, 3, 4]])]
     },
 };
 
@@ -236,8 +242,10 @@ static LOGSUMEXP: OpDef = OpDef {
     cases: || {
         let u3 = |s| Input::Uniform(s, -3.0, 3.0);
         vec![
-            rc("logsumexp axis 1", u3, |x| x[0].logsumexp(&[1], false), |h| r::logsumexp(&h[0], &[1], false)),
-            rc("logsumexp all keepdim", u3, |x| x[0].logsumexp(&[], true), |h| r::logsumexp(&h[0], &[], true)),
+            rc("logsumexp axis 1", u3, |x| x[0].logsumexp(&[1], false), |h| r::logsumexp(&h[0], &[1], false))
+                .also(Sample::Empty, &[&[2, 3, 0]]),
+            rc("logsumexp all keepdim", u3, |x| x[0].logsumexp(&[], true), |h| r::logsumexp(&h[0], &[], true))
+                .also(Sample::Scalar, &[&[]]),
         ]
     },
 };
@@ -247,7 +255,10 @@ static SUM_TO: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
-    cases: || vec![rc("sum_to [3,1]", u, |x| x[0].sum_to(&[3, 1]), |h| r::sum_to(&h[0], &[3, 1]))],
+    cases: || {
+        vec![rc("sum_to [3,1]", u, |x| x[0].sum_to(&[3, 1]), |h| r::sum_to(&h[0], &[3, 1]))
+            .also(Sample::Empty, &[&[0, 3, 4]])]
+    },
 };
 
 pub fn ops() -> Vec<&'static OpDef> {

@@ -268,6 +268,8 @@ static TO_DTYPE: OpDef = OpDef {
             Case::new("float to i32 truncates toward zero", vec![Input::Uniform(vec![3, 4], -3.0, 3.0)], |xs| {
                 xs[0].to_dtype(DType::I32)
             })
+            .also(Sample::Empty, &[&[0, 4]])
+            .also(Sample::Scalar, &[&[]])
             .reference(|h| reference::cast(&h[0], Kind::I32)),
             Case::new("float to bool is != 0", exact(), |xs| xs[0].to_dtype(DType::Bool))
                 .reference(|h| reference::cast(&h[0], Kind::Bool)),
