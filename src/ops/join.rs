@@ -2,8 +2,9 @@
 //! the backend's `assemble`), stack, split/chunk (views via narrow) and
 //! constant padding. Backward rules are the adjoint slices.
 
-use super::movement::{one, slice_layout};
+use super::movement::one;
 use super::reference as r;
+use super::slice::slice_layout;
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::movement as be;

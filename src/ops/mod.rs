@@ -17,6 +17,7 @@ pub mod movement;
 pub mod reduce;
 pub mod reference;
 pub mod sample;
+pub mod slice;
 pub mod unary;
 
 pub use reference::{Host, Reference};
