@@ -409,6 +409,7 @@ export const emptyCache = () => raw.emptyCache();
 export const testing = {
   registryCases: (...a) => raw.registryCases(...a),
   checkCase: (...a) => raw.checkCase(...a),
+  caseData: (...a) => raw.caseData(...a),
   registryCoverage: (...a) => raw.registryCoverage(...a),
   opNames: (...a) => raw.opNames(...a),
   kernelSources: (...a) => raw.kernelSources(...a),
