@@ -28,7 +28,7 @@ const isClass = (f) => typeof f === 'function' && /^class[\s{]/.test(Function.pr
 const isPlainObject = (v) => v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
 
 let depth = 0;
-let touched = new Set();
+const touched = new Set();
 
 /** Runs `fn` as test code: what it calls is recorded. */
 function asTestCode(fn) {
@@ -118,7 +118,7 @@ function traceValue(path, value) {
 
 /**
  * Installs the member wrappers on `skiff`'s classes (once per module
- * instance) and returns { api, touched, untraced }: `api` is the module to
+ * instance) and returns { api, touched, untraced, traced }: `api` is the module to
  * hand the tests, `touched()` the sorted names recorded so far, and
  * `untraced(fn)` runs harness code (which may be async) without recording.
  */
@@ -137,9 +137,6 @@ export function makeTracer(skiff) {
   return {
     api,
     touched: () => [...touched].sort(),
-    reset: () => {
-      touched = new Set();
-    },
     async untraced(fn) {
       depth++;
       try {
