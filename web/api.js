@@ -12,6 +12,7 @@ import { backend, ready, setBackend } from './state.js';
 export const Tensor = raw.Tensor;
 export const FunctionCtx = raw.FunctionCtx;
 export const HookHandle = raw.HookHandle;
+export const ModuleHookHandle = raw.ModuleHookHandle;
 export const Module = raw.Module;
 export const Loss = raw.Loss;
 export const Optimizer = raw.Optimizer;
@@ -27,6 +28,22 @@ export function _setLoader(fn) {
 
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';
+
+/**
+ * Checks an options bag as the Rust bindings do: an object (or
+ * undefined/null) whose keys are all in `allowed`, so a misspelt option
+ * (`requires_grad`) is an error rather than a silently ignored default.
+ */
+function checkOptions(op, options, allowed) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new Error(`${op}: options must be an object, got ${Array.isArray(options) ? 'an array' : JSON.stringify(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) throw new Error(`${op}: unknown option ${JSON.stringify(key)} (known: ${allowed.join(', ')})`);
+  }
+  return options;
+}
 
 /**
  * Probes WebGPU: { reason } when it cannot be used here, else { info } with
@@ -57,6 +74,7 @@ export async function init(options = {}) {
   if (options === null || typeof options !== 'object') {
     throw new Error(`init: options must be an object like { device: 'auto' }, got ${String(options)}`);
   }
+  checkOptions('init', options, ['device']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
     throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${JSON.stringify(device)}`);
@@ -146,7 +164,7 @@ function typed(flat, dtype) {
  */
 export function tensor(data, options = {}) {
   ready('tensor');
-  const { dtype, device, requiresGrad = false, shape } = options ?? {};
+  const { dtype, device, requiresGrad = false, shape } = checkOptions('tensor', options, ['dtype', 'device', 'requiresGrad', 'shape']);
   let t;
   if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
     t = raw.Tensor.fromData(data, shape ?? [data.length], { dtype, device });
@@ -157,6 +175,10 @@ export function tensor(data, options = {}) {
   } else {
     const what = data === null ? 'null' : data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : typeof data;
     throw new Error(`tensor: data must be a number, a (nested) array or a typed array, got ${what}`);
+  }
+  if (typeof requiresGrad !== 'boolean') {
+    t.dispose();
+    throw new Error(`tensor: option requiresGrad must be a boolean, got ${JSON.stringify(requiresGrad)}`);
   }
   if (requiresGrad) t.requiresGrad_(true);
   return t;
@@ -387,6 +409,7 @@ export const emptyCache = () => raw.emptyCache();
 export const testing = {
   registryCases: (...a) => raw.registryCases(...a),
   checkCase: (...a) => raw.checkCase(...a),
+  caseData: (...a) => raw.caseData(...a),
   registryCoverage: (...a) => raw.registryCoverage(...a),
   opNames: (...a) => raw.opNames(...a),
   kernelSources: (...a) => raw.kernelSources(...a),

@@ -192,17 +192,17 @@ export const nn: {
   Dropout: Factory<Args<typeof Module.dropout>, Module>;
   Embedding: Factory<Args<typeof Module.embedding>, Module>;
   Flatten: Factory<Args<typeof Module.flatten>, Module>;
-  ReLU: Factory<[], Module>;
+  ReLU: Factory<Args<typeof Module.relu>, Module>;
   LeakyReLU: Factory<Args<typeof Module.leakyRelu>, Module>;
   GELU: Factory<Args<typeof Module.gelu>, Module>;
-  Sigmoid: Factory<[], Module>;
-  Tanh: Factory<[], Module>;
-  SiLU: Factory<[], Module>;
+  Sigmoid: Factory<Args<typeof Module.sigmoid>, Module>;
+  Tanh: Factory<Args<typeof Module.tanh>, Module>;
+  SiLU: Factory<Args<typeof Module.silu>, Module>;
   Softmax: Factory<Args<typeof Module.softmax>, Module>;
   MultiheadAttention: Factory<Args<typeof Module.multiheadAttention>, Module>;
   /** Sequential([a, b]) or Sequential(a, b). */
-  Sequential: Factory<[Module[]] | Module[], Module>;
-  ModuleList: Factory<[Module[]?], Module>;
+  Sequential: Factory<Args<typeof Module.sequential> | Module[], Module>;
+  ModuleList: Factory<Partial<Args<typeof Module.moduleList>>, Module>;
   ModuleDict: Factory<Args<typeof Module.moduleDict>, Module>;
   CrossEntropyLoss: Factory<Args<typeof Loss.crossEntropyLoss>, Loss>;
   NLLLoss: Factory<Args<typeof Loss.nllLoss>, Loss>;
@@ -245,6 +245,12 @@ export const optim: Schedulers & {
 export const testing: {
   registryCases(): { op: string; kind: string; caseIndex: number; caseName: string; secondOrder: boolean }[];
   checkCase(op: string, caseIndex: number, options: { gpu: boolean }): Promise<{ op: string; caseName: string; checks: string[] }>;
+  /** A case's float32 cpu inputs and the Rust closure's output, to compare with the camelCase JS call. */
+  caseData(
+    op: string,
+    caseIndex: number,
+    options?: { sample?: string },
+  ): { op: string; caseName: string; sample: string; inputs: Tensor[]; output: Tensor; gpuTolerance: [number, number]; gpuDtypeError: boolean };
   registryCoverage(): Record<string, string>;
   opNames(): string[];
   kernelSources(): [string, string][];

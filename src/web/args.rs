@@ -135,22 +135,34 @@ pub fn opt_axis(op: &'static str, name: &str, v: &JsValue) -> JsResult<Option<is
     }
 }
 
-/// A shape: an array of non-negative integers (a single integer is a 1-D shape).
+/// A shape: an array of non-negative integers (a single integer is a 1-D
+/// shape) whose elements fit in one tensor.
 pub fn dims(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
-    if v.as_f64().is_some() {
-        return Ok(vec![usize_arg(op, name, v)?]);
-    }
-    // Plain arrays, and typed arrays such as a shape read back from a tensor.
-    if !Array::is_array(v) && !js_sys::ArrayBuffer::is_view(v) {
+    let dims = sizes(op, name, v)?;
+    fits(op, name, &dims)?;
+    Ok(dims)
+}
+
+/// Non-negative integers: an array, or a single integer (sizes that are not
+/// a shape, such as paddings or split sections, so their product means nothing).
+pub fn sizes(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
+    Ok(if v.as_f64().is_some() {
+        vec![usize_arg(op, name, v)?]
+    } else if Array::is_array(v) || js_sys::ArrayBuffer::is_view(v) {
+        // Plain arrays, and typed arrays such as a shape read back from a tensor.
+        Array::from(v)
+            .iter()
+            .enumerate()
+            .map(|(i, d)| usize_arg(op, &format!("{name}[{i}]"), &d))
+            .collect::<JsResult<_>>()?
+    } else {
         return Err(js_error(op, format!("{name} must be an array of non-negative integers, got {}", describe(v))));
-    }
-    let dims: Vec<usize> = Array::from(v)
-        .iter()
-        .enumerate()
-        .map(|(i, d)| usize_arg(op, &format!("{name}[{i}]"), &d))
-        .collect::<JsResult<_>>()?;
-    // No tensor may exceed shape::MAX_ELEMENTS (allocating more would abort
-    // the module); zero-sized dims count as 1, so no dim alone overflows either.
+    })
+}
+
+/// No tensor may exceed shape::MAX_ELEMENTS (allocating more would abort
+/// the module); zero-sized dims count as 1, so no dim alone overflows either.
+pub fn fits(op: &'static str, name: &str, dims: &[usize]) -> JsResult<()> {
     let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d.max(1) as u64));
     if total.is_none_or(|n| n > crate::shape::MAX_ELEMENTS as u64) {
         return Err(js_error(
@@ -158,7 +170,7 @@ pub fn dims(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
             format!("{name} {dims:?} has more elements than one tensor may hold here ({})", crate::shape::MAX_ELEMENTS),
         ));
     }
-    Ok(dims)
+    Ok(())
 }
 
 /// Axes: an integer, an array of integers, or `undefined`/`null` (empty: all axes).
@@ -246,6 +258,21 @@ impl<'a> Opts<'a> {
             return Err(js_error(op, format!("options must be an object, got {}", describe(bag))));
         }
         Ok(Opts { op, bag })
+    }
+    /// `new`, and an error naming any key of the bag not in `allowed` (a
+    /// misspelt option such as `keepDim` is an error, not a silently
+    /// ignored default).
+    pub fn known(op: &'static str, bag: &'a JsValue, allowed: &[&str]) -> JsResult<Opts<'a>> {
+        let o = Opts::new(op, bag)?;
+        if bag.is_object() {
+            for key in js_sys::Object::keys(bag.unchecked_ref::<js_sys::Object>()).iter() {
+                let key = key.as_string().unwrap_or_default();
+                if !allowed.contains(&key.as_str()) {
+                    return Err(js_error(op, format!("unknown option {key:?} (known: {})", allowed.join(", "))));
+                }
+            }
+        }
+        Ok(o)
     }
     /// The raw field (`undefined` when absent).
     pub fn get(&self, key: &str) -> JsValue {

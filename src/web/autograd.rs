@@ -53,8 +53,19 @@ impl JsTensor {
 
     /// Marks a leaf as requiring grad (the JS wrapper returns `this`).
     #[wasm_bindgen(js_name = requiresGrad_, unchecked_return_type = "Tensor")]
-    pub fn set_requires_grad(&self, on: Option<bool>) -> JsResult<()> {
-        self.get("requiresGrad_")?.requires_grad_(on.unwrap_or(true))?;
+    pub fn set_requires_grad(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] on: Option<JsValue>,
+    ) -> JsResult<()> {
+        const OP: &str = "requiresGrad_";
+        let t = self.get(OP)?;
+        let on = match on {
+            Some(v) if !(v.is_undefined() || v.is_null()) => {
+                v.as_bool().ok_or_else(|| js_error(OP, format!("on must be a boolean, got {}", args::describe(&v))))?
+            }
+            _ => true,
+        };
+        t.requires_grad_(on)?;
         Ok(())
     }
 
@@ -114,7 +125,7 @@ impl JsTensor {
             _ => None,
         };
         let options = options.unwrap_or(JsValue::UNDEFINED);
-        let o = Opts::new(OP, &options)?;
+        let o = Opts::known(OP, &options, &["retainGraph", "createGraph"])?;
         let create_graph = o.bool("createGraph", false)?;
         let opts = BackwardOptions { retain_graph: o.bool("retainGraph", create_graph)?, create_graph };
         HOOK_ERROR.with(|e| e.borrow_mut().take());
@@ -183,7 +194,7 @@ pub fn grad_fn(
     let outputs = list("outputs", &outputs)?;
     let inputs = list("inputs", &inputs)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
-    let o = Opts::new(OP, &options)?;
+    let o = Opts::known(OP, &options, &["gradOutputs", "createGraph", "retainGraph", "allowUnused"])?;
     let grad_outputs = match o.get("gradOutputs") {
         v if v.is_undefined() || v.is_null() => None,
         v => Some(list("gradOutputs", &v)?),
@@ -238,10 +249,11 @@ impl JsFunctionCtx {
         args::handles(self.saved.borrow().clone())
     }
 
-    /// Whether input `i` requires a gradient.
+    /// Whether input `i` requires a gradient (false past the last input).
     #[wasm_bindgen(js_name = needsInputGrad)]
-    pub fn needs_input_grad(&self, i: usize) -> bool {
-        self.needs.borrow().get(i).copied().unwrap_or(false)
+    pub fn needs_input_grad(&self, #[wasm_bindgen(unchecked_param_type = "number")] i: JsValue) -> JsResult<bool> {
+        let i = args::usize_arg("needsInputGrad", "i", &i)?;
+        Ok(self.needs.borrow().get(i).copied().unwrap_or(false))
     }
 }
 

@@ -24,6 +24,7 @@ mod optim;
 mod runtime;
 mod tensor;
 mod testing;
+mod testing_cases;
 
 pub use args::{Operand, Opts};
 pub use tensor::JsTensor;

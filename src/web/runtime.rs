@@ -89,12 +89,14 @@ pub fn get_default_device() -> String {
 
 /// Seeds the global random generator (randn, rand, dropout, init).
 #[wasm_bindgen(js_name = manualSeed)]
-pub fn manual_seed(seed: f64) -> JsResult<()> {
-    if !(seed >= 0.0 && seed.fract() == 0.0 && seed <= 9.0e15) {
-        return Err(js_error("manualSeed", format!("seed must be a non-negative integer, got {seed}")));
+pub fn manual_seed(#[wasm_bindgen(unchecked_param_type = "number")] seed: JsValue) -> JsResult<()> {
+    match seed.as_f64() {
+        Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= 9.0e15 => {
+            crate::random::manual_seed(s as u64);
+            Ok(())
+        }
+        _ => Err(js_error("manualSeed", format!("seed must be a non-negative integer, got {}", args::describe(&seed)))),
     }
-    crate::random::manual_seed(seed as u64);
-    Ok(())
 }
 
 /// Opens a tidy scope (the JS `tidy()` pairs it with `endScope`).
@@ -122,11 +124,15 @@ pub fn keep(#[wasm_bindgen(unchecked_param_type = "Tensor")] t: JsValue) -> JsRe
 
 /// Turns gradient recording on or off; returns the previous setting.
 #[wasm_bindgen(js_name = setGradEnabled)]
-pub fn set_grad_enabled(on: bool) -> bool {
+pub fn set_grad_enabled(#[wasm_bindgen(unchecked_param_type = "boolean")] on: JsValue) -> JsResult<bool> {
+    // A boolean only: setGradEnabled('no') must not switch recording off (or on).
+    let Some(on) = on.as_bool() else {
+        return Err(js_error("setGradEnabled", format!("on must be a boolean, got {}", args::describe(&on))));
+    };
     let was = crate::autograd::is_grad_enabled();
     // The guard restores on drop; JS restores explicitly (noGrad's finally).
     std::mem::forget(crate::autograd::set_grad_enabled(on));
-    was
+    Ok(was)
 }
 
 /// Whether gradient recording is on.

@@ -5,6 +5,7 @@ use super::args::{self, describe, device_name, dtype_name, Opts};
 use super::{js_error, JsResult, Slot};
 use crate::backend::cpu::CpuBuffer;
 use crate::dtype::DType;
+use crate::shape::MAX_ELEMENTS;
 use crate::tensor::Tensor;
 use js_sys::{Float32Array, Float64Array, Int32Array, Uint8Array};
 use std::rc::Rc;
@@ -20,7 +21,7 @@ pub struct JsTensor {
 /// A creation function's `{ dtype, device }` options.
 fn placement(op: &'static str, options: &Option<JsValue>) -> JsResult<(DType, crate::device::Device)> {
     let bag = options.clone().unwrap_or(JsValue::UNDEFINED);
-    let o = Opts::new(op, &bag)?;
+    let o = Opts::known(op, &bag, &["dtype", "device"])?;
     let dtype = match o.get("dtype") {
         v if v.is_undefined() || v.is_null() => DType::F32,
         v => args::dtype(op, &v)?,
@@ -54,7 +55,7 @@ impl JsTensor {
         const OP: &str = "tensor";
         let shape = args::dims(OP, "shape", &shape)?;
         let options = options.unwrap_or(JsValue::UNDEFINED);
-        let o = Opts::new(OP, &options)?;
+        let o = Opts::known(OP, &options, &["dtype", "device"])?;
         let t = if let Some(a) = data.dyn_ref::<Float32Array>() {
             Tensor::from_vec(a.to_vec(), &shape)?
         } else if let Some(a) = data.dyn_ref::<Float64Array>() {
@@ -103,12 +104,16 @@ impl JsTensor {
     /// `value` everywhere in `shape`.
     pub fn full(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        value: f64,
+        #[wasm_bindgen(unchecked_param_type = "number")] value: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
         let shape = args::dims("full", "shape", &shape)?;
+        // Any number (NaN and infinities too), but not a string or undefined.
+        let value = value
+            .as_f64()
+            .ok_or_else(|| js_error("full", format!("value must be a number, got {}", describe(&value))))?;
         let (dtype, device) = placement("full", &options)?;
         Ok(JsTensor::wrap(Tensor::full_on(&shape, value, dtype, &device)?))
     }
@@ -139,50 +144,77 @@ impl JsTensor {
 
     /// Integers uniform in [low, high) (int32).
     pub fn randint(
-        low: i32,
-        high: i32,
+        #[wasm_bindgen(unchecked_param_type = "number")] low: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] high: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ device?: DeviceName }")] options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("randint", "shape", &shape)?;
-        let (_, device) = placement("randint", &options)?;
+        const OP: &str = "randint";
+        let bound = |name: &str, v: &JsValue| -> JsResult<i32> {
+            match v.as_f64() {
+                Some(n) if n.fract() == 0.0 && n >= i32::MIN as f64 && n <= i32::MAX as f64 => Ok(n as i32),
+                _ => Err(js_error(OP, format!("{name} must be an int32 integer, got {}", describe(v)))),
+            }
+        };
+        let (low, high) = (bound("low", &low)?, bound("high", &high)?);
+        let shape = args::dims(OP, "shape", &shape)?;
+        let bag = options.unwrap_or(JsValue::UNDEFINED);
+        let device = args::device(OP, &Opts::known(OP, &bag, &["device"])?.get("device"))?;
         place(Tensor::randint(low, high, &shape)?, &device)
     }
 
     /// start, start + step, ... below end.
     pub fn arange(
-        start: f64,
-        end: f64,
-        step: f64,
+        #[wasm_bindgen(unchecked_param_type = "number")] start: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] end: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] step: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let (dtype, device) = placement("arange", &options)?;
+        const OP: &str = "arange";
+        let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
+        let step = args::finite_arg(OP, "step", &step)?;
+        // The length skiff would allocate, checked first: a failed allocation aborts the module.
+        let n = ((end - start) / step).ceil();
+        if step != 0.0 && n > MAX_ELEMENTS as f64 {
+            return Err(js_error(
+                OP,
+                format!("[{start}, {end}) in steps of {step} has {n} elements, more than one tensor may hold here ({MAX_ELEMENTS})"),
+            ));
+        }
+        let (dtype, device) = placement(OP, &options)?;
         place(Tensor::arange(start, end, step, dtype)?, &device)
     }
 
     /// `steps` evenly spaced values from start to end.
     pub fn linspace(
-        start: f64,
-        end: f64,
-        steps: usize,
+        #[wasm_bindgen(unchecked_param_type = "number")] start: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] end: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] steps: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let (dtype, device) = placement("linspace", &options)?;
+        const OP: &str = "linspace";
+        let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
+        let steps = args::usize_arg(OP, "steps", &steps)?;
+        args::fits(OP, "steps", &[steps])?;
+        let (dtype, device) = placement(OP, &options)?;
         place(Tensor::linspace(start, end, steps, dtype)?, &device)
     }
 
     /// The n x n identity.
     pub fn eye(
-        n: usize,
+        #[wasm_bindgen(unchecked_param_type = "number")] n: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let (dtype, device) = placement("eye", &options)?;
+        const OP: &str = "eye";
+        let n = args::usize_arg(OP, "n", &n)?;
+        args::fits(OP, "the shape", &[n, n])?;
+        let (dtype, device) = placement(OP, &options)?;
         place(Tensor::eye(n, dtype), &device)
     }
 

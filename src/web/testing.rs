@@ -74,7 +74,7 @@ pub async fn check_case(
     let def = find_op(&name).ok_or_else(|| js_error(OP, format!("no registry op is named {name:?}")))?;
     let k = usize_arg(OP, "caseIndex", &case_index)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
-    let gpu = Opts::new(OP, &options)?.bool("gpu", false)?;
+    let gpu = Opts::known(OP, &options, &["gpu"])?.bool("gpu", false)?;
     // Resolve the device before running anything: a missing WebGPU device is
     // an error of the call, not a skipped check.
     let device = if gpu { Some(super::runtime::gpu_device(OP)?) } else { None };

@@ -152,7 +152,9 @@ pub fn save_safetensors(
 
 /// Parses safetensors bytes into a `{ name: Tensor }` object (sorted by
 /// name) on `options.device` (default: init's choice). F32, F64, I32, BOOL,
-/// and I64 narrowed to int32, are read.
+/// and I64 narrowed to int32, are read. WebGPU has no float64: by default
+/// float64 tensors (an optimizer state's step counts and options) stay on
+/// the cpu; asking for `device: 'webgpu'` with one is an error.
 #[wasm_bindgen(js_name = loadSafetensors, unchecked_return_type = "Record<string, Tensor>")]
 pub fn load_safetensors(
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
@@ -165,8 +167,23 @@ pub fn load_safetensors(
     let Some(bytes) = as_bytes(&bytes) else {
         return Err(js_error(OP, format!("bytes must be a Uint8Array or ArrayBuffer, got {}", describe(&bytes))));
     };
+    let explicit = !(o.get("device").is_undefined() || o.get("device").is_null());
+    let mut tensors = Vec::new();
+    for (name, t) in safetensors::from_bytes(&bytes, &Device::Cpu)? {
+        let t = match (device.is_gpu(), t.dtype() == DType::F64) {
+            (true, true) if explicit => {
+                return Err(js_error(
+                    OP,
+                    format!("tensor {name:?} is float64, which WebGPU cannot hold: load it with {{ device: 'cpu' }}"),
+                ))
+            }
+            (true, false) => t.to(&device)?,
+            _ => t,
+        };
+        tensors.push((name, t));
+    }
     let out = js_sys::Object::new();
-    for (name, t) in safetensors::from_bytes(&bytes, &device)? {
+    for (name, t) in tensors {
         set_own(&out, &name, &JsTensor::wrap(t).into());
     }
     Ok(out.into())

@@ -336,6 +336,12 @@ impl JsModule {
         let o = bag(OP, &options, &["bias", "dropout", "causal"])?;
         let (e, h) = (size(OP, "embedDim", &embed_dim)?, size(OP, "numHeads", &num_heads)?);
         let (bias, dropout, causal) = (o.bool("bias", true)?, o.f64("dropout", 0.0)?, o.bool("causal", false)?);
+        if h == 0 || e % h != 0 {
+            return Err(js_error(OP, format!("embedDim {e} must be a positive multiple of numHeads {h}")));
+        }
+        if !(0.0..1.0).contains(&dropout) {
+            return Err(js_error(OP, format!("dropout must be in [0, 1), got {dropout}")));
+        }
         budget(OP, &[3, e, e])?;
         let mha = Arc::new(MultiHeadAttention::with_options(e, h, bias, dropout)?.with_causal(causal));
         let mut extra = format!("embed_dim={e}, num_heads={h}");
@@ -417,6 +423,16 @@ fn batch_norm_args(
         affine: o.bool("affine", d.affine)?,
         track_running_stats: o.bool("trackRunningStats", d.track_running_stats)?,
     };
+    // Checked here so the message names the JS class and option, not skiff's config struct.
+    if n == 0 {
+        return Err(js_error(op, "numFeatures must be positive, got 0"));
+    }
+    if c.eps < 0.0 {
+        return Err(js_error(op, format!("eps must be >= 0, got {}", c.eps)));
+    }
+    if !(0.0..=1.0).contains(&c.momentum) {
+        return Err(js_error(op, format!("momentum must be in [0, 1], got {}", c.momentum)));
+    }
     let extra = format!(
         "{n}, eps={}, momentum={}, affine={}, track_running_stats={}",
         py_float(c.eps),

@@ -19,30 +19,12 @@ mod module;
 pub(crate) use io::{read_entries, serialize_promise};
 
 use super::args::Opts;
-use super::{js_error, JsResult};
-use js_sys::Array;
+use super::JsResult;
 use wasm_bindgen::prelude::*;
 
-/// Rejects option names a bag does not know (a misspelt option is an error,
-/// not a silently ignored default).
-pub(crate) fn known_keys(op: &'static str, bag: &JsValue, allowed: &[&str]) -> JsResult<()> {
-    if !bag.is_object() || Array::is_array(bag) {
-        return Ok(()); // Opts::new reports non-objects
-    }
-    for key in js_sys::Object::keys(bag.unchecked_ref::<js_sys::Object>()).iter() {
-        let key = key.as_string().unwrap_or_default();
-        if !allowed.contains(&key.as_str()) {
-            return Err(js_error(op, format!("unknown option {key:?} (known: {})", allowed.join(", "))));
-        }
-    }
-    Ok(())
-}
-
-/// An options bag checked against its known names.
+/// An options bag checked against its known names (`Opts::known`).
 pub(crate) fn bag<'a>(op: &'static str, v: &'a JsValue, allowed: &[&str]) -> JsResult<Opts<'a>> {
-    let o = Opts::new(op, v)?;
-    known_keys(op, v, allowed)?;
-    Ok(o)
+    Opts::known(op, v, allowed)
 }
 
 /// Python's spelling of a float in reprs (`1e-05`, `0.1`, `1.0`).

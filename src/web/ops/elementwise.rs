@@ -180,7 +180,7 @@ impl JsTensor {
         const OP: &str = "gelu";
         let x = self.get(OP)?;
         let options = undef(options);
-        match Opts::new(OP, &options)?.string("approximate", "none")?.as_str() {
+        match Opts::known(OP, &options, &["approximate"])?.string("approximate", "none")?.as_str() {
             "none" => wrap(x.gelu_erf()?),
             "tanh" => wrap(x.gelu()?),
             other => Err(js_error(OP, format!("option approximate must be 'none' or 'tanh', got {other:?}"))),

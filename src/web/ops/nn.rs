@@ -17,6 +17,9 @@ struct Window {
     dilation: [usize; 2],
 }
 
+/// The options of `unfold` and `fold`.
+const WINDOW: &[&str] = &["stride", "padding", "dilation"];
+
 /// An optional `number | [number, number]` option.
 fn pair_opt(op: &'static str, o: &Opts, key: &str, default: [usize; 2]) -> JsResult<[usize; 2]> {
     let v = o.get(key);
@@ -88,7 +91,12 @@ fn pool_unsupported(op: &'static str, o: &Opts, avg: bool) -> JsResult<()> {
 /// Kernel and window of a pool call (`stride` defaults to the kernel size, as in PyTorch).
 fn pool_args(op: &'static str, x: &Tensor, kernel: &JsValue, options: &JsValue, avg: bool) -> JsResult<Window> {
     let kernel = args::pair(op, "kernelSize", kernel)?;
-    let o = Opts::new(op, options)?;
+    let known: &[&str] = if avg {
+        &["stride", "padding", "ceilMode", "countIncludePad"]
+    } else {
+        &["stride", "padding", "ceilMode", "dilation"]
+    };
+    let o = Opts::known(op, options, known)?;
     pool_unsupported(op, &o, avg)?;
     let w = Window::parse(op, kernel, &o, kernel)?;
     w.check_unfold(op, x)?;
@@ -113,7 +121,7 @@ macro_rules! loss_methods {
                     let options = undef(options);
                     let x = self.get(OP)?;
                     let target = args::tensor(OP, "target", &target)?;
-                    let r = reduction(OP, &Opts::new(OP, &options)?)?;
+                    let r = reduction(OP, &Opts::known(OP, &options, &["reduction"])?)?;
                     wrap(x.$name(&target, r)?)
                 }
             )*
@@ -146,7 +154,7 @@ impl JsTensor {
         let x = self.get(OP)?;
         let weight = args::tensor(OP, "weight", &weight)?;
         let bias = if is_absent(&bias) { None } else { Some(args::tensor(OP, "bias", &bias)?) };
-        let o = Opts::new(OP, &options)?;
+        let o = Opts::known(OP, &options, &["stride", "padding", "dilation", "groups"])?;
         let kernel = match weight.shape() {
             &[_, _, kh, kw] => [kh, kw],
             _ => [1, 1], // skiff reports the weight's shape
@@ -234,7 +242,7 @@ impl JsTensor {
         let options = undef(options);
         let x = self.get(OP)?;
         let target = args::tensor(OP, "target", &target)?;
-        let o = Opts::new(OP, &options)?;
+        let o = Opts::known(OP, &options, &["reduction", "labelSmoothing"])?;
         let r = reduction(OP, &o)?;
         wrap(x.cross_entropy(&target, r, o.f64("labelSmoothing", 0.0)?)?)
     }
@@ -255,7 +263,7 @@ impl JsTensor {
         let shape = args::dims(OP, "normalizedShape", &normalized_shape)?;
         let opt = |name: &str, v: &JsValue| if is_absent(v) { Ok(None) } else { args::tensor(OP, name, v).map(Some) };
         let (weight, bias) = (opt("weight", &weight)?, opt("bias", &bias)?);
-        let eps = Opts::new(OP, &options)?.f64("eps", 1e-5)?;
+        let eps = Opts::known(OP, &options, &["eps"])?.f64("eps", 1e-5)?;
         wrap(x.layer_norm(&shape, weight.as_ref(), bias.as_ref(), eps)?)
     }
 
@@ -269,7 +277,7 @@ impl JsTensor {
         let (p, options) = (undef(p), undef(options));
         let x = self.get(OP)?;
         let p = if is_absent(&p) { 0.5 } else { args::finite_arg(OP, "p", &p)? };
-        let training = Opts::new(OP, &options)?.bool("training", true)?;
+        let training = Opts::known(OP, &options, &["training"])?.bool("training", true)?;
         wrap(x.dropout(p, training)?)
     }
 
@@ -295,7 +303,7 @@ pub fn unfold(
     let options = undef(options);
     let x = args::tensor(OP, "input", &input)?;
     let kernel = args::pair(OP, "kernelSize", &kernel_size)?;
-    let w = Window::parse(OP, kernel, &Opts::new(OP, &options)?, [1, 1])?;
+    let w = Window::parse(OP, kernel, &Opts::known(OP, &options, WINDOW)?, [1, 1])?;
     w.check_unfold(OP, &x)?;
     wrap(x.unfold2d(w.kernel, w.stride, w.padding, w.dilation)?)
 }
@@ -316,7 +324,7 @@ pub fn fold(
     let cols = args::tensor(OP, "input", &input)?;
     let size = args::pair(OP, "outputSize", &output_size)?;
     let kernel = args::pair(OP, "kernelSize", &kernel_size)?;
-    let w = Window::parse(OP, kernel, &Opts::new(OP, &options)?, [1, 1])?;
+    let w = Window::parse(OP, kernel, &Opts::known(OP, &options, WINDOW)?, [1, 1])?;
     w.grid(OP, size)?;
     if let &[n, rows, _] = cols.shape() {
         let channels = rows as u64 / (w.kernel[0] as u64 * w.kernel[1] as u64).max(1);

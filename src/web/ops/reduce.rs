@@ -22,7 +22,7 @@ macro_rules! reduce_methods {
                     let (axes, options) = (undef(axes), undef(options));
                     let x = self.get(OP)?;
                     let axes = args::axes(OP, "axes", &axes)?;
-                    let keepdim = Opts::new(OP, &options)?.bool("keepdim", false)?;
+                    let keepdim = Opts::known(OP, &options, &["keepdim"])?.bool("keepdim", false)?;
                     wrap(x.$name(&axes, keepdim)?)
                 }
             )*
@@ -70,7 +70,7 @@ macro_rules! spread_methods {
                     let (axes, options) = (undef(axes), undef(options));
                     let x = self.get(OP)?;
                     let axes = args::axes(OP, "axes", &axes)?;
-                    let o = Opts::new(OP, &options)?;
+                    let o = Opts::known(OP, &options, &["correction", "unbiased", "keepdim"])?;
                     let c = correction(OP, &o)?;
                     wrap(x.$name(&axes, c, o.bool("keepdim", false)?)?)
                 }
@@ -103,7 +103,7 @@ macro_rules! arg_methods {
                     if axis.is_some() {
                         super::needs_axis(OP, &x)?;
                     }
-                    let keepdim = Opts::new(OP, &options)?.bool("keepdim", false)?;
+                    let keepdim = Opts::known(OP, &options, &["keepdim"])?.bool("keepdim", false)?;
                     wrap(x.$name(axis, keepdim)?)
                 }
             )*

@@ -281,7 +281,7 @@ impl JsTensor {
         let parts = if v.as_f64().is_some() {
             x.split(args::usize_arg(OP, "splitSize", v)?, ax)?
         } else if js_sys::Array::is_array(v) {
-            let sizes = args::dims(OP, "sections", v)?;
+            let sizes = args::sizes(OP, "sections", v)?;
             let total = sizes.iter().try_fold(0usize, |s, &d| s.checked_add(d));
             if total.is_none() {
                 return Err(js_error(OP, format!("sections {sizes:?} add up to more than any axis")));
@@ -317,7 +317,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         const OP: &str = "pad";
         let x = self.get(OP)?;
-        let flat = args::dims(OP, "pad", &pad)?;
+        let flat = args::sizes(OP, "pad", &pad)?;
         if flat.len() % 2 != 0 {
             return Err(js_error(OP, format!("pad must hold (before, after) pairs, got {} numbers", flat.len())));
         }
@@ -364,7 +364,7 @@ impl JsTensor {
         let index = args::tensor(OP, "index", &index)?;
         let source = args::tensor(OP, "source", &source)?;
         let options = undef(options);
-        let alpha = Opts::new(OP, &options)?.f64("alpha", 1.0)?;
+        let alpha = Opts::known(OP, &options, &["alpha"])?.f64("alpha", 1.0)?;
         let source = if alpha == 1.0 { source } else { source.mul_scalar(alpha)? };
         wrap(x.index_add(dim, &index, &source)?)
     }

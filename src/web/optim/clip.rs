@@ -18,6 +18,9 @@ pub fn clip_grad_norm(
     const OP: &str = "clipGradNorm";
     let params = args::tensors(OP, "params", &params)?;
     let max_norm = args::finite_arg(OP, "maxNorm", &max_norm)?;
+    if max_norm < 0.0 {
+        return Err(js_error(OP, format!("maxNorm must be >= 0, got {max_norm}")));
+    }
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let o: Opts = bag(OP, &options, &["normType"])?;
     let norm_type = match o.get("normType") {
@@ -44,5 +47,9 @@ pub fn clip_grad_value(
 ) -> JsResult<()> {
     const OP: &str = "clipGradValue";
     let params = args::tensors(OP, "params", &params)?;
-    Ok(crate::optim::clip_grad_value_(&params, args::finite_arg(OP, "clipValue", &clip_value)?)?)
+    let clip = args::finite_arg(OP, "clipValue", &clip_value)?;
+    if clip < 0.0 {
+        return Err(js_error(OP, format!("clipValue must be >= 0, got {clip}")));
+    }
+    Ok(crate::optim::clip_grad_value_(&params, clip)?)
 }

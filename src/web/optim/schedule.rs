@@ -30,6 +30,22 @@ fn required(op: &'static str, o: &Opts, key: &str) -> JsResult<JsValue> {
     Ok(v)
 }
 
+/// An error unless option `key` is at least `min` (naming the option and the value).
+fn at_least(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
+    if v >= min {
+        return Ok(());
+    }
+    Err(js_error(op, format!("{key} must be >= {min}, got {v}")))
+}
+
+/// An error unless option `key` is above `min`.
+fn above(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
+    if v > min {
+        return Ok(());
+    }
+    Err(js_error(op, format!("{key} must be > {min}, got {v}")))
+}
+
 fn attach(
     op: &'static str,
     name: &'static str,
@@ -52,7 +68,11 @@ impl JsLrScheduler {
         const OP: &str = "StepLR";
         let o = bag(OP, &options, &["stepSize", "gamma"])?;
         let step_size = args::usize_arg(OP, "stepSize", &required(OP, &o, "stepSize")?)?;
-        let s = StepLR::new(step_size, o.f64("gamma", 0.1)?)?;
+        let gamma = o.f64("gamma", 0.1)?;
+        // Checked here too, so the message uses the JS option names.
+        at_least(OP, "stepSize", step_size as f64, 1.0)?;
+        at_least(OP, "gamma", gamma, 0.0)?;
+        let s = StepLR::new(step_size, gamma)?;
         attach(OP, "StepLR", &optimizer, Box::new(s))
     }
 
@@ -65,6 +85,7 @@ impl JsLrScheduler {
         const OP: &str = "ExponentialLR";
         let o = bag(OP, &options, &["gamma"])?;
         let gamma = args::finite_arg(OP, "gamma", &required(OP, &o, "gamma")?)?;
+        at_least(OP, "gamma", gamma, 0.0)?;
         attach(OP, "ExponentialLR", &optimizer, Box::new(ExponentialLR::new(gamma)?))
     }
 
@@ -76,11 +97,16 @@ impl JsLrScheduler {
         #[wasm_bindgen(unchecked_param_type = "{ totalSteps: number; warmupSteps?: number; minLr?: number }")]
         options: JsValue,
     ) -> JsResult<JsLrScheduler> {
-        const OP: &str = "CosineAnnealing";
+        // PyTorch's class name, as the JS constructor (optim.CosineAnnealingLR) is named.
+        const OP: &str = "CosineAnnealingLR";
         let o = bag(OP, &options, &["totalSteps", "warmupSteps", "minLr"])?;
         let total = args::usize_arg(OP, "totalSteps", &required(OP, &o, "totalSteps")?)?;
-        let s = CosineAnnealing::new(o.usize("warmupSteps", 0)?, total, o.f64("minLr", 0.0)?)?;
-        attach(OP, "CosineAnnealing", &optimizer, Box::new(s))
+        let (warmup, min_lr) = (o.usize("warmupSteps", 0)?, o.f64("minLr", 0.0)?);
+        if warmup >= total {
+            return Err(js_error(OP, format!("warmupSteps ({warmup}) must be below totalSteps ({total})")));
+        }
+        at_least(OP, "minLr", min_lr, 0.0)?;
+        attach(OP, OP, &optimizer, Box::new(CosineAnnealing::new(warmup, total, min_lr)?))
     }
 
     /// PyTorch's OneCycleLR (cosine): from maxLr / divFactor up to maxLr over
@@ -97,17 +123,19 @@ impl JsLrScheduler {
         let o = bag(OP, &options, &["maxLr", "totalSteps", "pctStart", "divFactor", "finalDivFactor"])?;
         let max_lr = args::finite_arg(OP, "maxLr", &required(OP, &o, "maxLr")?)?;
         let total = args::usize_arg(OP, "totalSteps", &required(OP, &o, "totalSteps")?)?;
-        let s = OneCycleLR::new(
-            max_lr,
-            total,
-            o.f64("pctStart", 0.3)?,
-            o.f64("divFactor", 25.0)?,
-            o.f64("finalDivFactor", 1e4)?,
-        )?;
+        let (pct, div, final_div) = (o.f64("pctStart", 0.3)?, o.f64("divFactor", 25.0)?, o.f64("finalDivFactor", 1e4)?);
+        above(OP, "maxLr", max_lr, 0.0)?;
+        at_least(OP, "totalSteps", total as f64, 2.0)?;
+        if !(pct > 0.0 && pct < 1.0) {
+            return Err(js_error(OP, format!("pctStart must be in (0, 1), got {pct}")));
+        }
+        above(OP, "divFactor", div, 0.0)?;
+        above(OP, "finalDivFactor", final_div, 0.0)?;
+        let s = OneCycleLR::new(max_lr, total, pct, div, final_div)?;
         attach(OP, "OneCycleLR", &optimizer, Box::new(s))
     }
 
-    /// 'StepLR' | 'ExponentialLR' | 'CosineAnnealing' | 'OneCycleLR'.
+    /// 'StepLR' | 'ExponentialLR' | 'CosineAnnealingLR' | 'OneCycleLR'.
     #[wasm_bindgen(getter, js_name = typeName)]
     pub fn type_name(&self) -> String {
         self.name.to_string()

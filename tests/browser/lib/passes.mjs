@@ -1,10 +1,13 @@
 // The browser suites, defined once and run for each pass (webgpu.test.mjs,
-// cpu.test.mjs): registry, autodiff, training, memory, errors. Every
+// cpu.test.mjs): registry, autodiff, training, memory, errors, and the JS
+// surface (lib/surface.mjs: every op through its JS call, every name of
+// web/index.d.ts used by a test). Every
 // subtest fails on a page console error or uncaught exception as well.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PASSES, assertBuilt, openSession, loadSuite } from './browser.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './expect.mjs';
+import { defineSurfaceTests } from './surface.mjs';
 
 // Each test's own limit: a hung readback fails its test, not the whole run.
 const T = { timeout: 60_000 };
@@ -83,7 +86,9 @@ export function definePass(passName) {
       test('registryCoverage names an existing method or function for every op', T, async () => {
         const cov = await s.call('coverage');
         const cases = await s.call('registryCases');
-        const missing = [...new Set(cases.map((c) => c.op))].filter((op) => !(op in cov));
+        const ops = [...new Set(cases.map((c) => c.op))];
+        assert.deepEqual(await s.call('opNames'), ops, 'testing.opNames() lists the registry ops in order');
+        const missing = ops.filter((op) => !(op in cov));
         assert.deepEqual(missing, [], 'registry ops absent from registryCoverage()');
         const unresolved = Object.entries(cov)
           .filter(([, v]) => !v.resolves)
@@ -129,5 +134,8 @@ export function definePass(passName) {
       });
       test('the module still works after the errors', T, async () => expect.stillWorks(await run('stillWorks')));
     });
+
+    // Last: it loses the WebGPU device, and its coverage check counts every test before it.
+    describe('the JS surface', () => defineSurfaceTests((...a) => s.call(...a), { device, gpu }));
   });
 }

@@ -2,26 +2,55 @@
 // session.call(name, ...args) (tests/browser/lib/browser.mjs) and returns
 // plain data (numbers, arrays, strings) that the Node half asserts on.
 // Written against the public wrapper API, imported as a user would.
+//
+// Tests get the module through a tracer (trace.js) that records the names
+// they use, for the check that every name of web/index.d.ts is tested; the
+// harness's own calls are made outside it (`untraced`).
 import * as skiff from '/web/index.js';
 import { scenarios } from './scenarios.js';
+import { surfaceScenarios } from './surface-scenarios.js';
+import { makeTracer } from './trace.js';
+import { checkSurface } from './surface.js';
 
 export { skiff };
+const tracer = makeTracer(skiff);
+const api = tracer.api;
 
 /** init() as the pass needs it; returns what init reported plus navigator.gpu presence. */
 export async function setup(passName) {
-  const info = await skiff.init({ device: passName === 'webgpu' ? 'webgpu' : 'auto' });
+  const info = await api.init({ device: passName === 'webgpu' ? 'webgpu' : 'auto' });
   return { info: JSON.parse(JSON.stringify(info)), hasGpu: 'gpu' in navigator };
 }
 
-/** Runs one shared scenario (scenarios.js; the Node test runs the same ones). */
+const clash = Object.keys(surfaceScenarios).filter((k) => k in scenarios);
+if (clash.length) throw new Error(`scenarios defined twice: ${clash.join(', ')}`);
+const allScenarios = { ...scenarios, ...surfaceScenarios };
+
+/** Runs one shared scenario (scenarios.js, surface-scenarios.js; the Node tests run the same ones). */
 export async function scenario(name, ...args) {
-  return scenarios[name](skiff, ...args);
+  if (!allScenarios[name]) throw new Error(`no scenario ${name}`);
+  return allScenarios[name](api, ...args);
+}
+
+/** The declared names the tests have used so far in this page (trace.js). */
+export function touched() {
+  return tracer.touched();
+}
+
+/** Every registry case through its camelCase JS call on `device`, against the Rust output (surface.js). */
+export async function surfaceOps(device) {
+  return checkSurface(skiff, tracer, skiff.testing.registryCases(), { device });
 }
 
 // ---- registry ---------------------------------------------------------------
 
 export function registryCases() {
-  return skiff.testing.registryCases().map((c) => ({ ...c }));
+  return api.testing.registryCases().map((c) => ({ ...c }));
+}
+
+/** testing.opNames(): every registry op, in registry order. */
+export function opNames() {
+  return api.testing.opNames();
 }
 
 /**
@@ -35,7 +64,7 @@ export async function checkOp(op, cases, gpu, expected) {
   const ran = new Set();
   for (const { caseIndex, label } of cases) {
     try {
-      const r = await skiff.testing.checkCase(op, caseIndex, { gpu });
+      const r = await api.testing.checkCase(op, caseIndex, { gpu });
       for (const c of r.checks) ran.add(c);
     } catch (e) {
       const kind = e instanceof Error ? '' : ` (rejected with a non-Error ${typeof e})`;
@@ -54,10 +83,8 @@ export async function checkOp(op, cases, gpu, expected) {
  * export, or a dotted path such as 'nn.functional.x' from the module).
  */
 export function coverage() {
-  const cov = skiff.testing.registryCoverage();
-  const t = skiff.zeros([1]);
-  const proto = Object.getPrototypeOf(t);
-  t.dispose();
+  const cov = api.testing.registryCoverage();
+  const proto = skiff.Tensor.prototype;
   const out = {};
   for (const [op, jsName] of Object.entries(cov)) {
     let fn;
@@ -80,7 +107,7 @@ export function coverage() {
 
 /** Whether the bindings export every WGSL source (testing.kernelSources()). */
 export function hasKernelSources() {
-  return typeof skiff.testing.kernelSources === 'function';
+  return typeof api.testing.kernelSources === 'function';
 }
 
 /**
@@ -89,7 +116,7 @@ export function hasKernelSources() {
  * of its own; returns "name: first error" for each that fails.
  */
 export async function compileKernels() {
-  const sources = skiff.testing.kernelSources();
+  const sources = api.testing.kernelSources();
   const adapter = await navigator.gpu.requestAdapter();
   const device = await adapter.requestDevice();
   const failures = [];
