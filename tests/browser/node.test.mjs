@@ -5,32 +5,22 @@
 // browser passes, with the same assertions.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { PKG_DIR, REPO, assertBuilt } from './lib/browser.mjs';
-import { installPackage } from './lib/package.mjs';
+import { importForNode } from './lib/package.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './lib/expect.mjs';
 import { scenarios } from './pages/scenarios.js';
 
 describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
   let skiff;
   let info;
-  let tmp;
+  let cleanup = () => {};
   before(async () => {
     assertBuilt({ wrapper: true });
-    if (PKG_DIR === path.join(REPO, 'pkg')) {
-      // the package's own name resolves through its "exports" (self-reference)
-      skiff = await import('skiff');
-    } else {
-      // a development build (SKIFF_TEST_PKG_DIR): an installed copy of the package
-      tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-node-'));
-      skiff = await import(pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href);
-    }
+    ({ skiff, cleanup } = await importForNode('skiff-node-'));
     info = await skiff.init();
   });
-  after(() => tmp && fs.rmSync(tmp, { recursive: true, force: true }));
+  after(() => cleanup());
 
   test("the 'skiff' import resolves to web/node.js", { skip: PKG_DIR !== path.join(REPO, 'pkg') }, async () => {
     const direct = await import('../../web/node.js');

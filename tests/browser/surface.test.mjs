@@ -6,11 +6,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { PKG_DIR, REPO, assertBuilt } from './lib/browser.mjs';
-import { installPackage } from './lib/package.mjs';
+import { importForNode } from './lib/package.mjs';
 import { declaredNames, untouched } from './lib/dts-coverage.mjs';
 import { SURFACE_SCENARIOS, assertChecks, assertSurfaceOps } from './lib/surface.mjs';
 import { makeTracer } from './pages/trace.js';
@@ -20,20 +18,14 @@ import { surfaceScenarios } from './pages/surface-scenarios.js';
 
 let skiff;
 let tracer;
-let tmp;
+let cleanup = () => {};
 before(async () => {
   assertBuilt({ wrapper: true });
-  if (PKG_DIR === path.join(REPO, 'pkg')) {
-    skiff = await import('skiff');
-  } else {
-    // a development build (SKIFF_TEST_PKG_DIR): an installed copy of the package, as node.test.mjs does
-    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-surface-'));
-    skiff = await import(pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href);
-  }
+  ({ skiff, cleanup } = await importForNode('skiff-surface-'));
   await skiff.init({ device: 'cpu' });
   tracer = makeTracer(skiff);
 });
-after(() => tmp && fs.rmSync(tmp, { recursive: true, force: true }));
+after(() => cleanup());
 
 describe('node: the JS surface', { timeout: 120_000 }, () => {
   test('every registry case through its camelCase JS call gives the Rust output', async (t) =>

@@ -3,7 +3,9 @@
 // PKG_DIR, so a development build can stand in for pkg/).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { PKG_DIR, REPO } from './browser.mjs';
 
 /** Writes `<dir>/node_modules/skiff`; returns its path. */
@@ -18,4 +20,17 @@ export function installPackage(dir) {
     fs.cpSync(from, path.join(pkgDir, entry), { recursive: true });
   }
   return pkgDir;
+}
+
+/**
+ * The package's Node entry, as a Node test imports it: the package's own
+ * name (it resolves to itself through its "exports") when PKG_DIR is pkg/,
+ * else an installed copy of a development build (SKIFF_TEST_PKG_DIR) in a
+ * temporary folder. Returns `{ skiff, cleanup }`.
+ */
+export async function importForNode(prefix) {
+  if (PKG_DIR === path.join(REPO, 'pkg')) return { skiff: await import('skiff'), cleanup: () => {} };
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const skiff = await import(pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href);
+  return { skiff, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) };
 }
