@@ -68,11 +68,7 @@ pub async fn check_case(
     #[wasm_bindgen(unchecked_optional_param_type = "{ gpu?: boolean }")] options: Option<JsValue>,
 ) -> JsResult<JsValue> {
     const OP: &str = "checkCase";
-    let Some(name) = op.as_string() else {
-        return Err(js_error(OP, format!("op must be a registry op name (a string), got {}", describe(&op))));
-    };
-    let def = find_op(&name).ok_or_else(|| js_error(OP, format!("no registry op is named {name:?}")))?;
-    let k = usize_arg(OP, "caseIndex", &case_index)?;
+    let (def, k) = registry_case_arg(OP, &op, &case_index)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let gpu = Opts::known(OP, &options, &["gpu"])?.bool("gpu", false)?;
     // Resolve the device before running anything: a missing WebGPU device is
@@ -90,6 +86,20 @@ pub async fn check_case(
         ("label", case.label().into()),
         ("checks", names.into()),
     ]))
+}
+
+/// The registry op named by `op` and the case index `case_index` (checked
+/// JS arguments of `checkCase` and `caseData`).
+pub(super) fn registry_case_arg(
+    call: &'static str,
+    op: &JsValue,
+    case_index: &JsValue,
+) -> JsResult<(&'static crate::ops::OpDef, usize)> {
+    let Some(name) = op.as_string() else {
+        return Err(js_error(call, format!("op must be a registry op name (a string), got {}", describe(op))));
+    };
+    let def = find_op(&name).ok_or_else(|| js_error(call, format!("no registry op is named {name:?}")))?;
+    Ok((def, usize_arg(call, "caseIndex", case_index)?))
 }
 
 /// Every WGSL source the GPU backend can build, as `[name, source]` pairs, so

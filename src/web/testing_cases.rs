@@ -8,10 +8,11 @@
 //! seeded values and layout every other check draws for the sample) and the
 //! output from `case.run`.
 
-use super::args::{describe, handles, object, usize_arg, Opts};
+use super::args::{handles, object, Opts};
+use super::testing::registry_case_arg;
 use super::{js_error, JsResult, JsTensor};
 use crate::dtype::DType;
-use crate::testing::{case_of, find_op, parity_tolerance, GPU_DTYPE_ERROR};
+use crate::testing::{case_of, parity_tolerance, GPU_DTYPE_ERROR};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
@@ -33,21 +34,17 @@ pub fn case_data(
     #[wasm_bindgen(unchecked_optional_param_type = "{ sample?: string }")] options: Option<JsValue>,
 ) -> JsResult<JsValue> {
     const OP: &str = "caseData";
-    let Some(name) = op.as_string() else {
-        return Err(js_error(OP, format!("op must be a registry op name (a string), got {}", describe(&op))));
-    };
-    let def = find_op(&name).ok_or_else(|| js_error(OP, format!("no registry op is named {name:?}")))?;
-    let k = usize_arg(OP, "caseIndex", &case_index)?;
+    let (def, k) = registry_case_arg(OP, &op, &case_index)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let case = case_of(def, k).map_err(|e| js_error(OP, e.to_string()))?;
     let sample = Opts::known(OP, &options, &["sample"])?.string("sample", case.sample.name())?;
     if sample != case.sample.name() {
         return Err(js_error(
             OP,
-            format!("{name} case #{k} ({}) is the {} sample, not {sample:?}", case.name, case.sample.name()),
+            format!("{} case #{k} ({}) is the {} sample, not {sample:?}", def.name, case.name, case.sample.name()),
         ));
     }
-    let fail = |what: &str, e: crate::error::Error| js_error(OP, format!("{name} / {}: {what}: {e}", case.name));
+    let fail = |what: &str, e: crate::error::Error| js_error(OP, format!("{} / {}: {what}: {e}", def.name, case.name));
     let inputs = case.make_inputs(def.name, k, DType::F32).map_err(|e| fail("inputs", e))?;
     let output = (case.run)(&inputs).map_err(|e| fail("forward", e))?;
     let (atol, rtol) = parity_tolerance(def.name, &case);
