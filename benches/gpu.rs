@@ -50,9 +50,13 @@ fn bench_overhead(c: &mut Criterion) {
     let mut group = c.benchmark_group("gpu_overhead");
     group.throughput(Throughput::Elements(CHAIN as u64));
     group.sample_size(SAMPLES).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
-    let one = Tensor::ones(&[1], DType::F32).to(&dev).expect("upload");
+    let one = Tensor::ones(&[1], DType::F32).unwrap().to(&dev).expect("upload");
     for (label, requires_grad) in [("no_grad", false), ("autograd", true)] {
-        let x = Tensor::ones(&[1], DType::F32).to(&dev).and_then(|t| t.requires_grad_(requires_grad)).expect("leaf");
+        let x = Tensor::ones(&[1], DType::F32)
+            .unwrap()
+            .to(&dev)
+            .and_then(|t| t.requires_grad_(requires_grad))
+            .expect("leaf");
         let step = || -> Result<Tensor> {
             let mut y = x.clone();
             for _ in 0..CHAIN {
@@ -106,7 +110,7 @@ fn bench_dispatch_rate(c: &mut Criterion) {
     let mut group = c.benchmark_group("gpu_dispatch");
     group.throughput(Throughput::Elements(CHAIN as u64));
     group.sample_size(SAMPLES).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
-    let x = Tensor::randn(&[4096], DType::F32).to(&dev).expect("upload");
+    let x = Tensor::randn(&[4096], DType::F32).unwrap().to(&dev).expect("upload");
     // Four kinds of kernel (one dispatch each), so the pipeline changes every op.
     let step = || -> Result<Tensor> {
         let mut y = x.clone();
@@ -140,8 +144,8 @@ fn bench_matmul(c: &mut Criterion) {
     manual_seed(0);
     let sizes: &[usize] = if common::full_run() { &[256, 1024] } else { &[64] };
     for &n in sizes {
-        let a = Tensor::randn(&[n, n], DType::F32).to(&dev).expect("upload");
-        let b = Tensor::randn(&[n, n], DType::F32).to(&dev).expect("upload");
+        let a = Tensor::randn(&[n, n], DType::F32).unwrap().to(&dev).expect("upload");
+        let b = Tensor::randn(&[n, n], DType::F32).unwrap().to(&dev).expect("upload");
         let flops = 2 * n * n * n;
         let product = || -> Result<Tensor> {
             let c = a.matmul(&b)?;
@@ -174,7 +178,7 @@ fn bench_mlp(c: &mut Criterion) {
     let batch = 64;
     let setup = || -> Result<(Mlp, Tensor, Tensor)> {
         let model = Mlp::new(&[784, 256, 128, 10], &dev)?;
-        let x = Tensor::randn(&[batch, 784], DType::F32).to(&dev)?;
+        let x = Tensor::randn(&[batch, 784], DType::F32).unwrap().to(&dev)?;
         let y = Tensor::randint(0, 10, &[batch])?.to(&dev)?;
         model.train_step(&x, &y, &dev)?; // compiles the pipelines, fills the pool
         Ok((model, x, y))

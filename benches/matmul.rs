@@ -20,8 +20,8 @@ fn bench_matmul(c: &mut Criterion) {
     manual_seed(0);
     let sizes: &[usize] = if common::full_run() { &[256, 1024] } else { &[256] };
     for &n in sizes {
-        let a = Tensor::randn(&[n, n], DType::F32);
-        let b = Tensor::randn(&[n, n], DType::F32);
+        let a = Tensor::randn(&[n, n], DType::F32).unwrap();
+        let b = Tensor::randn(&[n, n], DType::F32).unwrap();
         let flops = 2 * n * n * n;
         group.throughput(Throughput::Elements(flops as u64));
         common::reset();

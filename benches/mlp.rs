@@ -22,7 +22,7 @@ fn bench_mlp(c: &mut Criterion) {
     let batches: &[usize] = if common::full_run() { &[64, 256] } else { &[64] };
     for &batch in batches {
         let model = Mlp::new(&[784, 256, 128, 10], &Device::Cpu).expect("model");
-        let x = Tensor::randn(&[batch, 784], DType::F32);
+        let x = Tensor::randn(&[batch, 784], DType::F32).unwrap();
         let y = Tensor::randint(0, 10, &[batch]).expect("labels");
         group.throughput(Throughput::Elements(batch as u64));
         common::reset();

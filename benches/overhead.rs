@@ -23,9 +23,9 @@ fn bench_overhead(c: &mut Criterion) {
     let mut group = c.benchmark_group("overhead");
     group.throughput(Throughput::Elements(CHAIN as u64));
     group.sample_size(SAMPLES).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    let one = Tensor::ones(&[1], DType::F32);
+    let one = Tensor::ones(&[1], DType::F32).unwrap();
     for (label, requires_grad) in [("no_grad", false), ("autograd", true)] {
-        let x = Tensor::ones(&[1], DType::F32).requires_grad_(requires_grad).expect("leaf");
+        let x = Tensor::ones(&[1], DType::F32).unwrap().requires_grad_(requires_grad).expect("leaf");
         common::reset();
         // With autograd the recorded graph is dropped inside the timing too,
         // as it is in a real training step.

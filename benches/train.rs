@@ -62,7 +62,7 @@ fn bench_steps(c: &mut Criterion) {
             let model = build().expect("model");
             model.to(&dev).expect("to device");
             let mut opt = Adam::new(model.parameters(), AdamConfig::default()).expect("optimizer");
-            let x = Tensor::randn(shape, DType::F32).to(&dev).expect("input");
+            let x = Tensor::randn(shape, DType::F32).unwrap().to(&dev).expect("input");
             let y = Tensor::randint(0, 10, &[BATCH]).and_then(|t| t.to(&dev)).expect("labels");
             let mut step = || -> Result<()> {
                 let loss = model.forward(&x)?.cross_entropy(&y, Reduction::Mean, 0.0)?;

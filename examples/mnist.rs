@@ -90,7 +90,7 @@ fn main() -> Result<()> {
     println!("saved the model to {path}");
     let reloaded = cnn()?;
     reloaded.load_state_dict(&safetensors::load(path, &Device::Cpu)?, true)?;
-    let probe = Tensor::zeros(&[1, 1, 28, 28], skiff::DType::F32);
+    let probe = Tensor::zeros(&[1, 1, 28, 28], skiff::DType::F32)?;
     let same = no_grad(|| -> Result<bool> {
         let a = reloaded.forward(&probe)?.to_vec::<f32>()?;
         let b = model.forward(&probe.to(&device)?)?.to_vec::<f32>()?;

@@ -21,10 +21,10 @@ fn spirals(n: usize) -> Result<(Tensor, Tensor)> {
     let mut points = Vec::new();
     for class in 0..2 {
         // Radius (and angle) grows along the arm; sqrt spreads points evenly.
-        let t = Tensor::rand(&[n, 1], DType::F32).sqrt()?.mul_scalar(3.0 * PI)?;
+        let t = Tensor::rand(&[n, 1], DType::F32)?.sqrt()?.mul_scalar(3.0 * PI)?;
         let angle = t.add_scalar(class as f64 * PI)?;
         let arm = Tensor::concat(&[t.mul(&angle.cos()?)?, t.mul(&angle.sin()?)?], 1)?;
-        let noise = Tensor::randn(&[n, 2], DType::F32).mul_scalar(0.3)?;
+        let noise = Tensor::randn(&[n, 2], DType::F32)?.mul_scalar(0.3)?;
         points.push(arm.add(&noise)?.div_scalar(3.0 * PI)?);
     }
     let labels: Vec<i32> = (0..2 * n).map(|i| (i >= n) as i32).collect();
@@ -33,11 +33,11 @@ fn spirals(n: usize) -> Result<(Tensor, Tensor)> {
 
 /// A weight matrix with He-style scaling, as a leaf that requires grad.
 fn weight(fan_in: usize, fan_out: usize) -> Result<Tensor> {
-    Tensor::randn(&[fan_in, fan_out], DType::F32).mul_scalar((2.0 / fan_in as f64).sqrt())?.requires_grad_(true)
+    Tensor::randn(&[fan_in, fan_out], DType::F32)?.mul_scalar((2.0 / fan_in as f64).sqrt())?.requires_grad_(true)
 }
 
 fn bias(n: usize) -> Result<Tensor> {
-    Tensor::zeros(&[n], DType::F32).requires_grad_(true)
+    Tensor::zeros(&[n], DType::F32)?.requires_grad_(true)
 }
 
 struct Mlp {

@@ -9,8 +9,8 @@
 //! # fn main() -> skiff::Result<()> {
 //! let device = Device::best()?; // a hardware GPU adapter when one exists, else the cpu
 //! println!("running on {}", device.describe());
-//! let x = Tensor::randn(&[64, 784], DType::F32).to(&device)?;
-//! let w = Tensor::randn(&[784, 10], DType::F32).to(&device)?.requires_grad_(true)?;
+//! let x = Tensor::randn(&[64, 784], DType::F32)?.to(&device)?;
+//! let w = Tensor::randn(&[784, 10], DType::F32)?.to(&device)?.requires_grad_(true)?;
 //! let loss = x.matmul(&w)?.relu()?.mean(&[], false)?;
 //! loss.backward()?;
 //! assert_eq!(w.grad().unwrap().device(), device);

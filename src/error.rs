@@ -28,6 +28,10 @@ pub enum Error {
     /// Misuse of the autograd engine (second backward, in-place overwrite, ...).
     #[error("{op}: {msg}")]
     Autograd { op: &'static str, msg: String },
+    /// Memory for a result could not be allocated (host or device). The
+    /// runtime stays usable: nothing was half-written.
+    #[error("{op}: {msg}")]
+    Memory { op: &'static str, msg: String },
 }
 
 impl Error {
@@ -42,5 +46,36 @@ impl Error {
     }
     pub(crate) fn autograd(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Autograd { op, msg: msg.into() }
+    }
+    pub(crate) fn memory(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Memory { op, msg: msg.into() }
+    }
+
+    /// The op the error names.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Error::Shape { op, .. }
+            | Error::DType { op, .. }
+            | Error::Axis { op, .. }
+            | Error::Device { op, .. }
+            | Error::Value { op, .. }
+            | Error::Autograd { op, .. }
+            | Error::Memory { op, .. } => op,
+        }
+    }
+
+    /// The same error reported under `op`: an inner op's failure surfaces
+    /// under the name of the op the caller called (`add_` rather than `add`,
+    /// `softmax` rather than `sub`).
+    pub fn renamed(self, op: &'static str) -> Self {
+        match self {
+            Error::Shape { msg, .. } => Error::Shape { op, msg },
+            Error::DType { msg, .. } => Error::DType { op, msg },
+            Error::Axis { axis, ndim, shape, .. } => Error::Axis { op, axis, ndim, shape },
+            Error::Device { found, .. } => Error::Device { op, found },
+            Error::Value { msg, .. } => Error::Value { op, msg },
+            Error::Autograd { msg, .. } => Error::Autograd { op, msg },
+            Error::Memory { msg, .. } => Error::Memory { op, msg },
+        }
     }
 }

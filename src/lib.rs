@@ -29,7 +29,7 @@
 //! assert_eq!(x.to_vec::<f32>()?, vec![-0.5, -1.0, -1.5]);
 //!
 //! // Matrix products, broadcasting and reductions.
-//! let w = Tensor::full(&[3, 2], -1.0, DType::F32);
+//! let w = Tensor::full(&[3, 2], -1.0, DType::F32)?;
 //! let out = x.unsqueeze(0)?.matmul(&w)?.relu()?.mean(&[], false)?; // mean(relu([3, 3]))
 //! assert_eq!(out.item()?, 3.0);
 //! # Ok(())

@@ -23,32 +23,53 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
-/// The broadcast shape of two operands (NumPy rules: align right, sizes must
-/// match or one of them must be 1).
 /// The most elements one tensor (or view) may have. In WebAssembly (32-bit
-/// addresses, at most 4 GiB of memory) an allocation that fails aborts the
-/// module, so the ops whose result can outgrow their inputs (broadcasting,
-/// matmul, expand, pad, concat, index_select, unfold, creation) refuse
-/// larger results with an error; 2^28 elements is 1 GiB of f32. Natively
-/// only overflow of the element count is refused.
-pub const MAX_ELEMENTS: usize = if cfg!(target_arch = "wasm32") { 1 << 28 } else { usize::MAX };
+/// addresses, at most 4 GiB of memory) 2^28 elements is 1 GiB of f32; larger
+/// results are refused with an error before anything is allocated. Natively
+/// the bound is what strided offsets (`isize`) can address.
+pub const MAX_ELEMENTS: usize = if cfg!(target_arch = "wasm32") { 1 << 28 } else { isize::MAX as usize };
 
-/// An error unless a tensor of `shape` may exist (see `MAX_ELEMENTS`).
-// Natively MAX_ELEMENTS is usize::MAX, so the comparison only matters on wasm32.
-#[allow(clippy::absurd_extreme_comparisons)]
-pub fn check_size(op: &'static str, shape: &[usize]) -> Result<()> {
-    match shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)) {
-        Some(n) if n <= MAX_ELEMENTS => Ok(()),
-        n => Err(Error::shape(
+// Checked size arithmetic: every element count, extent and padded or
+// concatenated length computed from user input goes through these, so a size
+// that overflows or exceeds MAX_ELEMENTS is an error naming the op, never a
+// wrapped count or a panic.
+
+/// The element count of `shape`, or an error naming `op` when a tensor of
+/// that shape may not exist here. The dims' product with zero dims counted as
+/// 1 (which bounds every stride) must not overflow either, so an empty
+/// tensor cannot carry impossible strides.
+pub fn check_size(op: &'static str, shape: &[usize]) -> Result<usize> {
+    let span = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d.max(1)));
+    let count = span.filter(|&s| s <= isize::MAX as usize).map(|_| numel(shape));
+    match count {
+        Some(n) if n <= MAX_ELEMENTS => Ok(n),
+        _ => Err(Error::shape(
             op,
             format!(
                 "a result of shape {shape:?} would have {} elements, more than one tensor may hold here ({MAX_ELEMENTS})",
-                n.map_or_else(|| "too many".to_string(), |n| n.to_string())
+                count.map_or_else(|| "too many".to_string(), |n| n.to_string())
             ),
         )),
     }
 }
 
+/// `a + b` for a size computed from arguments (a padded or concatenated
+/// length), or an error naming `op` and `what` when it overflows.
+pub fn add_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
+    a.checked_add(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
+        Error::shape(op, format!("{what} {a} + {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+    })
+}
+
+/// `a * b` for a size computed from arguments, as `add_sizes`.
+pub fn mul_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
+    a.checked_mul(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
+        Error::shape(op, format!("{what} {a} * {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+    })
+}
+
+/// The broadcast shape of two operands (NumPy rules: align right, sizes must
+/// match or one of them must be 1).
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Dims> {
     let n = a.len().max(b.len());
     let mut out: Dims = smallvec::smallvec![0; n];

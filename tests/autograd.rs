@@ -318,7 +318,7 @@ fn to_cpu_keeps_values_and_history() -> Result<()> {
     // A leaf moved to its own device is still a leaf that requires grad.
     let l = x.to(&Device::Cpu)?;
     assert!(l.requires_grad() && l.is_leaf());
-    assert_eq!(Tensor::zeros(&[2], DType::F32).device(), Device::Cpu);
+    assert_eq!(Tensor::zeros(&[2], DType::F32)?.device(), Device::Cpu);
     Ok(())
 }
 

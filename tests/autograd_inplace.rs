@@ -38,7 +38,7 @@ fn inplace_ops_write_values_and_bump_the_version() -> Result<()> {
     assert_eq!(vals(&a), vec![1.0, 2.0, 1.0, 2.0]);
     assert_eq!(a.version(), v0 + 9);
     // copy_ converts the dtype of its source.
-    let f = Tensor::zeros(&[2], DType::F32);
+    let f = Tensor::zeros(&[2], DType::F32)?;
     f.copy_(&t(&[1.5, -2.0], &[2]))?;
     assert_eq!(f.to_vec::<f32>()?, vec![1.5, -2.0]);
     // The in-place result cannot broadcast the destination.
@@ -86,14 +86,14 @@ fn gradient_flows_through_inplace_ops_on_non_leaves() -> Result<()> {
 #[test]
 fn inplace_into_a_constant_from_a_tensor_requiring_grad_records_history() -> Result<()> {
     let x = leaf(&X, &[3]);
-    let buf = Tensor::zeros(&[3], DType::F64);
+    let buf = Tensor::zeros(&[3], DType::F64)?;
     buf.add_(&x.mul(&x)?)?;
     assert!(buf.requires_grad());
     buf.sum_all()?.backward()?;
     assert_close(&grad_of(&x), &X.iter().map(|x| 2.0 * x).collect::<Vec<_>>(), 1e-12);
 
     let x = leaf(&X, &[3]);
-    let buf = Tensor::ones(&[3], DType::F64);
+    let buf = Tensor::ones(&[3], DType::F64)?;
     buf.copy_(&x)?;
     assert_eq!(vals(&buf), X.to_vec());
     buf.mul(&buf)?.sum_all()?.backward()?;

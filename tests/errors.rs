@@ -11,7 +11,7 @@ fn t(v: &[f64], shape: &[usize]) -> Tensor {
 }
 
 fn f32s(shape: &[usize]) -> Tensor {
-    Tensor::ones(shape, DType::F32)
+    Tensor::ones(shape, DType::F32).unwrap()
 }
 
 fn ints(v: &[i32], shape: &[usize]) -> Tensor {
@@ -271,7 +271,7 @@ fn device_errors_are_clear() {
 
 #[test]
 fn dtype_mismatch_is_an_error_not_a_promotion() {
-    let (a, b) = (f32s(&[2]), Tensor::ones(&[2], DType::F64));
+    let (a, b) = (f32s(&[2]), Tensor::ones(&[2], DType::F64).unwrap());
     let mask = Tensor::from_bools(&[true, false], &[2]).unwrap();
     for (op, r) in [
         ("add", a.add(&b)),
@@ -385,7 +385,7 @@ fn expand_rejects_negative_and_new_minus_one_sizes() {
 fn inplace_errors_name_the_inplace_op() {
     expect_err(f32s(&[2, 2]).copy_(&f32s(&[3])), Kind::Shape, "copy_", &["cannot expand shape [3] to [2, 2]"]);
     expect_err(
-        f32s(&[2]).mul_(&Tensor::ones(&[2], DType::F64)),
+        f32s(&[2]).mul_(&Tensor::ones(&[2], DType::F64).unwrap()),
         Kind::DType,
         "mul_",
         &["dtypes differ: f32 [2] vs f64 [2]"],
@@ -395,7 +395,7 @@ fn inplace_errors_name_the_inplace_op() {
 
 #[test]
 fn gradients_of_the_wrong_dtype_are_rejected() {
-    let x = Tensor::ones(&[3], DType::F64).requires_grad_(true).unwrap();
+    let x = Tensor::ones(&[3], DType::F64).unwrap().requires_grad_(true).unwrap();
     let y = x.add_scalar(1.0).unwrap();
     let g32 = f32s(&[3]);
     let facts = ["output gradient has dtype f32 but the output has dtype f64 (shape [3])"];
@@ -463,8 +463,8 @@ fn axis_ops_on_a_scalar_are_errors() {
 #[test]
 fn results_too_large_to_allocate_are_errors() {
     let big = 1usize << 33;
-    let col = Tensor::ones(&[1, 1], DType::F32).expand_dims(&[big, 1]).unwrap();
-    let row = Tensor::ones(&[1, 1], DType::F32).expand_dims(&[1, big]).unwrap();
+    let col = Tensor::ones(&[1, 1], DType::F32).unwrap().expand_dims(&[big, 1]).unwrap();
+    let row = Tensor::ones(&[1, 1], DType::F32).unwrap().expand_dims(&[1, big]).unwrap();
     let facts = ["result of shape [8589934592, 8589934592] would have too many elements"];
     for (op, r) in [
         ("add", col.add(&row)),

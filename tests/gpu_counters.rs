@@ -35,8 +35,8 @@ impl Mlp {
         let mut params = Vec::new();
         for w in DIMS.windows(2) {
             let scale = (2.0 / w[0] as f64).sqrt();
-            params.push(Tensor::randn(&[w[0], w[1]], DType::F32).mul_scalar(scale)?.to(gpu)?.requires_grad_(true)?);
-            params.push(Tensor::zeros(&[w[1]], DType::F32).to(gpu)?.requires_grad_(true)?);
+            params.push(Tensor::randn(&[w[0], w[1]], DType::F32)?.mul_scalar(scale)?.to(gpu)?.requires_grad_(true)?);
+            params.push(Tensor::zeros(&[w[1]], DType::F32)?.to(gpu)?.requires_grad_(true)?);
         }
         Ok(Mlp { params })
     }
@@ -110,7 +110,7 @@ fn steady_training_steps_allocate_nothing_and_compile_nothing() {
     eprintln!("gpu counters: running on {}", gpu.describe());
     let mlp = Mlp::new(&gpu).unwrap();
     // The data is created once and lives on the GPU.
-    let x = Tensor::randn(&[BATCH, DIMS[0]], DType::F32).to(&gpu).unwrap();
+    let x = Tensor::randn(&[BATCH, DIMS[0]], DType::F32).unwrap().to(&gpu).unwrap();
     let y = Tensor::randint(0, DIMS[3] as i32, &[BATCH]).unwrap().to(&gpu).unwrap();
 
     let mut losses = Vec::new();

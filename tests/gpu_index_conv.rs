@@ -182,7 +182,7 @@ fn index_add_matches_cpu_bit_for_bit() {
     check(
         &dev,
         "medium",
-        &[Tensor::zeros(&[1, 1], DType::F32), ints(&[3000], 0, 50, 7), floats(&[3000, 32], 8)],
+        &[Tensor::zeros(&[1, 1], DType::F32).unwrap(), ints(&[3000], 0, 50, 7), floats(&[3000, 32], 8)],
         |t| t[0].expand(&[50, 32])?.index_add(0, &t[1], &t[2]),
     );
 }
@@ -314,7 +314,7 @@ fn window_argmax_matches_cpu() {
             t[0].max_pool2d_indices(k, s, p)
         });
         check(&dev, &format!("nan/-inf {i}"), &[nan_and_inf(i as u64)], |t| t[0].max_pool2d_indices(k, s, p));
-        let ninf = Tensor::full(&[1, 2, 7, 6], f64::NEG_INFINITY, DType::F32);
+        let ninf = Tensor::full(&[1, 2, 7, 6], f64::NEG_INFINITY, DType::F32).unwrap();
         check(&dev, &format!("all -inf {i}"), &[ninf], |t| t[0].max_pool2d_indices(k, s, p));
         check(&dev, &format!("permuted {i}"), &[coarse(&[2, 7, 6, 3], 3.0, 50 + i as u64)], |t| {
             t[0].permute(&[0, 3, 1, 2])?.max_pool2d_indices(k, s, p)
@@ -424,7 +424,7 @@ fn max_pool_backward_visits_only_covering_windows() {
             if what == "planes on axis 0" {
                 shape[1] = 6;
             }
-            let base = Tensor::zeros(&shape, DType::F32).to(&x.device()).unwrap();
+            let base = Tensor::zeros(&shape, DType::F32).unwrap().to(&x.device()).unwrap();
             base.scatter_add(axis as isize, &idx, &src).unwrap().to(&Device::Cpu).unwrap()
         };
         assert_same(what, &run(&x), &run(&x.to(&dev).unwrap()));

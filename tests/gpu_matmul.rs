@@ -21,8 +21,8 @@ fn check(
     shapes: (&[usize], &[usize]),
     view: impl Fn(&Tensor, &Tensor) -> Result<(Tensor, Tensor)>,
 ) {
-    let a = Tensor::randn(shapes.0, DType::F32);
-    let b = Tensor::randn(shapes.1, DType::F32);
+    let a = Tensor::randn(shapes.0, DType::F32).unwrap();
+    let b = Tensor::randn(shapes.1, DType::F32).unwrap();
     let (ca, cb) = view(&a, &b).expect("cpu views");
     let want = ca.matmul(&cb).expect("cpu matmul");
     let (ga, gb) = view(&a.to(dev).expect("upload"), &b.to(dev).expect("upload")).expect("gpu views");
@@ -106,7 +106,7 @@ fn folded_grid_for_many_products() {
     manual_seed(5);
     check(&small, "300 products on a 16-per-dimension grid", (&[300, 1, 2], &[300, 2, 1]), plain);
     check(&small, "130 x 70 tiles of products", (&[3, 130, 9], &[3, 9, 70]), plain);
-    let a = Tensor::ones(&[5000, 1, 1], DType::F32).to(&small).unwrap();
+    let a = Tensor::ones(&[5000, 1, 1], DType::F32).unwrap().to(&small).unwrap();
     expect_err(
         a.matmul(&a),
         Kind::Shape,
@@ -137,9 +137,9 @@ fn gradients_match_the_cpu() {
     let Some(dev) = gpu() else { return };
     manual_seed(6);
     let (a, b, w) = (
-        Tensor::randn(&[3, 65, 17], DType::F32),
-        Tensor::randn(&[17, 33], DType::F32),
-        Tensor::randn(&[3, 65, 33], DType::F32),
+        Tensor::randn(&[3, 65, 17], DType::F32).unwrap(),
+        Tensor::randn(&[17, 33], DType::F32).unwrap(),
+        Tensor::randn(&[3, 65, 33], DType::F32).unwrap(),
     );
     let grads = |d: &Device| -> Result<Vec<Vec<f32>>> {
         let (a, b) = (a.detach().to(d)?.requires_grad_(true)?, b.detach().to(d)?.requires_grad_(true)?);
@@ -166,9 +166,9 @@ fn vectors_and_empty_dims() {
     check(&dev, "m = 0", (&[0, 5], &[5, 4]), plain);
     check(&dev, "batch 0", (&[0, 3, 5], &[5, 4]), plain);
     // Pooled buffers come back dirty: k = 0 must still write its zeros.
-    let a = Tensor::ones(&[64, 64], DType::F32).to(&dev).unwrap();
+    let a = Tensor::ones(&[64, 64], DType::F32).unwrap().to(&dev).unwrap();
     drop(a.matmul(&a).unwrap());
-    let z = Tensor::zeros(&[64, 0], DType::F32).to(&dev).unwrap();
+    let z = Tensor::zeros(&[64, 0], DType::F32).unwrap().to(&dev).unwrap();
     let got = z.matmul(&z.transpose(0, 1).unwrap()).unwrap().to_vec::<f32>().unwrap();
     assert!(got.iter().all(|&v| v == 0.0), "k = 0 product is not all zeros");
 }
@@ -178,7 +178,7 @@ fn errors_not_panics() {
     let Some(dev) = gpu() else { return };
     let i = Tensor::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).unwrap().to(&dev).unwrap();
     expect_err(i.matmul(&i), Kind::DType, "matmul", &["expected a float tensor, got i32 of shape [2, 2]"]);
-    let a = Tensor::ones(&[2, 3], DType::F32).to(&dev).unwrap();
+    let a = Tensor::ones(&[2, 3], DType::F32).unwrap().to(&dev).unwrap();
     expect_err(a.matmul(&a), Kind::Shape, "matmul", &["inner dims differ: [2, 3] x [2, 3]"]);
-    expect_err(a.matmul(&Tensor::ones(&[3, 2], DType::F32)), Kind::Device, "matmul", &["found gpu and cpu"]);
+    expect_err(a.matmul(&Tensor::ones(&[3, 2], DType::F32).unwrap()), Kind::Device, "matmul", &["found gpu and cpu"]);
 }

@@ -146,7 +146,12 @@ mod gpu {
             let params: Vec<Tensor> = grads
                 .iter()
                 .map(|g| {
-                    let p = Tensor::zeros(g.shape(), skiff::DType::F32).to(d).unwrap().requires_grad_(true).unwrap();
+                    let p = Tensor::zeros(g.shape(), skiff::DType::F32)
+                        .unwrap()
+                        .to(d)
+                        .unwrap()
+                        .requires_grad_(true)
+                        .unwrap();
                     p.mul(&g.to(d).unwrap()).unwrap().sum_all().unwrap().backward().unwrap();
                     p
                 })

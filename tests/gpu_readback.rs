@@ -35,7 +35,7 @@ fn concurrent_readbacks_from_several_threads_all_complete() {
             std::thread::spawn(move || {
                 for i in 0..25 {
                     let v = (t * 100 + i) as f64;
-                    let x = Tensor::full(&[64], v, DType::F32).to(&dev).unwrap().add_scalar(1.0).unwrap();
+                    let x = Tensor::full(&[64], v, DType::F32).unwrap().to(&dev).unwrap().add_scalar(1.0).unwrap();
                     assert_eq!(x.to_vec::<f32>().unwrap(), vec![(v + 1.0) as f32; 64]);
                 }
             })

@@ -34,7 +34,7 @@ fn every_dtype() -> Vec<(String, Tensor)> {
         ("c.i32", Tensor::from_vec(vec![i32::MIN, -1, 0, 7, i32::MAX, 42], &[3, 1, 2]).unwrap()),
         ("d.bool", Tensor::from_bools(&[true, false, false, true], &[2, 2]).unwrap()),
         ("e.scalar", Tensor::scalar(0.5, DType::F32)),
-        ("f.empty", Tensor::zeros(&[0, 4], DType::F32)),
+        ("f.empty", Tensor::zeros(&[0, 4], DType::F32).unwrap()),
         // A non-contiguous view is written in row-major order of its shape.
         (
             "g.transposed",
@@ -212,7 +212,8 @@ fn truncated_garbage_and_lying_safetensors_are_errors_not_panics() {
         "safetensors",
         &[&format!("reading {}: ", missing.display())],
     );
-    let dup = named(vec![("w", Tensor::ones(&[1], DType::F32)), ("w", Tensor::ones(&[1], DType::F32))]);
+    let dup =
+        named(vec![("w", Tensor::ones(&[1], DType::F32).unwrap()), ("w", Tensor::ones(&[1], DType::F32).unwrap())]);
     expect_err(st::to_bytes(&dup), Kind::Value, "safetensors", &["tensor name \"w\" appears twice"]);
 }
 
@@ -223,7 +224,7 @@ fn checkpoints_round_trip_model_optimizer_and_step() {
         ("fc1.bias", Tensor::from_vec(vec![-0.5f32, 0.5], &[2]).unwrap()),
     ]);
     let optim = named(vec![
-        ("0.exp_avg", Tensor::full(&[2, 2], 0.01, DType::F32)),
+        ("0.exp_avg", Tensor::full(&[2, 2], 0.01, DType::F32).unwrap()),
         ("0.step", Tensor::scalar(3.0, DType::F32)),
     ]);
     let path = temp_path("ckpt.safetensors");
@@ -270,7 +271,7 @@ fn tensor_dataset_indexes_the_first_axis() {
     assert_eq!(s[1].item().unwrap(), 2.0);
     expect_err(ds.get(5), Kind::Value, "TensorDataset::get", &["index 5 out of range for 5 samples"]);
     expect_err(ds.get_batch(&[0, 9]), Kind::Value, "TensorDataset::get", &["index 9 out of range for 5 samples"]);
-    let mismatched = vec![Tensor::zeros(&[4, 2], DType::F32), Tensor::zeros(&[3], DType::F32)];
+    let mismatched = vec![Tensor::zeros(&[4, 2], DType::F32).unwrap(), Tensor::zeros(&[3], DType::F32).unwrap()];
     let facts = ["same first axis, got shapes [4, 2] and [3]"];
     expect_err(TensorDataset::new(mismatched), Kind::Shape, "TensorDataset", &facts);
     expect_err(TensorDataset::new(vec![]), Kind::Value, "TensorDataset", &["needs at least one tensor"]);
@@ -291,7 +292,7 @@ fn collate_stacks_fields_and_batch_shapes_follow_batch_size() {
     assert_same(&fast[1], &b[1]);
     expect_err(collate(&[]), Kind::Value, "collate", &["needs at least one sample"]);
     let facts = ["samples have different numbers of fields (1 and 0)"];
-    expect_err(collate(&[vec![Tensor::ones(&[2], DType::F32)], vec![]]), Kind::Value, "collate", &facts);
+    expect_err(collate(&[vec![Tensor::ones(&[2], DType::F32).unwrap()], vec![]]), Kind::Value, "collate", &facts);
 
     let loader = DataLoader::new(ds, 4).unwrap();
     let shapes: Vec<(Vec<usize>, Vec<usize>)> =

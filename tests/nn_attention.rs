@@ -87,8 +87,11 @@ fn close(got: &[f64], want: &[f64], tol: f64) {
 
 fn randomise(m: &MultiHeadAttention) {
     // Non-zero biases, so the bias paths are checked too.
-    let entries: Vec<(String, Tensor)> =
-        m.state_dict().into_iter().map(|(k, v)| (k, Tensor::uniform(v.shape(), -0.5, 0.5, DType::F32))).collect();
+    let entries: Vec<(String, Tensor)> = m
+        .state_dict()
+        .into_iter()
+        .map(|(k, v)| (k, Tensor::uniform(v.shape(), -0.5, 0.5, DType::F32).unwrap()))
+        .collect();
     m.load_state_dict(&entries, true).unwrap();
 }
 
@@ -98,7 +101,7 @@ fn self_attention_matches_hand_computation() {
     let d = Dims { b: 2, l: 3, s: 3, e: 4, h: 2 };
     let m = MultiHeadAttention::new(4, 2).unwrap();
     randomise(&m);
-    let x = Tensor::randn(&[2, 3, 4], DType::F32);
+    let x = Tensor::randn(&[2, 3, 4], DType::F32).unwrap();
     let y = m.forward(&x).unwrap();
     assert_eq!(y.shape(), &[2, 3, 4]);
     close(&host(&y), &reference(&m, &x, &x, &d, None, false), 1e-5);
@@ -123,8 +126,8 @@ fn cross_attention_with_key_padding_mask() {
     let d = Dims { b: 2, l: 2, s: 4, e: 6, h: 3 };
     let m = MultiHeadAttention::new(6, 3).unwrap();
     randomise(&m);
-    let q = Tensor::randn(&[2, 2, 6], DType::F32);
-    let kv = Tensor::randn(&[2, 4, 6], DType::F32);
+    let q = Tensor::randn(&[2, 2, 6], DType::F32).unwrap();
+    let kv = Tensor::randn(&[2, 4, 6], DType::F32).unwrap();
     let pad = [false, false, true, true, false, true, false, false];
     let mask = Tensor::from_bools(&pad, &[2, 4]).unwrap();
     let (y, w) = m.attend(&q, &kv, &kv, Some(&mask), false).unwrap();
@@ -162,7 +165,7 @@ fn cross_attention_with_key_padding_mask() {
 #[test]
 fn attention_gradients_reach_every_parameter() {
     let m = MultiHeadAttention::new(4, 2).unwrap();
-    let x = Tensor::randn(&[1, 3, 4], DType::F32);
+    let x = Tensor::randn(&[1, 3, 4], DType::F32).unwrap();
     m.forward(&x).unwrap().sum_all().unwrap().backward().unwrap();
     for (name, p) in m.named_parameters() {
         let g = p.grad().unwrap_or_else(|| panic!("{name} has no gradient"));

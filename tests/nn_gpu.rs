@@ -288,10 +288,10 @@ fn losses_match_the_cpu() {
     let bce = BCEWithLogitsLoss::new();
     loss_parity("bce", &gpu, &|x| bce.forward(&x[0], &x[1]), &[a, probs]);
     // Initialisers write on the tensor's device.
-    let w = Tensor::zeros(&[3, 4], DType::F32).to(&gpu).unwrap();
+    let w = Tensor::zeros(&[3, 4], DType::F32).unwrap().to(&gpu).unwrap();
     manual_seed(9);
     init::xavier_uniform_(&w, 1.0).unwrap();
-    let c = Tensor::zeros(&[3, 4], DType::F32);
+    let c = Tensor::zeros(&[3, 4], DType::F32).unwrap();
     manual_seed(9);
     init::xavier_uniform_(&c, 1.0).unwrap();
     assert_eq!(w.device(), gpu);

@@ -61,7 +61,7 @@ fn to_dtype_makes_an_f64_layer() {
     // The running statistics stay f64 after a training step.
     assert!(net.named_buffers().iter().all(|(n, b)| n.ends_with("tracked") || b.dtype() == DType::F64));
     // Mixed dtypes stay errors; integer dtypes are refused.
-    let f32_in = Tensor::zeros(&[4, 3], DType::F32);
+    let f32_in = Tensor::zeros(&[4, 3], DType::F32).unwrap();
     assert!(matches!(net.forward(&f32_in), Err(Error::DType { .. })));
     assert!(matches!(net.to_dtype(DType::I32), Err(Error::DType { .. })));
     // And back: f32 again.

@@ -200,7 +200,7 @@ fn layer_norm_and_embedding() {
 fn dropout_train_and_eval() {
     skiff::manual_seed(7);
     let d = Dropout::new(0.5).unwrap();
-    let x = Tensor::ones(&[4000], DType::F32);
+    let x = Tensor::ones(&[4000], DType::F32).unwrap();
     let v = d.forward(&x).unwrap().to_f64_vec().unwrap();
     assert!(v.iter().all(|&e| e == 0.0 || e == 2.0));
     let zeros = v.iter().filter(|&&e| e == 0.0).count() as f64 / 4000.0;

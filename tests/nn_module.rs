@@ -46,7 +46,7 @@ fn state_dict_names_match_pytorch() {
     list.push(Linear::new(2, 2).unwrap());
     list.push(LayerNorm::new(&[2]).unwrap());
     assert_eq!(names(&list.state_dict()), ["0.weight", "0.bias", "1.weight", "1.bias"]);
-    let r = list.forward(&Tensor::zeros(&[1, 2], DType::F32));
+    let r = list.forward(&Tensor::zeros(&[1, 2], DType::F32).unwrap());
     expect_err(r, Kind::Value, "LayerList::forward", &["a LayerList has no forward"]);
     let mut dict = LayerDict::new();
     dict.insert("encoder", Linear::with_bias(2, 2, false).unwrap()).unwrap();
@@ -64,7 +64,7 @@ fn state_dict_names_match_pytorch() {
 
 #[test]
 fn state_dict_round_trip_reproduces_outputs() {
-    let x = Tensor::randn(&[5, 3], DType::F32);
+    let x = Tensor::randn(&[5, 3], DType::F32).unwrap();
     let (a, b) = (mlp(), mlp());
     let ya = a.forward(&x).unwrap().to_vec::<f32>().unwrap();
     assert_ne!(ya, b.forward(&x).unwrap().to_vec::<f32>().unwrap());
@@ -84,7 +84,7 @@ fn load_errors_strict_and_non_strict() {
     let before = snapshot(&m);
     // Wrong shape: always an error naming the key; nothing written.
     let mut bad = sd.clone();
-    bad[2].1 = Tensor::zeros(&[4, 4], DType::F32);
+    bad[2].1 = Tensor::zeros(&[4, 4], DType::F32).unwrap();
     for strict in [true, false] {
         let facts = ["size mismatch for 2.weight: the entry has shape [4, 4], the layer's tensor has shape [2, 4]"];
         expect_err(m.load_state_dict(&bad, strict), Kind::Shape, "load_state_dict", &facts);
@@ -128,7 +128,7 @@ fn hooks_fire_in_order_replace_and_remove() {
         l.lock().unwrap().push(format!("post {} {}", x.item()?, y.item()?));
         Ok(Some(y.mul_scalar(10.0)?)) // replaces the output
     }));
-    let x = Tensor::ones(&[1, 1], DType::F32);
+    let x = Tensor::ones(&[1, 1], DType::F32).unwrap();
     assert_eq!(lin.forward(&x).unwrap().item().unwrap(), 60.0);
     assert_eq!(*log.lock().unwrap(), ["pre1", "pre2", "post 2 6"]);
     h2.remove();
@@ -155,14 +155,14 @@ fn hooks_fire_in_order_replace_and_remove() {
         l.lock().unwrap().push("seq post".into());
         Ok(Some(y.neg()?))
     }));
-    let y = seq.forward(&Tensor::full(&[1], 100.0, DType::F32)).unwrap();
+    let y = seq.forward(&Tensor::full(&[1], 100.0, DType::F32).unwrap()).unwrap();
     assert_eq!(y.item().unwrap(), -1.0);
     assert_eq!(log.lock().unwrap()[5..], ["seq pre", "tanh post", "seq post"]);
     // A failing hook fails the forward.
     seq.register_forward_pre_hook(Box::new(|x| Ok(Some(x.reshape(&[7])?))));
     // The hook's own error comes through unchanged.
     let facts = ["cannot reshape tensor of shape [1] (1 elements) to [7]"];
-    expect_err(seq.forward(&Tensor::ones(&[1], DType::F32)), Kind::Shape, "reshape", &facts);
+    expect_err(seq.forward(&Tensor::ones(&[1], DType::F32).unwrap()), Kind::Shape, "reshape", &facts);
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn train_eval_propagates_through_containers() {
     assert!(net.is_training() && net.get(1).unwrap().is_training());
     net.eval();
     assert!(!net.is_training() && !net.get(1).unwrap().is_training());
-    let x = Tensor::randn(&[8, 2], DType::F32);
+    let x = Tensor::randn(&[8, 2], DType::F32).unwrap();
     let a = net.forward(&x).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(a, net.forward(&x).unwrap().to_vec::<f32>().unwrap()); // deterministic in eval
     net.train(true);
@@ -179,7 +179,7 @@ fn train_eval_propagates_through_containers() {
 
     // Batch norm: running stats change only in training mode.
     let bn = BatchNorm1d::new(2).unwrap();
-    let x = Tensor::randn(&[6, 2], DType::F32);
+    let x = Tensor::randn(&[6, 2], DType::F32).unwrap();
     bn.eval();
     let out_eval = bn.forward(&x).unwrap();
     assert_eq!(bn.named_buffers()[0].1.to_vec::<f32>().unwrap(), [0.0, 0.0]);
@@ -205,7 +205,7 @@ fn moments(t: &Tensor) -> (f64, f64, f64) {
 #[test]
 fn initialiser_statistics() {
     skiff::manual_seed(11);
-    let w = Tensor::zeros(&[200, 300], DType::F32);
+    let w = Tensor::zeros(&[200, 300], DType::F32).unwrap();
     init::normal_(&w, 1.0, 2.0).unwrap();
     let (m, s, _) = moments(&w);
     assert!((m - 1.0).abs() < 0.03 && (s - 2.0).abs() < 0.03, "{m} {s}");
@@ -229,7 +229,7 @@ fn initialiser_statistics() {
     assert!((moments(&w).1 - 5.0 / 3.0 / 200f64.sqrt()).abs() < 3e-3);
     assert!((init::calculate_gain(Nonlinearity::LeakyRelu(0.2)) - (2.0f64 / 1.04).sqrt()).abs() < 1e-12);
     assert_eq!(init::calculate_gain(Nonlinearity::Sigmoid), 1.0);
-    let v = Tensor::zeros(&[3], DType::F32);
+    let v = Tensor::zeros(&[3], DType::F32).unwrap();
     let facts = ["fan in/out needs a tensor of at least 2 dims, got shape [3]"];
     expect_err(init::xavier_uniform_(&v, 1.0), Kind::Shape, "xavier_uniform_", &facts);
     expect_err(init::kaiming_normal_(&v, FanMode::FanIn, Nonlinearity::Relu), Kind::Shape, "kaiming_normal_", &facts);
@@ -257,7 +257,7 @@ fn initialiser_statistics() {
 fn sgd_steps_reduce_the_loss_and_zero_grad_clears() {
     skiff::manual_seed(3);
     let net = Sequential::new().push(Linear::new(2, 8).unwrap()).push(GELU::new()).push(Linear::new(8, 1).unwrap());
-    let x = Tensor::randn(&[32, 2], DType::F32);
+    let x = Tensor::randn(&[32, 2], DType::F32).unwrap();
     let y = x.narrow(1, 0, 1).unwrap().mul(&x.narrow(1, 1, 1).unwrap()).unwrap();
     let loss_fn = loss::MSELoss::new();
     let mut losses = Vec::new();

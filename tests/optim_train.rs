@@ -10,8 +10,8 @@ use skiff::{manual_seed, DType, Device, Reduction, Tensor};
 /// standard deviation 0.1, so the best reachable loss is about 0.01.
 fn fit(device: &Device, make: impl Fn(Vec<Tensor>) -> Box<dyn Optimizer>, steps: usize) -> (f64, f64, f64) {
     manual_seed(7);
-    let x = Tensor::uniform(&[128, 1], -1.0, 1.0, DType::F32);
-    let noise = Tensor::randn(&[128, 1], DType::F32).mul_scalar(0.1).unwrap();
+    let x = Tensor::uniform(&[128, 1], -1.0, 1.0, DType::F32).unwrap();
+    let noise = Tensor::randn(&[128, 1], DType::F32).unwrap().mul_scalar(0.1).unwrap();
     let y = x.mul_scalar(3.0).unwrap().add_scalar(2.0).unwrap().add(&noise).unwrap();
     let (x, y) = (x.to(device).unwrap(), y.to(device).unwrap());
     let w = Tensor::full_on(&[1, 1], 0.0, DType::F32, device).unwrap().requires_grad_(true).unwrap();
@@ -59,10 +59,10 @@ fn linear_regression_gpu() {
 fn scheduled_clipped_training_cpu() {
     // The pieces together: a warm-up cosine schedule and gradient clipping.
     manual_seed(3);
-    let x = Tensor::uniform(&[64, 1], -1.0, 1.0, DType::F32);
+    let x = Tensor::uniform(&[64, 1], -1.0, 1.0, DType::F32).unwrap();
     let y = x.mul_scalar(3.0).unwrap().add_scalar(2.0).unwrap();
-    let w = Tensor::zeros(&[1, 1], DType::F32).requires_grad_(true).unwrap();
-    let b = Tensor::zeros(&[1], DType::F32).requires_grad_(true).unwrap();
+    let w = Tensor::zeros(&[1, 1], DType::F32).unwrap().requires_grad_(true).unwrap();
+    let b = Tensor::zeros(&[1], DType::F32).unwrap().requires_grad_(true).unwrap();
     let params = vec![w.clone(), b.clone()];
     let mut opt = Adam::new(params.clone(), AdamConfig { lr: 0.2, ..Default::default() }).unwrap();
     let mut sched = CosineAnnealing::new(20, 300, 0.001).unwrap();

@@ -261,7 +261,7 @@ fn max_pool_indices_and_ties() {
     assert_eq!((idx.dtype(), idx.shape()), (DType::I32, &[1usize, 1, 2, 2][..]));
     assert_eq!(idx.to_vec::<i32>().unwrap(), vec![1, 1, 6, 8]);
     // Ties: the first maximum of the window takes the whole gradient (as PyTorch).
-    let z = Tensor::zeros(&[1, 1, 2, 2], DType::F64).requires_grad_(true).unwrap();
+    let z = Tensor::zeros(&[1, 1, 2, 2], DType::F64).unwrap().requires_grad_(true).unwrap();
     z.max_pool2d([2, 2], [2, 2], [0, 0]).unwrap().sum_all().unwrap().backward().unwrap();
     assert_eq!(z.grad().unwrap().to_vec::<f64>().unwrap(), vec![1.0, 0.0, 0.0, 0.0]);
     // NaN propagates, as in PyTorch.
@@ -271,13 +271,13 @@ fn max_pool_indices_and_ties() {
 
 #[test]
 fn conv2d_errors_name_op_and_shapes() {
-    let x = Tensor::zeros(&[2, 3, 5, 5], DType::F32);
-    let w = Tensor::zeros(&[4, 3, 3, 3], DType::F32);
+    let x = Tensor::zeros(&[2, 3, 5, 5], DType::F32).unwrap();
+    let w = Tensor::zeros(&[4, 3, 3, 3], DType::F32).unwrap();
     let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, stride, dilation, groups| {
         x.conv2d(w, b, stride, [0, 0], dilation, groups)
     };
     // Channel mismatch.
-    let w2 = Tensor::zeros(&[4, 2, 3, 3], DType::F32);
+    let w2 = Tensor::zeros(&[4, 2, 3, 3], DType::F32).unwrap();
     expect_err(
         conv(&x, &w2, None, [1, 1], [1, 1], 1),
         Kind::Shape,
@@ -288,8 +288,8 @@ fn conv2d_errors_name_op_and_shapes() {
     let channels = "both the input channels (3, input [2, 3, 5, 5]) and the output channels (4, weight [4, 3, 3, 3])";
     expect_err(conv(&x, &w, None, [1, 1], [1, 1], 2), Kind::Value, "conv2d", &["groups 2 must divide", channels]);
     expect_err(conv(&x, &w, None, [1, 1], [1, 1], 0), Kind::Value, "conv2d", &["groups 0 must divide", channels]);
-    let x4 = Tensor::zeros(&[2, 4, 5, 5], DType::F32);
-    let w3 = Tensor::zeros(&[3, 2, 3, 3], DType::F32);
+    let x4 = Tensor::zeros(&[2, 4, 5, 5], DType::F32).unwrap();
+    let w3 = Tensor::zeros(&[3, 2, 3, 3], DType::F32).unwrap();
     expect_err(
         conv(&x4, &w3, None, [1, 1], [1, 1], 2),
         Kind::Value,
@@ -297,7 +297,7 @@ fn conv2d_errors_name_op_and_shapes() {
         &["groups 2 must divide", "input channels (4, input [2, 4, 5, 5])", "output channels (3, weight [3, 2, 3, 3])"],
     );
     // Kernel larger than the padded input.
-    let small = Tensor::zeros(&[1, 3, 2, 2], DType::F32);
+    let small = Tensor::zeros(&[1, 3, 2, 2], DType::F32).unwrap();
     expect_err(
         conv(&small, &w, None, [1, 1], [1, 1], 1),
         Kind::Shape,
@@ -312,14 +312,14 @@ fn conv2d_errors_name_op_and_shapes() {
         &["kernel [3, 3] (dilation [3, 3]) is larger than the padded input: input shape [2, 3, 5, 5]"],
     );
     // Wrong rank of input or weight.
-    let x3 = Tensor::zeros(&[3, 5, 5], DType::F32);
+    let x3 = Tensor::zeros(&[3, 5, 5], DType::F32).unwrap();
     let facts = ["expected a 4-D input [N, C, H, W], got shape [3, 5, 5]"];
     expect_err(conv(&x3, &w, None, [1, 1], [1, 1], 1), Kind::Shape, "conv2d", &facts);
-    let w_flat = Tensor::zeros(&[4, 27], DType::F32);
+    let w_flat = Tensor::zeros(&[4, 27], DType::F32).unwrap();
     let facts = ["expected a 4-D weight [O, C/groups, kh, kw], got shape [4, 27]"];
     expect_err(conv(&x, &w_flat, None, [1, 1], [1, 1], 1), Kind::Shape, "conv2d", &facts);
     // Bias shape, zero stride, dtype mismatch.
-    let b = Tensor::zeros(&[3], DType::F32);
+    let b = Tensor::zeros(&[3], DType::F32).unwrap();
     expect_err(
         conv(&x, &w, Some(&b), [1, 1], [1, 1], 1),
         Kind::Shape,
@@ -328,7 +328,7 @@ fn conv2d_errors_name_op_and_shapes() {
     );
     let facts = ["stride must be at least 1 in both dims, got [0, 1]"];
     expect_err(conv(&x, &w, None, [0, 1], [1, 1], 1), Kind::Value, "conv2d", &facts);
-    let w64 = Tensor::zeros(&[4, 3, 3, 3], DType::F64);
+    let w64 = Tensor::zeros(&[4, 3, 3, 3], DType::F64).unwrap();
     let facts = ["dtypes differ: f32 [2, 3, 5, 5] vs f64 [4, 3, 3, 3]"];
     expect_err(conv(&x, &w64, None, [1, 1], [1, 1], 1), Kind::DType, "conv2d", &facts);
     let xi = Tensor::from_vec(vec![0i32; 75], &[1, 3, 5, 5]).unwrap();
@@ -338,7 +338,7 @@ fn conv2d_errors_name_op_and_shapes() {
 
 #[test]
 fn unfold_fold_and_pool_errors() {
-    let x = Tensor::zeros(&[1, 2, 4, 4], DType::F32);
+    let x = Tensor::zeros(&[1, 2, 4, 4], DType::F32).unwrap();
     let too_large = |kernel: &str| {
         format!("kernel {kernel} (dilation [1, 1]) is larger than the padded input: input shape [1, 2, 4, 4], padding [0, 0]")
     };
@@ -346,7 +346,7 @@ fn unfold_fold_and_pool_errors() {
     expect_err(x.unfold2d([5, 5], [1, 1], [0, 0], [1, 1]), Kind::Shape, "unfold2d", &[&too_large("[5, 5]")]);
     let facts = ["kernel must be at least 1 in both dims, got [0, 2]"];
     expect_err(x.unfold2d([0, 2], [1, 1], [0, 0], [1, 1]), Kind::Value, "unfold2d", &facts);
-    let flat = Tensor::zeros(&[4, 4], DType::F32);
+    let flat = Tensor::zeros(&[4, 4], DType::F32).unwrap();
     expect_err(flat.unfold2d([2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "unfold2d", &[&not_4d("[4, 4]")]);
     // fold: channel rows not a multiple of kh*kw, window count that does not match.
     let misfit = |shape: &str| {
@@ -354,9 +354,9 @@ fn unfold_fold_and_pool_errors() {
             "input shape {shape} does not fit kernel [2, 2] over output size [4, 4]: expected [N, C*4, 9] (3x3 windows)"
         )
     };
-    let cols = Tensor::zeros(&[1, 6, 9], DType::F32);
+    let cols = Tensor::zeros(&[1, 6, 9], DType::F32).unwrap();
     expect_err(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "fold2d", &[&misfit("[1, 6, 9]")]);
-    let cols = Tensor::zeros(&[1, 8, 8], DType::F32);
+    let cols = Tensor::zeros(&[1, 8, 8], DType::F32).unwrap();
     expect_err(cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]), Kind::Shape, "fold2d", &[&misfit("[1, 8, 8]")]);
     expect_err(
         cols.reshape(&[64]).unwrap().fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]),
@@ -365,7 +365,7 @@ fn unfold_fold_and_pool_errors() {
         &["expected a 3-D input [N, C*kh*kw, L], got shape [64]"],
     );
     // Pools: rank, too much padding, window larger than the input.
-    let x3 = Tensor::zeros(&[2, 4, 4], DType::F32);
+    let x3 = Tensor::zeros(&[2, 4, 4], DType::F32).unwrap();
     expect_err(x3.max_pool2d([2, 2], [2, 2], [0, 0]), Kind::Shape, "max_pool2d", &[&not_4d("[2, 4, 4]")]);
     let facts = ["padding [2, 2] must be at most half of kernel [2, 2]"];
     expect_err(x.max_pool2d([2, 2], [2, 2], [2, 2]), Kind::Value, "max_pool2d", &facts);

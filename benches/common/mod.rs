@@ -77,8 +77,8 @@ impl Mlp {
         let mut params = Vec::new();
         for w in sizes.windows(2) {
             let scale = (2.0 / w[0] as f64).sqrt();
-            params.push(Tensor::randn(&[w[0], w[1]], DType::F32).mul_scalar(scale)?.to(dev)?.requires_grad_(true)?);
-            params.push(Tensor::zeros(&[w[1]], DType::F32).to(dev)?.requires_grad_(true)?);
+            params.push(Tensor::randn(&[w[0], w[1]], DType::F32)?.mul_scalar(scale)?.to(dev)?.requires_grad_(true)?);
+            params.push(Tensor::zeros(&[w[1]], DType::F32)?.to(dev)?.requires_grad_(true)?);
         }
         Ok(Mlp { params })
     }

@@ -23,6 +23,7 @@ fn contiguous<'a, T: Elem>(v: &'a [T], x: &Tensor) -> Cow<'a, [T]> {
 
 /// [n, c, h, w] -> [n, c * kh * kw, out_h * out_w].
 pub fn unfold2d(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    super::room_for(op, x, &[g.n, g.col_rows(), g.windows()], x.dtype())?;
     let guard = x.storage().read();
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::unfold(&contiguous(v, x), g)),
@@ -39,6 +40,7 @@ pub fn unfold2d(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
 
 /// [n, c * kh * kw, out_h * out_w] -> [n, c, h, w], summing overlaps.
 pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
+    super::room_for(op, cols, &[g.n, g.c, g.h, g.w], cols.dtype())?;
     let guard = cols.storage().read();
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => CpuBuffer::F32(k::fold(&contiguous(v, cols), g)),
@@ -55,6 +57,7 @@ pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
 
 /// [n, c, h, w] -> i32 [n, c, out_h, out_w]: where in its [h, w] plane each window's maximum is.
 pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    super::room_for(op, x, &[g.n, g.c, g.out_h, g.out_w], crate::dtype::DType::I32)?;
     let guard = x.storage().read();
     let out = match &*guard {
         Buffer::Cpu(CpuBuffer::F32(v)) => Buffer::Cpu(CpuBuffer::I32(k::window_argmax(&contiguous(v, x), g))),

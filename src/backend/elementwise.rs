@@ -39,6 +39,7 @@ pub(crate) fn internal(op: &'static str, what: &str) -> Error {
 }
 
 pub fn unary(op: &'static str, x: &Tensor, kern: &UnaryKernel, p: [f64; 2]) -> Result<Tensor> {
+    super::room_for(op, x, x.shape(), x.dtype())?;
     let gx = x.storage().read();
     let out = match &*gx {
         Buffer::Cpu(CpuBuffer::F32(v)) => {
@@ -53,6 +54,7 @@ pub fn unary(op: &'static str, x: &Tensor, kern: &UnaryKernel, p: [f64; 2]) -> R
 }
 
 pub fn binary(op: &'static str, a: &Tensor, b: &Tensor, out_shape: &[usize], kern: &BinaryKernel) -> Result<Tensor> {
+    super::room_for(op, a, out_shape, a.dtype())?;
     let ga = a.storage().read();
     let gb = b.storage().read();
     let (la, lb) = (a.layout(), b.layout());
@@ -71,6 +73,7 @@ pub fn binary(op: &'static str, a: &Tensor, b: &Tensor, out_shape: &[usize], ker
 }
 
 pub fn compare(op: &'static str, a: &Tensor, b: &Tensor, out_shape: &[usize], kern: &CompareKernel) -> Result<Tensor> {
+    super::room_for(op, a, out_shape, DType::Bool)?;
     let ga = a.storage().read();
     let gb = b.storage().read();
     let (la, lb) = (a.layout(), b.layout());
@@ -93,6 +96,7 @@ pub fn compare(op: &'static str, a: &Tensor, b: &Tensor, out_shape: &[usize], ke
 }
 
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor, out_shape: &[usize]) -> Result<Tensor> {
+    super::room_for("where", a, out_shape, a.dtype())?;
     let gc = cond.storage().read();
     let ga = a.storage().read();
     let gb = b.storage().read();
@@ -125,6 +129,7 @@ fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {
 
 /// A contiguous copy in `dtype`.
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    super::room_for("to_dtype", x, x.shape(), dtype)?;
     let gx = x.storage().read();
     let out = match &*gx {
         Buffer::Cpu(b) => Buffer::Cpu(crate::with_cpu_buffer!(b, v, T => cast_to(v, x.layout(), dtype))),
@@ -136,6 +141,7 @@ pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
 
 /// A contiguous copy with the same dtype.
 pub fn copy(x: &Tensor) -> Result<Tensor> {
+    super::room_for("contiguous", x, x.shape(), x.dtype())?;
     let gx = x.storage().read();
     let out = match &*gx {
         Buffer::Cpu(b) => Buffer::Cpu(crate::with_cpu_buffer!(b, v, T => T::wrap(cpu::gather_strided(v, x.layout())))),

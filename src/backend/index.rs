@@ -128,9 +128,10 @@ macro_rules! addable_pair {
 
 /// Slices of `x` along `axis` at the positions in 1-D `index`.
 pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
-    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     let mut shape = x.dims();
     shape[axis] = index.numel();
+    super::room_for(op, x, &shape, x.dtype())?;
+    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(x) {
         // The 1-D index viewed in the output's shape, broadcast along every other dim.
@@ -149,6 +150,7 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
 
 /// A copy of `base` with the slices of `src` along `axis` added at `index`.
 pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    super::room_for(op, base, base.shape(), base.dtype())?;
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {
@@ -177,6 +179,7 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
 
 /// Elements of `x` picked along `axis` by `index` (same rank, PyTorch's gather).
 pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
+    super::room_for(op, x, index.shape(), x.dtype())?;
     let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(x) {
@@ -189,6 +192,7 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
 
 /// A copy of `base` with `src[p]` added at `p` with `p[axis] = index[p]`.
 pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    super::room_for(op, base, base.shape(), base.dtype())?;
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {

@@ -8,6 +8,7 @@ use crate::tensor::Tensor;
 
 /// `a` [..., m, k] times `b` [..., k, n], same rank, batch dims broadcast to `batch`.
 pub fn matmul(a: &Tensor, b: &Tensor, batch: &[usize], out_shape: &[usize]) -> Result<Tensor> {
+    super::room_for("matmul", a, out_shape, a.dtype())?;
     let ga = a.storage().read();
     let gb = b.storage().read();
     let out = match (&*ga, &*gb) {

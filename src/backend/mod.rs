@@ -181,8 +181,26 @@ pub mod movement;
 pub mod optim;
 pub mod reduce;
 
+/// Before a kernel allocates a result of `shape` and `dtype` for an op on
+/// `x`'s device: on the cpu, an error naming `op` unless the host can hold
+/// it (`cpu/room.rs`). GPU allocations report their own failures.
+pub(crate) fn room_for(
+    op: &'static str,
+    x: &crate::tensor::Tensor,
+    shape: &[usize],
+    dtype: DType,
+) -> crate::error::Result<()> {
+    if x.storage().device().is_gpu() {
+        return Ok(());
+    }
+    cpu::room::ensure(op, crate::shape::numel(shape), dtype)
+}
+
 /// A copy of `x` on `device` (contiguous), converting the storage format as needed.
 pub fn transfer(x: &crate::tensor::Tensor, device: &Device) -> crate::error::Result<crate::tensor::Tensor> {
+    if !device.is_gpu() {
+        cpu::room::ensure("to", x.numel(), x.dtype())?;
+    }
     let g = x.storage().read();
     let buf = match (&*g, device) {
         (Buffer::Cpu(b), Device::Cpu) => {

@@ -17,6 +17,9 @@ pub fn assemble(
     fill: f64,
     pieces: &[(Layout, &Tensor)],
 ) -> Result<Tensor> {
+    if let Some((_, first)) = pieces.first() {
+        super::room_for(op, first, shape, dtype)?;
+    }
     #[cfg(feature = "gpu")]
     if let Some((_, first)) = pieces.first() {
         if let crate::device::Device::Gpu(dev) = first.device() {
@@ -61,6 +64,9 @@ fn assemble_gpu(
     fill: f64,
     pieces: &[(Layout, &Tensor)],
 ) -> Result<Tensor> {
+    if let Some((_, first)) = pieces.first() {
+        super::room_for(op, first, shape, dtype)?;
+    }
     use super::gpu::elementwise as g;
     let n: usize = shape.iter().product();
     let out = g::full(ctx, dtype, n, fill)?;

@@ -10,6 +10,7 @@ use crate::tensor::Tensor;
 
 /// Reduces `axes` (sorted, distinct); `out_shape` is the result's shape (keepdim applied).
 pub fn reduce(op: &'static str, x: &Tensor, axes: &[usize], kind: ReduceKind, out_shape: &[usize]) -> Result<Tensor> {
+    super::room_for(op, x, out_shape, x.dtype())?;
     let gx = x.storage().read();
     let out = match &*gx {
         Buffer::Cpu(CpuBuffer::F32(v)) => Buffer::Cpu(CpuBuffer::F32(k::reduce(v, x.layout(), axes, kind))),
@@ -22,6 +23,7 @@ pub fn reduce(op: &'static str, x: &Tensor, axes: &[usize], kind: ReduceKind, ou
 }
 
 pub fn arg_reduce(op: &'static str, x: &Tensor, axis: usize, max: bool, out_shape: &[usize]) -> Result<Tensor> {
+    super::room_for(op, x, out_shape, crate::dtype::DType::I32)?;
     let gx = x.storage().read();
     let out = match &*gx {
         Buffer::Cpu(CpuBuffer::F32(v)) => Buffer::Cpu(CpuBuffer::I32(k::arg_reduce(v, x.layout(), axis, max))),

@@ -43,10 +43,10 @@ impl MultiHeadAttention {
         if !(0.0..1.0).contains(&dropout) {
             return Err(Error::value("MultiHeadAttention", format!("dropout must be in [0, 1), got {dropout}")));
         }
-        let w = Tensor::zeros(&[3 * embed_dim, embed_dim], DType::F32);
+        let w = Tensor::zeros(&[3 * embed_dim, embed_dim], DType::F32)?;
         init::xavier_uniform_(&w, 1.0)?;
         let in_proj_bias =
-            if bias { Some(Param::parameter(Tensor::zeros(&[3 * embed_dim], DType::F32))?) } else { None };
+            if bias { Some(Param::parameter(Tensor::zeros(&[3 * embed_dim], DType::F32)?)?) } else { None };
         let out_proj = Linear::with_bias(embed_dim, embed_dim, bias)?;
         if let Some(b) = &out_proj.bias {
             init::constant_(&b.get(), 0.0)?;

@@ -65,14 +65,14 @@ pub fn uniform_(t: &Tensor, lo: f64, hi: f64) -> Result<()> {
     if !lo.is_finite() || !hi.is_finite() || lo > hi {
         return Err(Error::value("uniform_", format!("needs finite lo <= hi, got [{lo}, {hi})")));
     }
-    write(t, Tensor::uniform(t.shape(), lo, hi, DType::F64))
+    write(t, Tensor::uniform(t.shape(), lo, hi, DType::F64)?)
 }
 /// Normal samples with `mean` and `std`.
 pub fn normal_(t: &Tensor, mean: f64, std: f64) -> Result<()> {
     if !mean.is_finite() || !std.is_finite() || std < 0.0 {
         return Err(Error::value("normal_", format!("needs a finite mean and std >= 0, got mean {mean}, std {std}")));
     }
-    let z = Tensor::randn(t.shape(), DType::F64);
+    let z = Tensor::randn(t.shape(), DType::F64)?;
     write(t, z.mul_scalar(std)?.add_scalar(mean)?)
 }
 /// Glorot uniform: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).

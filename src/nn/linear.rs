@@ -12,13 +12,13 @@ fn default_weight_and_bias(op: &'static str, wshape: &[usize], bias: Option<usiz
     if wshape.contains(&0) {
         return Err(Error::value(op, format!("every size must be positive, got weight shape {wshape:?}")));
     }
-    let w = Tensor::zeros(wshape, DType::F32);
+    let w = Tensor::zeros(wshape, DType::F32)?;
     init::kaiming_uniform_(&w, FanMode::FanIn, Nonlinearity::LeakyRelu(5f64.sqrt()))?;
     let bias = match bias {
         Some(n) => {
             let (fan_in, _) = init::fans(wshape)?;
             let bound = 1.0 / (fan_in as f64).sqrt();
-            Some(Param::parameter(Tensor::uniform(&[n], -bound, bound, DType::F32))?)
+            Some(Param::parameter(Tensor::uniform(&[n], -bound, bound, DType::F32)?)?)
         }
         None => None,
     };
@@ -142,7 +142,7 @@ impl Embedding {
         if num_embeddings == 0 || dim == 0 {
             return Err(Error::value("Embedding", format!("sizes must be positive, got [{num_embeddings}, {dim}]")));
         }
-        let weight = Param::parameter(Tensor::randn(&[num_embeddings, dim], DType::F32))?;
+        let weight = Param::parameter(Tensor::randn(&[num_embeddings, dim], DType::F32)?)?;
         Ok(Embedding { core: Core::default(), weight })
     }
 }

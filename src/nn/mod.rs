@@ -21,7 +21,7 @@
 //! let model = Sequential::new().push(Linear::new(4, 8)?).push(ReLU::new()).push(Linear::new(8, 2)?);
 //! let names: Vec<String> = model.state_dict().into_iter().map(|(k, _)| k).collect();
 //! assert_eq!(names, ["0.weight", "0.bias", "2.weight", "2.bias"]);
-//! let y = model.forward(&Tensor::randn(&[3, 4], DType::F32))?;
+//! let y = model.forward(&Tensor::randn(&[3, 4], DType::F32)?)?;
 //! assert_eq!(y.shape(), &[3, 2]);
 //! # Ok(())
 //! # }

@@ -57,8 +57,8 @@ impl<const D: usize> BatchNorm<D> {
         let c = [num_features];
         let (weight, bias) = if config.affine {
             (
-                Some(Param::parameter(Tensor::ones(&c, DType::F32))?),
-                Some(Param::parameter(Tensor::zeros(&c, DType::F32))?),
+                Some(Param::parameter(Tensor::ones(&c, DType::F32)?)?),
+                Some(Param::parameter(Tensor::zeros(&c, DType::F32)?)?),
             )
         } else {
             (None, None)
@@ -71,9 +71,9 @@ impl<const D: usize> BatchNorm<D> {
             config,
             weight,
             bias,
-            running_mean: buf(Tensor::zeros(&c, DType::F32)),
-            running_var: buf(Tensor::ones(&c, DType::F32)),
-            num_batches_tracked: buf(Tensor::zeros(&[], DType::I32)),
+            running_mean: buf(Tensor::zeros(&c, DType::F32)?),
+            running_var: buf(Tensor::ones(&c, DType::F32)?),
+            num_batches_tracked: buf(Tensor::zeros(&[], DType::I32)?),
         })
     }
 
@@ -186,8 +186,8 @@ impl LayerNorm {
         }
         let (weight, bias) = if elementwise_affine {
             (
-                Some(Param::parameter(Tensor::ones(normalized_shape, DType::F32))?),
-                Some(Param::parameter(Tensor::zeros(normalized_shape, DType::F32))?),
+                Some(Param::parameter(Tensor::ones(normalized_shape, DType::F32)?)?),
+                Some(Param::parameter(Tensor::zeros(normalized_shape, DType::F32)?)?),
             )
         } else {
             (None, None)

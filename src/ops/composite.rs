@@ -81,76 +81,80 @@ fn check_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Reports an error of an inner op under the outer op's name.
-fn renamed(op: &'static str, e: Error) -> Error {
-    match e {
-        Error::Shape { msg, .. } => Error::Shape { op, msg },
-        Error::DType { msg, .. } => Error::DType { op, msg },
-        Error::Value { msg, .. } => Error::Value { op, msg },
-        other => other,
-    }
-}
-
 impl Tensor {
     /// exp(x) / sum(exp(x)) along `axis`, shifted by the (detached) max for stability.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
-        expect_float("softmax", self)?;
-        let ax = normalize_axis("softmax", axis, self.shape())? as isize;
-        let m = self.max(&[ax], true)?.detach();
-        let e = self.sub(&m)?.exp()?;
-        e.div(&e.sum(&[ax], true)?)
+        super::as_op("softmax", || {
+            expect_float("softmax", self)?;
+            let ax = normalize_axis("softmax", axis, self.shape())? as isize;
+            let m = self.max(&[ax], true)?.detach();
+            let e = self.sub(&m)?.exp()?;
+            e.div(&e.sum(&[ax], true)?)
+        })
     }
 
     /// log(softmax(x)) along `axis`, computed as x - logsumexp(x) (stable).
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
-        expect_float("log_softmax", self)?;
-        let ax = normalize_axis("log_softmax", axis, self.shape())? as isize;
-        self.sub(&self.logsumexp(&[ax], true)?)
+        super::as_op("log_softmax", || {
+            expect_float("log_softmax", self)?;
+            let ax = normalize_axis("log_softmax", axis, self.shape())? as isize;
+            self.sub(&self.logsumexp(&[ax], true)?)
+        })
     }
 
     /// Cross-entropy of `[N, C]` logits against `[N]` i32 class labels, with
     /// PyTorch's label smoothing: the target puts `1 - s` on the label and
     /// `s / C` on every class. Mean reduction averages over the batch.
     pub fn cross_entropy(&self, labels: &Tensor, reduction: Reduction, label_smoothing: f64) -> Result<Tensor> {
-        let op = "cross_entropy";
-        check_class_inputs(op, self, labels)?;
-        if !(0.0..=1.0).contains(&label_smoothing) {
-            return Err(Error::value(op, format!("label_smoothing must be in [0, 1], got {label_smoothing}")));
-        }
-        let logp = self.log_softmax(1)?;
-        let mut loss = picked_nll(&logp, labels)?;
-        if label_smoothing > 0.0 {
-            let uniform = logp.mean(&[1], false)?.neg()?;
-            loss = loss.mul_scalar(1.0 - label_smoothing)?.add(&uniform.mul_scalar(label_smoothing)?)?;
-        }
-        reduce(loss, reduction)
+        super::as_op("cross_entropy", || {
+            let op = "cross_entropy";
+            check_class_inputs(op, self, labels)?;
+            if !(0.0..=1.0).contains(&label_smoothing) {
+                return Err(Error::value(op, format!("label_smoothing must be in [0, 1], got {label_smoothing}")));
+            }
+            let logp = self.log_softmax(1)?;
+            let mut loss = picked_nll(&logp, labels)?;
+            if label_smoothing > 0.0 {
+                let uniform = logp.mean(&[1], false)?.neg()?;
+                loss = loss.mul_scalar(1.0 - label_smoothing)?.add(&uniform.mul_scalar(label_smoothing)?)?;
+            }
+            reduce(loss, reduction)
+        })
     }
 
     /// Negative log-likelihood of `[N, C]` log-probabilities at `[N]` i32 labels.
     pub fn nll_loss(&self, labels: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        check_class_inputs("nll_loss", self, labels)?;
-        reduce(picked_nll(self, labels)?, reduction)
+        super::as_op("nll_loss", || {
+            check_class_inputs("nll_loss", self, labels)?;
+            reduce(picked_nll(self, labels)?, reduction)
+        })
     }
 
     /// (self - target)^2, reduced. The shapes must match.
     pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        check_pair("mse_loss", self, target)?;
-        let d = self.sub(target)?;
-        reduce(d.mul(&d)?, reduction)
+        super::as_op("mse_loss", || {
+            check_pair("mse_loss", self, target)?;
+            let d = self.sub(target)?;
+            reduce(d.mul(&d)?, reduction)
+        })
     }
 
     /// |self - target|, reduced. The shapes must match.
     pub fn l1_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        check_pair("l1_loss", self, target)?;
-        reduce(self.sub(target)?.abs()?, reduction)
+        super::as_op("l1_loss", || {
+            check_pair("l1_loss", self, target)?;
+            reduce(self.sub(target)?.abs()?, reduction)
+        })
     }
 
     /// Binary cross-entropy of `self` (logits) against probabilities `targets`:
     /// max(x, 0) - x*y + log(1 + exp(-|x|)), which is softplus(x) - x*y with
     /// skiff's stable softplus kernel (no overflow for large |x|).
     pub fn binary_cross_entropy_with_logits(&self, targets: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        check_pair("binary_cross_entropy_with_logits", self, targets)?;
-        reduce(self.softplus()?.sub(&self.mul(targets)?)?, reduction)
+        super::as_op("binary_cross_entropy_with_logits", || {
+            check_pair("binary_cross_entropy_with_logits", self, targets)?;
+            reduce(self.softplus()?.sub(&self.mul(targets)?)?, reduction)
+        })
     }
 
     /// Normalises over the trailing `normalized_shape` dims to mean 0 and
@@ -162,85 +166,91 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
-        let op = "layer_norm";
-        expect_float(op, self)?;
-        let k = normalized_shape.len();
-        if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
-            return Err(Error::shape(
-                op,
-                format!(
-                    "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
-                    self.shape()
-                ),
-            ));
-        }
-        if eps.is_nan() || eps < 0.0 {
-            return Err(Error::value(op, format!("eps must be non-negative, got {eps}")));
-        }
-        for (what, p) in [("weight", weight), ("bias", bias)] {
-            let Some(p) = p else { continue };
-            same_device(op, &[self, p])?;
-            same_dtype(op, self, p)?;
-            if p.shape() != normalized_shape {
+        super::as_op("layer_norm", || {
+            let op = "layer_norm";
+            expect_float(op, self)?;
+            let k = normalized_shape.len();
+            if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
                 return Err(Error::shape(
                     op,
-                    format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape()),
+                    format!(
+                        "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
+                        self.shape()
+                    ),
                 ));
             }
-        }
-        let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
-        let d = self.sub(&self.mean(&axes, true)?)?;
-        let var = d.mul(&d)?.mean(&axes, true)?;
-        let mut y = d.mul(&var.add_scalar(eps)?.rsqrt()?)?;
-        if let Some(w) = weight {
-            y = y.mul(w)?;
-        }
-        if let Some(b) = bias {
-            y = y.add(b)?;
-        }
-        Ok(y)
+            if eps.is_nan() || eps < 0.0 {
+                return Err(Error::value(op, format!("eps must be non-negative, got {eps}")));
+            }
+            for (what, p) in [("weight", weight), ("bias", bias)] {
+                let Some(p) = p else { continue };
+                same_device(op, &[self, p])?;
+                same_dtype(op, self, p)?;
+                if p.shape() != normalized_shape {
+                    return Err(Error::shape(
+                        op,
+                        format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape()),
+                    ));
+                }
+            }
+            let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
+            let d = self.sub(&self.mean(&axes, true)?)?;
+            let var = d.mul(&d)?.mean(&axes, true)?;
+            let mut y = d.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+            if let Some(w) = weight {
+                y = y.mul(w)?;
+            }
+            if let Some(b) = bias {
+                y = y.add(b)?;
+            }
+            Ok(y)
+        })
     }
 
     /// Zeroes each element with probability `p` and scales the rest by
     /// 1/(1-p) when `train`; the identity otherwise. The mask is drawn from
     /// the global generator (`manual_seed` makes it reproducible).
     pub fn dropout(&self, p: f64, train: bool) -> Result<Tensor> {
-        let op = "dropout";
-        expect_float(op, self)?;
-        if !(0.0..1.0).contains(&p) {
-            return Err(Error::value(op, format!("probability p must be in [0, 1), got {p}")));
-        }
-        if !train || p == 0.0 {
-            return Ok(self.clone());
-        }
-        // Drawn and compared in f64 on the cpu so an f32 and an f64 run, and a
-        // cpu and a GPU run, keep the same elements; only the bool mask moves
-        // (f64 does not exist on the GPU).
-        let keep = Tensor::rand(self.shape(), DType::F64).ge_scalar(p)?.to(&self.device())?;
-        // where_ saves only the bool mask for backward (a mul would save a float mask).
-        Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar()?)
+        super::as_op("dropout", || {
+            let op = "dropout";
+            expect_float(op, self)?;
+            if !(0.0..1.0).contains(&p) {
+                return Err(Error::value(op, format!("probability p must be in [0, 1), got {p}")));
+            }
+            if !train || p == 0.0 {
+                return Ok(self.clone());
+            }
+            // Drawn and compared in f64 on the cpu so an f32 and an f64 run, and a
+            // cpu and a GPU run, keep the same elements; only the bool mask moves
+            // (f64 does not exist on the GPU).
+            let keep = Tensor::rand(self.shape(), DType::F64)?.ge_scalar(p)?.to(&self.device())?;
+            // where_ saves only the bool mask for backward (a mul would save a float mask).
+            Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar()?)
+        })
     }
 
     /// Embedding lookup: `self` is the `[V, D]` table, `indices` any-shaped
     /// i32 in [0, V); the result has shape `indices.shape() + [D]`.
     pub fn embedding(&self, indices: &Tensor) -> Result<Tensor> {
-        let op = "embedding";
-        if self.ndim() != 2 {
-            return Err(Error::shape(
-                op,
-                format!("weight must be [num_embeddings, dim], got shape {:?}", self.shape()),
-            ));
-        }
-        if indices.dtype() != DType::I32 {
-            return Err(Error::dtype(
-                op,
-                format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape()),
-            ));
-        }
-        let rows = self.index_select(0, &indices.reshape(&[-1])?).map_err(|e| renamed(op, e))?;
-        let mut shape = indices.dims();
-        shape.push(self.shape()[1]);
-        rows.reshape_dims(&shape)
+        super::as_op("embedding", || {
+            let op = "embedding";
+            if self.ndim() != 2 {
+                return Err(Error::shape(
+                    op,
+                    format!("weight must be [num_embeddings, dim], got shape {:?}", self.shape()),
+                ));
+            }
+            if indices.dtype() != DType::I32 {
+                return Err(Error::dtype(
+                    op,
+                    format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape()),
+                ));
+            }
+            let rows = self.index_select(0, &indices.reshape(&[-1])?).map_err(|e| e.renamed(op))?;
+            let mut shape = indices.dims();
+            shape.push(self.shape()[1]);
+            rows.reshape_dims(&shape)
+        })
     }
 }
 

@@ -54,21 +54,29 @@ impl Params {
     /// kernel does not fit the padded input.
     fn out_size(&self, op: &'static str, x_shape: &[usize]) -> Result<[usize; 2]> {
         self.check(op)?;
-        let (h, w) = (x_shape[x_shape.len() - 2], x_shape[x_shape.len() - 1]);
-        let axis = |i: usize, size: usize| {
-            let span = self.dilation[i] * (self.kernel[i] - 1) + 1;
-            (size + 2 * self.padding[i]).checked_sub(span).map(|r| r / self.stride[i] + 1)
-        };
-        match (axis(0, h), axis(1, w)) {
-            (Some(oh), Some(ow)) => Ok([oh, ow]),
-            _ => Err(Error::shape(
+        use crate::shape::{add_sizes, mul_sizes};
+        let input = [x_shape[x_shape.len() - 2], x_shape[x_shape.len() - 1]];
+        let mut out = [0; 2];
+        for i in 0..2 {
+            let span = add_sizes(
                 op,
-                format!(
-                    "kernel {:?} (dilation {:?}) is larger than the padded input: input shape {x_shape:?}, padding {:?}",
-                    self.kernel, self.dilation, self.padding
-                ),
-            )),
+                "the dilated kernel",
+                mul_sizes(op, "dilation x (kernel - 1)", self.dilation[i], self.kernel[i] - 1)?,
+                1,
+            )?;
+            let padded =
+                add_sizes(op, "the padded input", input[i], mul_sizes(op, "2 x padding", 2, self.padding[i])?)?;
+            out[i] = padded.checked_sub(span).map(|r| r / self.stride[i] + 1).ok_or_else(|| {
+                Error::shape(
+                    op,
+                    format!(
+                        "kernel {:?} (dilation {:?}) is larger than the padded input: input shape {x_shape:?}, padding {:?}",
+                        self.kernel, self.dilation, self.padding
+                    ),
+                )
+            })?;
         }
+        Ok(out)
     }
     fn geometry(&self, n: usize, c: usize, input: [usize; 2], out: [usize; 2]) -> Window2d {
         let (kernel, stride, padding, dilation) = (self.kernel, self.stride, self.padding, self.dilation);
@@ -89,8 +97,10 @@ fn unfold_impl(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
     expect_4d(op, "input [N, C, H, W]", x)?;
     let out = p.out_size(op, x.shape())?;
     let s = x.shape();
-    let rows = s[1].saturating_mul(p.kernel[0] * p.kernel[1]);
-    crate::shape::check_size(op, &[s[0], rows, out[0].saturating_mul(out[1])])?;
+    let taps = crate::shape::mul_sizes(op, "kernel taps", p.kernel[0], p.kernel[1])?;
+    let rows = crate::shape::mul_sizes(op, "channels x kernel taps", s[1], taps)?;
+    let windows = crate::shape::mul_sizes(op, "output windows", out[0], out[1])?;
+    crate::shape::check_size(op, &[s[0], rows, windows])?;
     let input = [s[2], s[3]];
     let y = be::unfold2d(op, x, &p.geometry(s[0], s[1], input, out))?;
     if !needs_record(&[x]) {
@@ -107,20 +117,22 @@ fn fold_impl(cols: &Tensor, input: [usize; 2], p: Params) -> Result<Tensor> {
     }
     let out = p.out_size(OP, &input)?;
     let (n, rows, l) = (cols.shape()[0], cols.shape()[1], cols.shape()[2]);
-    let taps = p.kernel[0] * p.kernel[1];
-    if rows % taps != 0 || l != out[0] * out[1] {
+    let taps = crate::shape::mul_sizes(OP, "kernel taps", p.kernel[0], p.kernel[1])?;
+    let windows = crate::shape::mul_sizes(OP, "output windows", out[0], out[1])?;
+    if rows % taps != 0 || l != windows {
         return Err(Error::shape(
             OP,
             format!(
                 "input shape {:?} does not fit kernel {:?} over output size {input:?}: expected [N, C*{taps}, {}] ({}x{} windows)",
                 cols.shape(),
                 p.kernel,
-                out[0] * out[1],
+                windows,
                 out[0],
                 out[1]
             ),
         ));
     }
+    crate::shape::check_size(OP, &[n, rows / taps, input[0], input[1]])?;
     let y = be::fold2d(OP, cols, &p.geometry(n, rows / taps, input, out))?;
     if !needs_record(&[cols]) {
         return Ok(y);
@@ -361,59 +373,61 @@ impl Tensor {
         dilation: [usize; 2],
         groups: usize,
     ) -> Result<Tensor> {
-        const OP: &str = "conv2d";
-        let mut all = vec![self, weight];
-        all.extend(bias);
-        same_device(OP, &all)?;
-        expect_4d(OP, "input [N, C, H, W]", self)?;
-        expect_4d(OP, "weight [O, C/groups, kh, kw]", weight)?;
-        same_dtype(OP, self, weight)?;
-        let (s, ws) = (self.shape(), weight.shape());
-        let (n, c, o, cg) = (s[0], s[1], ws[0], ws[1]);
-        if groups == 0 || c % groups != 0 || o % groups != 0 {
-            return Err(Error::value(
+        super::as_op("conv2d", || {
+            const OP: &str = "conv2d";
+            let mut all = vec![self, weight];
+            all.extend(bias);
+            same_device(OP, &all)?;
+            expect_4d(OP, "input [N, C, H, W]", self)?;
+            expect_4d(OP, "weight [O, C/groups, kh, kw]", weight)?;
+            same_dtype(OP, self, weight)?;
+            let (s, ws) = (self.shape(), weight.shape());
+            let (n, c, o, cg) = (s[0], s[1], ws[0], ws[1]);
+            if groups == 0 || c % groups != 0 || o % groups != 0 {
+                return Err(Error::value(
                 OP,
                 format!("groups {groups} must divide both the input channels ({c}, input {s:?}) and the output channels ({o}, weight {ws:?})"),
             ));
-        }
-        if cg * groups != c {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "weight {ws:?} expects {} input channels ({cg} per group x {groups} groups), input {s:?} has {c}",
-                    cg * groups
-                ),
-            ));
-        }
-        if let Some(b) = bias {
-            same_dtype(OP, self, b)?;
-            if b.shape() != [o] {
+            }
+            if cg * groups != c {
                 return Err(Error::shape(
                     OP,
                     format!(
-                        "bias must have shape [{o}] (one per output channel of weight {ws:?}), got {:?}",
-                        b.shape()
-                    ),
+                    "weight {ws:?} expects {} input channels ({cg} per group x {groups} groups), input {s:?} has {c}",
+                    cg * groups
+                ),
                 ));
             }
-        }
-        let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };
-        let [oh, ow] = p.out_size(OP, s)?;
-        let cols = unfold_impl(OP, self, p)?;
-        let k = cg * ws[2] * ws[3];
-        let y = if groups == 1 {
-            // [O, K] @ [N, K, L]: the weight broadcasts over the batch.
-            weight.reshape_dims(&[o, k])?.matmul(&cols)?
-        } else {
-            // [G, O/G, K] @ [N, G, K, L] -> [N, G, O/G, L]: one product per group.
-            let cols = cols.reshape_dims(&[n, groups, k, oh * ow])?;
-            weight.reshape_dims(&[groups, o / groups, k])?.matmul(&cols)?
-        };
-        let y = y.reshape_dims(&[n, o, oh, ow])?;
-        match bias {
-            Some(b) => y.add(&b.reshape_dims(&[o, 1, 1])?),
-            None => Ok(y),
-        }
+            if let Some(b) = bias {
+                same_dtype(OP, self, b)?;
+                if b.shape() != [o] {
+                    return Err(Error::shape(
+                        OP,
+                        format!(
+                            "bias must have shape [{o}] (one per output channel of weight {ws:?}), got {:?}",
+                            b.shape()
+                        ),
+                    ));
+                }
+            }
+            let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };
+            let [oh, ow] = p.out_size(OP, s)?;
+            let cols = unfold_impl(OP, self, p)?;
+            let k = cg * ws[2] * ws[3];
+            let y = if groups == 1 {
+                // [O, K] @ [N, K, L]: the weight broadcasts over the batch.
+                weight.reshape_dims(&[o, k])?.matmul(&cols)?
+            } else {
+                // [G, O/G, K] @ [N, G, K, L] -> [N, G, O/G, L]: one product per group.
+                let cols = cols.reshape_dims(&[n, groups, k, oh * ow])?;
+                weight.reshape_dims(&[groups, o / groups, k])?.matmul(&cols)?
+            };
+            let y = y.reshape_dims(&[n, o, oh, ow])?;
+            match bias {
+                Some(b) => y.add(&b.reshape_dims(&[o, 1, 1])?),
+                None => Ok(y),
+            }
+        })
     }
 
     /// Max over each window (PyTorch's `F.max_pool2d`, floor mode): padding
@@ -421,11 +435,13 @@ impl Tensor {
     /// in PyTorch. Composed as a gather at `max_pool2d_indices`, so it costs
     /// one pass forward and one scatter backward, and is differentiable again.
     pub fn max_pool2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
-        let idx = window_argmax("max_pool2d", self, Params { kernel, stride, padding, dilation: [1, 1] })?;
-        let (s, o) = (self.shape(), idx.shape());
-        let planes = s[0] * s[1];
-        let flat_idx = idx.reshape_dims(&[planes, o[2] * o[3]])?;
-        self.reshape_dims(&[planes, s[2] * s[3]])?.gather(1, &flat_idx)?.reshape_dims(o)
+        super::as_op("max_pool2d", || {
+            let idx = window_argmax("max_pool2d", self, Params { kernel, stride, padding, dilation: [1, 1] })?;
+            let (s, o) = (self.shape(), idx.shape());
+            let planes = s[0] * s[1];
+            let flat_idx = idx.reshape_dims(&[planes, o[2] * o[3]])?;
+            self.reshape_dims(&[planes, s[2] * s[3]])?.gather(1, &flat_idx)?.reshape_dims(o)
+        })
     }
 
     /// Where each window's maximum is (PyTorch's `return_indices`): an i32
@@ -437,10 +453,12 @@ impl Tensor {
     /// Mean over each window (PyTorch's `F.avg_pool2d`, floor mode,
     /// count_include_pad = true: zero padding counts toward the divisor).
     pub fn avg_pool2d(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
-        const OP: &str = "avg_pool2d";
-        let p = Params { kernel, stride, padding, dilation: [1, 1] };
-        let [oh, ow] = pool_out(OP, self, &p)?;
-        let s = self.shape();
-        pool_windows(self, p)?.mean(&[2], false)?.reshape_dims(&[s[0], s[1], oh, ow])
+        super::as_op("avg_pool2d", || {
+            const OP: &str = "avg_pool2d";
+            let p = Params { kernel, stride, padding, dilation: [1, 1] };
+            let [oh, ow] = pool_out(OP, self, &p)?;
+            let s = self.shape();
+            pool_windows(self, p)?.mean(&[2], false)?.reshape_dims(&[s[0], s[1], oh, ow])
+        })
     }
 }

@@ -9,7 +9,7 @@ use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
 use crate::backend::movement as be;
 use crate::error::{Error, Result};
-use crate::shape::{normalize_real_axis, Dims, Layout};
+use crate::shape::{add_sizes, normalize_real_axis, Dims, Layout};
 use crate::tensor::Tensor;
 
 static CONCAT: OpDef = OpDef {
@@ -114,7 +114,7 @@ impl Tensor {
                     format!("shapes {:?} and {:?} differ outside axis {ax}", first.shape(), t.shape()),
                 ));
             }
-            shape[ax] = shape[ax].saturating_add(t.shape()[ax]);
+            shape[ax] = add_sizes("concat", "the joined length", shape[ax], t.shape()[ax])?;
         }
         crate::shape::check_size("concat", &shape)?;
         let full = Layout::contiguous(&shape);
@@ -158,7 +158,7 @@ impl Tensor {
     /// Pieces of the given sizes along `axis` (they must add up to the axis size).
     pub fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
         let ax = normalize_real_axis("split", axis, self.shape())?;
-        if sizes.iter().sum::<usize>() != self.shape()[ax] {
+        if sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)) != Some(self.shape()[ax]) {
             return Err(Error::shape(
                 "split",
                 format!("sizes {sizes:?} do not add up to axis {ax} of shape {:?}", self.shape()),
@@ -197,8 +197,9 @@ impl Tensor {
         let lead = self.ndim() - pads.len();
         let full_pads: Vec<(usize, usize)> =
             (0..self.ndim()).map(|i| if i < lead { (0, 0) } else { pads[i - lead] }).collect();
-        let shape: Dims =
-            self.shape().iter().zip(&full_pads).map(|(&d, &(b, a))| d.saturating_add(b).saturating_add(a)).collect();
+        let shape = (self.shape().iter().zip(&full_pads))
+            .map(|(&d, &(b, a))| add_sizes("pad", "the padded size", d, add_sizes("pad", "the padding", b, a)?))
+            .collect::<Result<Dims>>()?;
         crate::shape::check_size("pad", &shape)?;
         let mut region = Layout::contiguous(&shape);
         for (ax, &(b, _)) in full_pads.iter().enumerate() {

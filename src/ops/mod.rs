@@ -30,6 +30,12 @@ use crate::error::{Error, Result};
 use crate::shape::Dims;
 use crate::tensor::Tensor;
 
+/// Runs a composite op's body and reports any error of the ops it is made of
+/// under the composite's name: the user called `logsumexp`, not `max`.
+pub(crate) fn as_op<T>(op: &'static str, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    body().map_err(|e| e.renamed(op))
+}
+
 /// A backward rule: given the context and the gradient of each output, the
 /// gradient of each input (None where an input needs none).
 pub type BackwardFn = fn(&BackwardCtx, &[Tensor]) -> Result<Vec<Option<Tensor>>>;

@@ -185,14 +185,15 @@ pub fn ops() -> Vec<&'static OpDef> {
 /// Resolves one -1 in a requested shape.
 fn infer_shape(op: &'static str, from: &[usize], to: &[isize]) -> Result<Dims> {
     let n = numel(from);
-    let known: usize = to.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
-    let holes = to.iter().filter(|&&d| d == -1).count();
     let bad = || Error::shape(op, format!("cannot reshape tensor of shape {from:?} ({n} elements) to {to:?}"));
+    let holes = to.iter().filter(|&&d| d == -1).count();
     if holes > 1 || to.iter().any(|&d| d < -1) {
         return Err(bad());
     }
+    // Checked: a requested shape whose count overflows must not wrap onto `n`.
+    let known = to.iter().filter(|&&d| d >= 0).try_fold(1usize, |a, &d| a.checked_mul(d as usize)).ok_or_else(bad)?;
     let out: Dims = to.iter().map(|&d| if d == -1 { n.checked_div(known).unwrap_or(0) } else { d as usize }).collect();
-    if numel(&out) != n {
+    if crate::shape::check_size(op, &out).ok() != Some(n) {
         return Err(bad());
     }
     Ok(out)
@@ -208,7 +209,7 @@ impl Tensor {
     }
     /// `reshape` with explicit sizes.
     pub fn reshape_dims(&self, shape: &[usize]) -> Result<Tensor> {
-        if numel(shape) != self.numel() {
+        if crate::shape::check_size("reshape", shape).ok() != Some(self.numel()) {
             return Err(Error::shape(
                 "reshape",
                 format!("cannot reshape tensor of shape {:?} ({} elements) to {:?}", self.shape(), self.numel(), shape),
@@ -309,7 +310,7 @@ impl Tensor {
     }
     /// NumPy's `broadcast_to`.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        self.expand_dims(shape)
+        super::as_op("broadcast_to", || self.expand_dims(shape))
     }
     /// Removes size-1 axes (one axis, or all of them).
     pub fn squeeze(&self, axis: Option<isize>) -> Result<Tensor> {
@@ -335,21 +336,23 @@ impl Tensor {
     }
     /// Merges axes `start..=end` into one.
     pub fn flatten(&self, start: isize, end: isize) -> Result<Tensor> {
-        if self.ndim() == 0 {
-            return self.reshape_dims(&[1]);
-        }
-        let s = normalize_axis("flatten", start, self.shape())?;
-        let e = normalize_axis("flatten", end, self.shape())?;
-        if s > e {
-            return Err(Error::value(
-                "flatten",
-                format!("start axis {start} is after end axis {end} (shape {:?})", self.shape()),
-            ));
-        }
-        let mut shape: Dims = self.shape()[..s].into();
-        shape.push(self.shape()[s..=e].iter().product());
-        shape.extend_from_slice(&self.shape()[e + 1..]);
-        self.reshape_dims(&shape)
+        super::as_op("flatten", || {
+            if self.ndim() == 0 {
+                return self.reshape_dims(&[1]);
+            }
+            let s = normalize_axis("flatten", start, self.shape())?;
+            let e = normalize_axis("flatten", end, self.shape())?;
+            if s > e {
+                return Err(Error::value(
+                    "flatten",
+                    format!("start axis {start} is after end axis {end} (shape {:?})", self.shape()),
+                ));
+            }
+            let mut shape: Dims = self.shape()[..s].into();
+            shape.push(self.shape()[s..=e].iter().product());
+            shape.extend_from_slice(&self.shape()[e + 1..]);
+            self.reshape_dims(&shape)
+        })
     }
     /// The same values laid out row-major (a copy only when needed).
     pub fn contiguous(&self) -> Result<Tensor> {

@@ -281,34 +281,43 @@ impl Tensor {
         reduce_op(&MIN, ReduceKind::Min, self, axes, keepdim)
     }
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
-        expect_float("mean", self)?;
-        let ax = normalize_axes("mean", axes, self.shape())?;
-        let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
-        self.sum(axes, keepdim)?.mul_scalar(1.0 / n as f64)
+        super::as_op("mean", || {
+            expect_float("mean", self)?;
+            let ax = normalize_axes("mean", axes, self.shape())?;
+            let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
+            self.sum(axes, keepdim)?.mul_scalar(1.0 / n as f64)
+        })
     }
     /// Variance with `correction` (1.0: unbiased, as PyTorch's default; 0.0: population).
     pub fn var(&self, axes: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
-        expect_float("var", self)?;
-        let ax = normalize_axes("var", axes, self.shape())?;
-        let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
-        let d = self.sub(&self.mean(axes, true)?)?;
-        d.mul(&d)?.sum(axes, keepdim)?.mul_scalar(1.0 / (n as f64 - correction).max(0.0))
+        super::as_op("var", || {
+            expect_float("var", self)?;
+            if !correction.is_finite() {
+                return Err(Error::value("var", format!("correction must be a finite number, got {correction}")));
+            }
+            let ax = normalize_axes("var", axes, self.shape())?;
+            let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
+            let d = self.sub(&self.mean(axes, true)?)?;
+            d.mul(&d)?.sum(axes, keepdim)?.mul_scalar(1.0 / (n as f64 - correction).max(0.0))
+        })
     }
     pub fn std(&self, axes: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
-        self.var(axes, correction, keepdim)?.sqrt()
+        super::as_op("std", || self.var(axes, correction, keepdim)?.sqrt())
     }
     /// log(sum(exp(x))) over `axes`, shifted by the max for stability.
     pub fn logsumexp(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
-        let m = self.max(axes, true)?.detach();
-        let m = Tensor::where_(&m.abs()?.lt_scalar(f64::INFINITY)?, &m, &m.zeros_like()?)?;
-        let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
-        if keepdim {
-            Ok(s)
-        } else {
-            let ax = normalize_axes("logsumexp", axes, self.shape())?;
-            let (out, _) = reduced_shapes(self.shape(), &ax, false);
-            s.reshape_dims(&out)
-        }
+        super::as_op("logsumexp", || {
+            let m = self.max(axes, true)?.detach();
+            let m = Tensor::where_(&m.abs()?.lt_scalar(f64::INFINITY)?, &m, &m.zeros_like()?)?;
+            let s = self.sub(&m)?.exp()?.sum(axes, true)?.log()?.add(&m)?;
+            if keepdim {
+                Ok(s)
+            } else {
+                let ax = normalize_axes("logsumexp", axes, self.shape())?;
+                let (out, _) = reduced_shapes(self.shape(), &ax, false);
+                s.reshape_dims(&out)
+            }
+        })
     }
     /// Index of the max along `axis` (None: over the flattened tensor), as I32.
     pub fn argmax(&self, axis: Option<isize>, keepdim: bool) -> Result<Tensor> {

@@ -108,7 +108,7 @@ impl Tensor {
     /// `len` elements from `start` along `axis`.
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
         let ax = normalize_real_axis("narrow", axis, self.shape())?;
-        if start + len > self.shape()[ax] {
+        if start.checked_add(len).is_none_or(|end| end > self.shape()[ax]) {
             return Err(Error::shape(
                 "narrow",
                 format!(

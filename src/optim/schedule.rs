@@ -9,7 +9,7 @@
 //! use skiff::Tensor;
 //!
 //! # fn main() -> skiff::Result<()> {
-//! let w = Tensor::zeros(&[2], skiff::DType::F32).requires_grad_(true)?;
+//! let w = Tensor::zeros(&[2], skiff::DType::F32)?.requires_grad_(true)?;
 //! let mut opt = Sgd::new(vec![w], SgdConfig { lr: 1.0, ..Default::default() })?;
 //! let mut sched = StepLR::new(2, 0.5)?;
 //! for _ in 0..4 {

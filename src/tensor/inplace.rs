@@ -15,18 +15,6 @@ use crate::autograd::{is_grad_enabled, no_grad};
 use crate::backend::elementwise::write_into;
 use crate::error::{Error, Result};
 
-/// Reports an error of the out-of-place op under the in-place op's name
-/// ("add_: shapes [2, 3] and [3, 3] ..." rather than "add: ...").
-fn renamed(op: &'static str, e: Error) -> Error {
-    match e {
-        Error::Shape { msg, .. } => Error::Shape { op, msg },
-        Error::DType { msg, .. } => Error::DType { op, msg },
-        Error::Value { msg, .. } => Error::Value { op, msg },
-        Error::Device { found, .. } => Error::Device { op, found },
-        other => other,
-    }
-}
-
 impl Tensor {
     fn inplace(
         &self,
@@ -65,7 +53,7 @@ impl Tensor {
             }
         }
         let result = if recording { compute(&self.contiguous_copy()?) } else { no_grad(|| compute(self)) };
-        let result = result.map_err(|e| renamed(op, e))?;
+        let result = result.map_err(|e| e.renamed(op))?;
         if result.shape() != self.shape() {
             return Err(Error::shape(
                 op,
@@ -136,7 +124,7 @@ impl Tensor {
             .to(&self.device())?
             .to_dtype(self.dtype())?
             .expand_dims(self.shape())
-            .map_err(|e| renamed("copy_", e))?;
+            .map_err(|e| e.renamed("copy_"))?;
         let keep_graph = is_grad_enabled() && self.requires_grad();
         self.inplace(
             "copy_",

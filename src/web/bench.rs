@@ -12,8 +12,8 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen(js_name = benchMatmul, skip_typescript)]
 pub async fn bench_matmul(n: usize, reps: usize, device: JsValue) -> JsResult<f64> {
     let device = args::device("benchMatmul", &device)?;
-    let a = Tensor::randn(&[n, n], crate::DType::F32).to(&device)?;
-    let b = Tensor::randn(&[n, n], crate::DType::F32).to(&device)?;
+    let a = Tensor::randn(&[n, n], crate::DType::F32)?.to(&device)?;
+    let b = Tensor::randn(&[n, n], crate::DType::F32)?.to(&device)?;
     // Warm-up (pipelines, pools).
     let _ = a.matmul(&b)?.sum_all()?.to_vec_async::<f32>().await?;
     let start = js_sys::Date::now();

@@ -91,6 +91,7 @@ pub enum Kind {
     Device,
     Value,
     Autograd,
+    Memory,
 }
 
 /// The variant and op of an error.
@@ -103,6 +104,7 @@ pub fn kind_and_op(e: &skiff::Error) -> (Kind, &'static str) {
         E::Device { op, .. } => (Kind::Device, *op),
         E::Value { op, .. } => (Kind::Value, *op),
         E::Autograd { op, .. } => (Kind::Autograd, *op),
+        E::Memory { op, .. } => (Kind::Memory, *op),
     }
 }
 

@@ -9,3 +9,4 @@ pub mod index;
 pub mod matmul;
 pub mod pool;
 pub mod reduce;
+pub mod room;

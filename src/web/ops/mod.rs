@@ -204,14 +204,7 @@ fn signed_shape(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<isize
 /// Reports an error of the skiff op behind a number operand (`add_scalar`)
 /// under the name of the JS method that was called (`add`).
 fn renamed(op: &'static str, e: Error) -> Error {
-    match e {
-        Error::Shape { msg, .. } => Error::Shape { op, msg },
-        Error::DType { msg, .. } => Error::DType { op, msg },
-        Error::Axis { axis, ndim, shape, .. } => Error::Axis { op, axis, ndim, shape },
-        Error::Device { found, .. } => Error::Device { op, found },
-        Error::Value { msg, .. } => Error::Value { op, msg },
-        Error::Autograd { msg, .. } => Error::Autograd { op, msg },
-    }
+    e.renamed(op)
 }
 
 /// Refuses a 0-d tensor for ops that cut or index one axis.

@@ -1,0 +1,467 @@
+//! The Rust half of the bad-input corpus (issue 12): each entry is one call a
+//! user could make, with the error it must return (variant, the op the caller
+//! called, and facts the message must carry), or PyTorch's documented result
+//! where the call is legal. After every call the runtime must still compute.
+//! Nothing here may panic or abort: sizes at the extremes, allocations that
+//! cannot succeed, wrapped counts and bad arguments are all errors.
+
+mod common;
+
+use common::{check_err, Kind};
+use skiff::{DType, Reduction, Result, Tensor};
+
+fn f32s(shape: &[usize]) -> Tensor {
+    Tensor::ones(shape, DType::F32).unwrap()
+}
+fn f64s(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape).unwrap()
+}
+fn ints(v: &[i32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape).unwrap()
+}
+fn leaf() -> Tensor {
+    f32s(&[2, 2]).requires_grad_(true).unwrap()
+}
+
+/// One corpus entry: the call as written, and what it must return.
+struct Bad {
+    call: &'static str,
+    kind: Kind,
+    op: &'static str,
+    facts: &'static [&'static str],
+    run: fn() -> Result<()>,
+}
+
+macro_rules! bad {
+    ($kind:ident, $op:literal, [$($fact:literal),*], $body:expr) => {
+        Bad {
+            call: stringify!($body),
+            kind: Kind::$kind,
+            op: $op,
+            facts: &[$($fact),*],
+            run: || $body.map(|_| ()),
+        }
+    };
+}
+
+const BIG: usize = 1 << 40; // 4 TiB of f32: no machine here can hold it
+const HUGE: usize = 1 << 62; // its byte count overflows
+
+/// Sizes at the extremes: every creation function and every op whose result
+/// can outgrow its inputs.
+fn sizes() -> Vec<Bad> {
+    vec![
+        bad!(Memory, "zeros", ["out of memory", "4.0 TiB"], Tensor::zeros(&[BIG], DType::F32)),
+        bad!(Memory, "ones", ["out of memory"], Tensor::ones(&[BIG], DType::F64)),
+        bad!(Memory, "full", ["out of memory"], Tensor::full(&[BIG], 2.0, DType::I32)),
+        bad!(Memory, "randn", ["out of memory"], Tensor::randn(&[BIG], DType::F32)),
+        bad!(Memory, "rand", ["out of memory"], Tensor::rand(&[1 << 20, 1 << 20], DType::F32)),
+        bad!(Memory, "uniform", ["out of memory"], Tensor::uniform(&[BIG], 0.0, 1.0, DType::F32)),
+        bad!(Memory, "randint", ["out of memory"], Tensor::randint(0, 3, &[BIG])),
+        bad!(Memory, "linspace", ["out of memory"], Tensor::linspace(0.0, 1.0, BIG, DType::F32)),
+        bad!(Memory, "eye", ["out of memory"], Tensor::eye(1 << 20, DType::F32)),
+        bad!(Memory, "full", ["more bytes than one allocation"], Tensor::full(&[HUGE], 1.0, DType::F32)),
+        bad!(Shape, "eye", ["[4294967296, 4294967296]", "too many"], Tensor::eye(1 << 32, DType::F32)),
+        bad!(Shape, "zeros", ["[1099511627776, 1099511627776]", "too many"], Tensor::zeros(&[BIG, BIG], DType::F32)),
+        bad!(Shape, "zeros", ["too many"], Tensor::zeros(&[0, BIG, BIG], DType::F32)),
+        bad!(Shape, "ones", ["too many"], Tensor::ones(&[usize::MAX, 2], DType::F32)),
+        bad!(Shape, "full", ["too many"], Tensor::full(&[usize::MAX], 0.0, DType::F32)),
+        bad!(
+            Shape,
+            "arange",
+            ["end=100000000000000000000", "values, more than"],
+            Tensor::arange(0.0, 1e20, 1e-3, DType::F32)
+        ),
+        bad!(Shape, "arange", ["values, more than"], Tensor::arange(0.0, 1e300, 1e-300, DType::F64)),
+        bad!(Memory, "arange", ["out of memory"], Tensor::arange(0.0, 1e13, 1.0, DType::F64)),
+        bad!(Shape, "linspace", ["too many"], Tensor::linspace(0.0, 1.0, usize::MAX, DType::F32)),
+        bad!(
+            Shape,
+            "from_vec",
+            ["cannot fill shape", "too many"],
+            Tensor::from_vec(vec![0f32; 6], &[2, (1 << 63) + 3])
+        ),
+        bad!(Shape, "from_vec", ["6 elements cannot fill shape [4]"], Tensor::from_vec(vec![0f32; 6], &[4])),
+        bad!(Shape, "reshape", ["cannot reshape", "[2, 3]"], f32s(&[2, 3]).reshape(&[2, (1 << 62) + 3])),
+        bad!(Shape, "reshape", ["cannot reshape"], f32s(&[2, 3]).reshape(&[-1, 1 << 62, 4])),
+        bad!(Shape, "reshape", ["cannot reshape"], f32s(&[2, 3]).reshape_dims(&[2, (1usize << 63) + 3])),
+        bad!(Shape, "reshape", ["cannot reshape"], f32s(&[0]).reshape(&[0, 1 << 62, 1 << 62])),
+        bad!(Shape, "pad", ["the padding", "4611686018427387904"], f32s(&[2]).pad(&[(HUGE, HUGE)], 0.0)),
+        bad!(Shape, "pad", ["the padded size"], f32s(&[2]).pad(&[(isize::MAX as usize, 0)], 0.0)),
+        bad!(Shape, "pad", ["the padding"], f32s(&[2]).pad(&[(usize::MAX, 1)], 0.0)),
+        bad!(Memory, "pad", ["out of memory"], f32s(&[2]).pad(&[(BIG, 0)], 0.0)),
+        bad!(Shape, "expand", ["too many"], f32s(&[1, 1]).expand_dims(&[BIG, BIG])),
+        bad!(
+            Memory,
+            "contiguous",
+            ["out of memory"],
+            f32s(&[1, 1]).expand_dims(&[1 << 20, 1 << 20]).and_then(|t| t.contiguous())
+        ),
+        bad!(Memory, "exp", ["out of memory"], f32s(&[1, 1]).expand_dims(&[1 << 20, 1 << 20]).and_then(|t| t.exp())),
+        bad!(Memory, "add", ["out of memory"], f32s(&[1 << 20, 1]).add(&f32s(&[1, 1 << 20]))),
+        bad!(Memory, "gt", ["out of memory"], f32s(&[1 << 20, 1]).gt(&f32s(&[1, 1 << 20]))),
+        bad!(Memory, "matmul", ["out of memory"], f32s(&[1 << 20, 1]).matmul(&f32s(&[1, 1 << 20]))),
+        bad!(
+            Memory,
+            "sum",
+            ["out of memory"],
+            f32s(&[1, 1, 1]).expand_dims(&[1 << 20, 1 << 20, 2]).and_then(|t| t.sum(&[2], false))
+        ),
+        bad!(
+            Memory,
+            "to_dtype",
+            ["out of memory"],
+            f32s(&[1, 1]).expand_dims(&[1 << 20, 1 << 20]).and_then(|t| t.to_dtype(DType::F64))
+        ),
+        bad!(Memory, "concat", ["out of memory"], Tensor::concat(&[f32s(&[1]).expand_dims(&[BIG])?, f32s(&[1])], 0)),
+        bad!(
+            Shape,
+            "concat",
+            ["the joined length"],
+            Tensor::concat(&[f32s(&[1]).expand_dims(&[HUGE])?, f32s(&[1]).expand_dims(&[HUGE])?], 0)
+        ),
+        bad!(
+            Memory,
+            "index_select",
+            ["out of memory"],
+            f32s(&[2, 1]).expand_dims(&[2, BIG]).and_then(|t| t.index_select(0, &ints(&[0, 1, 1], &[3])))
+        ),
+        bad!(Shape, "narrow", ["exceeds size 3"], f32s(&[3]).narrow(0, usize::MAX, 2)),
+        bad!(Shape, "split", ["do not add up"], f32s(&[3]).split_sizes(&[usize::MAX, 4], 0)),
+        bad!(Shape, "unfold2d", ["2 x padding"], f32s(&[1, 1, 3, 3]).unfold2d([1, 1], [1, 1], [HUGE * 2, 0], [1, 1])),
+        bad!(
+            Shape,
+            "unfold2d",
+            ["dilation x (kernel - 1)"],
+            f32s(&[1, 1, 3, 3]).unfold2d([HUGE, 1], [1, 1], [0, 0], [HUGE, 1])
+        ),
+        bad!(
+            Shape,
+            "max_pool2d",
+            ["dilation x (kernel - 1)"],
+            f32s(&[1, 1, 3, 3]).max_pool2d([usize::MAX, 1], [1, 1], [0, 0])
+        ),
+        bad!(
+            Memory,
+            "unfold2d",
+            ["out of memory"],
+            f32s(&[1, 1, 1, 1]).expand_dims(&[1, 1, 1 << 20, 1 << 20]).and_then(|t| t.unfold2d(
+                [1, 1],
+                [1, 1],
+                [0, 0],
+                [1, 1]
+            ))
+        ),
+    ]
+}
+
+/// Arguments of the wrong kind, range or type for ordinary ops.
+fn arguments() -> Vec<Bad> {
+    vec![
+        bad!(Value, "arange", ["step=0"], Tensor::arange(0.0, 3.0, 0.0, DType::F32)),
+        bad!(Value, "arange", ["start=NaN"], Tensor::arange(f64::NAN, 3.0, 1.0, DType::F32)),
+        bad!(Value, "arange", ["end=inf"], Tensor::arange(0.0, f64::INFINITY, 1.0, DType::F32)),
+        bad!(Value, "arange", ["2999999999", "i32"], Tensor::arange(0.0, 3e9, 1.0, DType::I32)),
+        bad!(Value, "arange", ["2.5", "i32"], Tensor::arange(0.0, 3.0, 0.5, DType::I32)),
+        bad!(DType, "linspace", ["float dtype", "i32"], Tensor::linspace(0.0, 1.0, 3, DType::I32)),
+        bad!(DType, "randn", ["float dtype", "i32"], Tensor::randn(&[2], DType::I32)),
+        bad!(DType, "rand", ["float dtype", "bool"], Tensor::rand(&[2], DType::Bool)),
+        bad!(DType, "uniform", ["float dtype"], Tensor::uniform(&[2], 0.0, 1.0, DType::I32)),
+        bad!(Value, "uniform", ["lo <= hi"], Tensor::uniform(&[2], 1.0, 0.0, DType::F32)),
+        bad!(Value, "uniform", ["finite"], Tensor::uniform(&[2], f64::NAN, 1.0, DType::F32)),
+        bad!(Value, "randint", ["empty range [3, 3)"], Tensor::randint(3, 3, &[2])),
+        bad!(Value, "full", ["10000000000", "i32"], Tensor::full(&[2], 1e10, DType::I32)),
+        bad!(Value, "full", ["NaN", "i32"], Tensor::full(&[2], f64::NAN, DType::I32)),
+        bad!(Value, "full", ["1.5", "i32"], Tensor::full(&[2], 1.5, DType::I32)),
+        bad!(Value, "full", ["2147483648"], Tensor::full(&[2], 2147483648.0, DType::I32)),
+        bad!(Shape, "reshape", ["[2, 3]", "[4]"], f32s(&[2, 3]).reshape(&[4])),
+        bad!(Shape, "reshape", ["[-1, -1]"], f32s(&[2, 3]).reshape(&[-1, -1])),
+        bad!(Shape, "reshape", ["[-2, 3]"], f32s(&[2, 3]).reshape(&[-2, 3])),
+        bad!(Shape, "reshape", ["[0, -1]"], f32s(&[2, 3]).reshape(&[0, -1])),
+        bad!(Axis, "sum", ["axis 2", "rank 2"], f32s(&[2, 3]).sum(&[2], false)),
+        bad!(Axis, "sum", ["axis -3"], f32s(&[2, 3]).sum(&[-3], false)),
+        bad!(Value, "sum", ["appears twice"], f32s(&[2, 3]).sum(&[0, -2], false)),
+        bad!(Axis, "mean", ["axis 5"], f32s(&[2, 3]).mean(&[5], true)),
+        bad!(Axis, "max", ["axis 9"], f32s(&[2]).max(&[9], false)),
+        bad!(Axis, "argmax", ["axis 2"], f32s(&[2, 3]).argmax(Some(2), false)),
+        bad!(Axis, "softmax", ["axis 2"], f32s(&[2, 3]).softmax(2)),
+        bad!(Axis, "log_softmax", ["axis -3"], f32s(&[2, 3]).log_softmax(-3)),
+        bad!(Axis, "logsumexp", ["axis 4"], f32s(&[2, 3]).logsumexp(&[4], false)),
+        bad!(Axis, "transpose", ["axis 2"], f32s(&[2, 3]).transpose(0, 2)),
+        bad!(Shape, "permute", ["[0]", "rank 2"], f32s(&[2, 3]).permute(&[0])),
+        bad!(Value, "permute", ["[0, 0]"], f32s(&[2, 3]).permute(&[0, 0])),
+        bad!(Axis, "squeeze", ["axis 3"], f32s(&[2, 1]).squeeze(Some(3))),
+        bad!(Axis, "unsqueeze", ["axis 4"], f32s(&[2, 3]).unsqueeze(4)),
+        bad!(Axis, "flatten", ["axis 3"], f32s(&[2, 3]).flatten(0, 3)),
+        bad!(Value, "slice", ["step must be at least 1"], f32s(&[3]).slice(0, 0, 3, 0)),
+        bad!(Axis, "slice", ["rank 0"], Tensor::scalar(1.0, DType::F32).slice(0, 0, 1, 1)),
+        bad!(Shape, "narrow", ["start 2 + length 2 exceeds size 3"], f32s(&[3]).narrow(0, 2, 2)),
+        bad!(Value, "split", ["at least 1"], f32s(&[3]).split(0, 0)),
+        bad!(Value, "chunk", ["at least 1"], f32s(&[3]).chunk(0, 0)),
+        bad!(Shape, "split", ["do not add up"], f32s(&[3]).split_sizes(&[1, 1], 0)),
+        bad!(Value, "concat", ["at least one tensor"], Tensor::concat(&[], 0)),
+        bad!(
+            Shape,
+            "concat",
+            ["[2, 3] and [2, 4]", "outside axis 0"],
+            Tensor::concat(&[f32s(&[2, 3]), f32s(&[2, 4])], 0)
+        ),
+        bad!(DType, "concat", [], Tensor::concat(&[f32s(&[2]), Tensor::zeros(&[2], DType::F64)?], 0)),
+        bad!(Value, "stack", ["at least one tensor"], Tensor::stack(&[], 0)),
+        bad!(Shape, "stack", ["[2] and [3]"], Tensor::stack(&[f32s(&[2]), f32s(&[3])], 0)),
+        bad!(Shape, "pad", ["3 pad pairs", "rank 2"], f32s(&[2, 2]).pad(&[(1, 1), (1, 1), (1, 1)], 0.0)),
+        bad!(Shape, "expand", ["cannot expand shape [2, 3] to [4, 3]"], f32s(&[2, 3]).expand(&[4, 3])),
+        bad!(Shape, "expand", ["fewer dims"], f32s(&[2, 3]).expand(&[3])),
+        bad!(Shape, "expand", ["size -2"], f32s(&[2, 3]).expand(&[-2, 3])),
+        bad!(Shape, "expand", ["-1 only keeps"], f32s(&[3]).expand(&[-1, 3])),
+        bad!(Shape, "broadcast_to", [], f32s(&[2, 3]).broadcast_to(&[3, 3])),
+        bad!(Shape, "sum_to", [], f32s(&[2, 3]).sum_to(&[4])),
+        bad!(Shape, "add", ["[2, 3] and [4]"], f32s(&[2, 3]).add(&f32s(&[4]))),
+        bad!(Shape, "mul", ["[2] and [3]"], f32s(&[2]).mul(&f32s(&[3]))),
+        bad!(Shape, "maximum", ["[2] and [3]"], f32s(&[2]).maximum(&f32s(&[3]))),
+        bad!(Shape, "pow", ["[2] and [3]"], f32s(&[2]).pow(&f32s(&[3]))),
+        bad!(DType, "add", ["f32", "f64"], f32s(&[2]).add(&Tensor::ones(&[2], DType::F64)?)),
+        bad!(DType, "exp", ["i32"], ints(&[1, 2], &[2]).exp()),
+        bad!(DType, "sum", ["i32"], ints(&[1, 2], &[2]).sum(&[], false)),
+        bad!(DType, "matmul", [], ints(&[1, 2], &[1, 2]).matmul(&ints(&[1, 2], &[2, 1]))),
+        bad!(Shape, "matmul", ["inner dims differ", "[2, 3]", "[2, 3]"], f32s(&[2, 3]).matmul(&f32s(&[2, 3]))),
+        bad!(Shape, "matmul", [], Tensor::scalar(1.0, DType::F32).matmul(&f32s(&[2]))),
+        bad!(
+            Shape,
+            "where",
+            ["[2] and [2, 3]"],
+            Tensor::where_(&Tensor::from_bools(&[true, false], &[2])?, &f32s(&[2, 3]), &f32s(&[2, 3]))
+        ),
+        bad!(DType, "where", [], Tensor::where_(&f32s(&[2]), &f32s(&[2]), &f32s(&[2]))),
+        bad!(Value, "dropout", ["[0, 1)"], f32s(&[2]).dropout(1.5, true)),
+        bad!(Value, "dropout", ["[0, 1)"], f32s(&[2]).dropout(f64::NAN, true)),
+        bad!(Value, "std", ["correction must be a finite number"], f32s(&[2]).std(&[], f64::NAN, false)),
+        bad!(Value, "var", ["correction"], f32s(&[2]).var(&[], f64::INFINITY, false)),
+        bad!(Shape, "item", ["one-element", "[2]"], f32s(&[2]).item()),
+    ]
+}
+
+/// Index ops: wrong dtypes, shapes and out-of-range indices.
+fn indexing() -> Vec<Bad> {
+    vec![
+        bad!(
+            Value,
+            "index_select",
+            ["index 5 is out of range", "size 3"],
+            f32s(&[3, 2]).index_select(0, &ints(&[5], &[1]))
+        ),
+        bad!(Value, "index_select", ["index -1"], f32s(&[3, 2]).index_select(0, &ints(&[-1], &[1]))),
+        bad!(DType, "index_select", ["i32"], f32s(&[3, 2]).index_select(0, &f32s(&[1]))),
+        bad!(Shape, "index_select", [], f32s(&[3, 2]).index_select(0, &ints(&[0, 1], &[1, 2]))),
+        bad!(Axis, "index_select", ["axis 2"], f32s(&[3, 2]).index_select(2, &ints(&[0], &[1]))),
+        bad!(Value, "gather", ["index 3 is out of range"], f32s(&[2, 3]).gather(1, &ints(&[3, 0], &[2, 1]))),
+        bad!(Shape, "gather", [], f32s(&[2, 3]).gather(1, &ints(&[0, 0], &[2]))),
+        bad!(DType, "gather", ["i32"], f32s(&[2, 3]).gather(1, &f32s(&[2, 1]))),
+        bad!(
+            Value,
+            "scatter_add",
+            ["out of range"],
+            f32s(&[2, 3]).scatter_add(1, &ints(&[7, 0], &[2, 1]), &f32s(&[2, 1]))
+        ),
+        bad!(Shape, "scatter_add", [], f32s(&[2, 3]).scatter_add(1, &ints(&[0, 0], &[2, 1]), &f32s(&[1, 1]))),
+        bad!(Value, "index_add", ["out of range"], f32s(&[3]).index_add(0, &ints(&[3], &[1]), &f32s(&[1]))),
+        bad!(Value, "embedding", ["out of range"], f32s(&[4, 2]).embedding(&ints(&[4], &[1]))),
+        bad!(DType, "embedding", [], f32s(&[4, 2]).embedding(&f32s(&[1]))),
+        bad!(
+            Value,
+            "cross_entropy",
+            ["out of range"],
+            f32s(&[2, 3]).cross_entropy(&ints(&[0, 3], &[2]), Reduction::Mean, 0.0)
+        ),
+        bad!(
+            Value,
+            "cross_entropy",
+            ["label_smoothing"],
+            f32s(&[2, 3]).cross_entropy(&ints(&[0, 1], &[2]), Reduction::Mean, 1.5)
+        ),
+        bad!(Shape, "cross_entropy", [], f32s(&[2, 3]).cross_entropy(&ints(&[0, 1, 2], &[3]), Reduction::Mean, 0.0)),
+        bad!(DType, "cross_entropy", [], f32s(&[2, 3]).cross_entropy(&f32s(&[2]), Reduction::Mean, 0.0)),
+        bad!(Value, "nll_loss", ["out of range"], f32s(&[2, 3]).nll_loss(&ints(&[-1, 0], &[2]), Reduction::Sum)),
+        bad!(Shape, "mse_loss", [], f32s(&[2, 3]).mse_loss(&f32s(&[3, 2]), Reduction::Mean)),
+        bad!(Shape, "l1_loss", [], f32s(&[2]).l1_loss(&f32s(&[3]), Reduction::Mean)),
+        bad!(
+            Shape,
+            "binary_cross_entropy_with_logits",
+            [],
+            f32s(&[2]).binary_cross_entropy_with_logits(&f32s(&[3]), Reduction::Mean)
+        ),
+    ]
+}
+
+/// Convolution and pooling geometry.
+fn windows() -> Vec<Bad> {
+    vec![
+        bad!(
+            Value,
+            "unfold2d",
+            ["kernel must be at least 1"],
+            f32s(&[1, 1, 3, 3]).unfold2d([0, 1], [1, 1], [0, 0], [1, 1])
+        ),
+        bad!(
+            Value,
+            "unfold2d",
+            ["stride must be at least 1"],
+            f32s(&[1, 1, 3, 3]).unfold2d([1, 1], [0, 1], [0, 0], [1, 1])
+        ),
+        bad!(
+            Value,
+            "unfold2d",
+            ["dilation must be at least 1"],
+            f32s(&[1, 1, 3, 3]).unfold2d([1, 1], [1, 1], [0, 0], [1, 0])
+        ),
+        bad!(
+            Shape,
+            "unfold2d",
+            ["larger than the padded input"],
+            f32s(&[1, 1, 3, 3]).unfold2d([4, 4], [1, 1], [0, 0], [1, 1])
+        ),
+        bad!(Shape, "unfold2d", ["4-D"], f32s(&[3, 3]).unfold2d([1, 1], [1, 1], [0, 0], [1, 1])),
+        bad!(Shape, "fold2d", ["3-D"], f32s(&[3, 3]).fold2d([2, 2], [1, 1], [1, 1], [0, 0], [1, 1])),
+        bad!(Shape, "fold2d", ["does not fit kernel"], f32s(&[1, 4, 3]).fold2d([2, 2], [2, 2], [1, 1], [0, 0], [1, 1])),
+        bad!(
+            Value,
+            "max_pool2d",
+            ["stride must be at least 1"],
+            f32s(&[1, 1, 3, 3]).max_pool2d([2, 2], [0, 0], [0, 0])
+        ),
+        bad!(
+            Shape,
+            "max_pool2d",
+            ["larger than the padded input"],
+            f32s(&[1, 1, 3, 3]).max_pool2d([5, 5], [1, 1], [0, 0])
+        ),
+        bad!(
+            Value,
+            "avg_pool2d",
+            ["kernel must be at least 1"],
+            f32s(&[1, 1, 3, 3]).avg_pool2d([0, 2], [1, 1], [0, 0])
+        ),
+        bad!(Shape, "avg_pool2d", ["4-D"], f32s(&[3]).avg_pool2d([1, 1], [1, 1], [0, 0])),
+    ]
+}
+
+/// Autograd misuse.
+fn autograd() -> Vec<Bad> {
+    vec![
+        bad!(Autograd, "backward", [], f32s(&[2]).sum_all()?.backward()),
+        bad!(Autograd, "backward", ["scalar"], leaf().mul_scalar(2.0)?.backward()),
+        bad!(DType, "requires_grad_", ["i32"], ints(&[1], &[1]).requires_grad_(true)),
+        bad!(Autograd, "add_", ["leaf"], leaf().add_(&f32s(&[2, 2]))),
+        bad!(Autograd, "fill_", ["leaf"], leaf().fill_(1.0)),
+        bad!(Autograd, "requires_grad_", [], leaf().mul_scalar(2.0)?.requires_grad_(false)),
+    ]
+}
+
+/// Legal calls at the edges, with PyTorch's documented results.
+fn edge_results() -> Result<usize> {
+    let mut n = 0;
+    let mut check = |what: &str, got: Tensor, shape: &[usize], values: &[f64]| -> Result<()> {
+        n += 1;
+        assert_eq!(got.shape(), shape, "{what}: shape");
+        let v = got.to_f64_vec()?;
+        assert_eq!(v.len(), values.len(), "{what}: values {v:?}");
+        for (a, b) in v.iter().zip(values) {
+            assert!(a == b || (a.is_nan() && b.is_nan()), "{what}: got {v:?}, want {values:?}");
+        }
+        Ok(())
+    };
+    check("zeros [0, 3]", Tensor::zeros(&[0, 3], DType::F32)?, &[0, 3], &[])?;
+    check("zeros [0, huge]", Tensor::zeros(&[0, 1 << 40], DType::F32)?, &[0, 1 << 40], &[])?;
+    check("arange(0, 0)", Tensor::arange(0.0, 0.0, 1.0, DType::F32)?, &[0], &[])?;
+    check("arange(3, 0, -1)", Tensor::arange(3.0, 0.0, -1.0, DType::I32)?, &[3], &[3.0, 2.0, 1.0])?;
+    check("arange(0, 3, -1)", Tensor::arange(0.0, 3.0, -1.0, DType::F32)?, &[0], &[])?;
+    check("arange(0, 1, 0.25)", Tensor::arange(0.0, 1.0, 0.25, DType::F64)?, &[4], &[0.0, 0.25, 0.5, 0.75])?;
+    check("linspace(0, 1, 0)", Tensor::linspace(0.0, 1.0, 0, DType::F32)?, &[0], &[])?;
+    check("linspace(2, 5, 1)", Tensor::linspace(2.0, 5.0, 1, DType::F64)?, &[1], &[2.0])?;
+    check("linspace(0, 1, 3)", Tensor::linspace(0.0, 1.0, 3, DType::F64)?, &[3], &[0.0, 0.5, 1.0])?;
+    check("eye(0)", Tensor::eye(0, DType::F32)?, &[0, 0], &[])?;
+    check("eye(2)", Tensor::eye(2, DType::I32)?, &[2, 2], &[1.0, 0.0, 0.0, 1.0])?;
+    check("full NaN", Tensor::full(&[2], f64::NAN, DType::F32)?, &[2], &[f64::NAN, f64::NAN])?;
+    check("full bool 2", Tensor::full(&[1], 2.0, DType::Bool)?.to_dtype(DType::F32)?, &[1], &[1.0])?;
+    check("full i32 min", Tensor::full(&[1], i32::MIN as f64, DType::I32)?, &[1], &[i32::MIN as f64])?;
+    check("randn []", Tensor::randn(&[0], DType::F32)?, &[0], &[])?;
+    check("sum of empty", f32s(&[0, 3]).sum(&[], false)?, &[], &[0.0])?;
+    check("mean of empty", f32s(&[0]).mean(&[], false)?, &[], &[f64::NAN])?;
+    check("sum over empty axis", f32s(&[2, 0]).sum(&[1], false)?, &[2], &[0.0, 0.0])?;
+    check("narrow len 0", f32s(&[3]).narrow(0, 3, 0)?, &[0], &[])?;
+    check("slice past the end", f32s(&[3]).slice(0, 5, 9, 1)?, &[0], &[])?;
+    check("slice from -100", f64s(&[1.0, 2.0, 3.0], &[3]).slice(0, -100, 2, 1)?, &[2], &[1.0, 2.0])?;
+    check("reshape -1 of empty", f32s(&[0, 3]).reshape(&[-1, 3])?, &[0, 3], &[])?;
+    check("matmul with k = 0", f32s(&[2, 0]).matmul(&f32s(&[0, 3]))?, &[2, 3], &[0.0; 6])?;
+    check("pad of empty", f32s(&[0]).pad(&[(1, 1)], 5.0)?, &[2], &[5.0, 5.0])?;
+    check("concat with empty", Tensor::concat(&[f32s(&[0]), f32s(&[1])], 0)?, &[1], &[1.0])?;
+    check("index_select empty index", f32s(&[3, 2]).index_select(0, &ints(&[], &[0]))?, &[0, 2], &[])?;
+    check("clamp", f64s(&[-2.0, 0.5, 3.0], &[3]).clamp(Some(-1.0), Some(1.0))?, &[3], &[-1.0, 0.5, 1.0])?;
+    check("log(0)", f64s(&[0.0], &[1]).log()?, &[1], &[f64::NEG_INFINITY])?;
+    check("sqrt(-1)", f64s(&[-1.0], &[1]).sqrt()?, &[1], &[f64::NAN])?;
+    check(
+        "div by 0",
+        f64s(&[1.0, -1.0], &[2]).div(&f64s(&[0.0, 0.0], &[2]))?,
+        &[2],
+        &[f64::INFINITY, f64::NEG_INFINITY],
+    )?;
+    check("argmax of ties", f64s(&[1.0, 3.0, 3.0], &[3]).argmax(None, false)?.to_dtype(DType::F64)?, &[], &[1.0])?;
+    check("dropout p=0", f64s(&[1.0, 2.0], &[2]).dropout(0.0, true)?, &[2], &[1.0, 2.0])?;
+    Ok(n)
+}
+
+/// After any rejected call the runtime must still compute correctly.
+fn still_works() {
+    let x = f64s(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let y = x.matmul(&x).and_then(|t| t.sum_all()).and_then(|t| t.item()).expect("the runtime works after a bad call");
+    assert_eq!(y, 54.0);
+}
+
+/// Runs every entry, then fails listing every entry that misbehaved.
+fn run_corpus(name: &str, entries: Vec<Bad>) -> usize {
+    let n = entries.len();
+    let mut wrong = Vec::new();
+    for b in entries {
+        match std::panic::catch_unwind(b.run) {
+            Ok(Ok(())) => wrong.push(format!("`{}` returned Ok, expected a {:?} error from {}", b.call, b.kind, b.op)),
+            Ok(Err(e)) => {
+                if std::panic::catch_unwind(|| check_err(&e, b.kind, b.op, b.facts)).is_err() {
+                    wrong.push(format!("`{}` gave the wrong error: {e}", b.call));
+                }
+            }
+            Err(_) => wrong.push(format!("`{}` panicked", b.call)),
+        }
+        still_works();
+    }
+    assert!(wrong.is_empty(), "{name}: {} of {n} calls misbehaved:\n{}", wrong.len(), wrong.join("\n"));
+    n
+}
+
+#[test]
+fn the_rust_corpus_returns_errors_naming_the_called_op() {
+    let total = run_corpus("sizes", sizes())
+        + run_corpus("arguments", arguments())
+        + run_corpus("indexing", indexing())
+        + run_corpus("windows", windows())
+        + run_corpus("autograd", autograd());
+    let edges = edge_results().expect("legal edge calls succeed");
+    eprintln!("bad-input corpus (Rust): {total} rejected calls, {edges} legal edge calls");
+    assert!(total + edges >= 150, "the Rust corpus shrank to {total} + {edges} calls");
+}
+
+#[test]
+fn the_worst_cases_repeated_ten_thousand_times_leave_the_runtime_working() {
+    let worst = [
+        || Tensor::zeros(&[BIG], DType::F32).map(|_| ()),
+        || Tensor::full(&[HUGE], 1.0, DType::F32).map(|_| ()),
+        || Tensor::eye(1 << 32, DType::F32).map(|_| ()),
+        || Tensor::arange(0.0, 1e20, 1e-3, DType::F32).map(|_| ()),
+        || f32s(&[2, 3]).reshape(&[2, (1 << 62) + 3]).map(|_| ()),
+        || f32s(&[2]).pad(&[(BIG, 0)], 0.0).map(|_| ()),
+    ];
+    for i in 0..10_000 {
+        let r = worst[i % worst.len()]();
+        assert!(r.is_err(), "worst case {} succeeded", i % worst.len());
+    }
+    still_works();
+}
