@@ -86,7 +86,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         let shape = args::dims("zeros", "shape", &shape)?;
         let (dtype, device) = placement("zeros", &options)?;
-        Ok(JsTensor::wrap(Tensor::full_on(&shape, 0.0, dtype, &device)?))
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 0.0, dtype, &device).map_err(|e| e.renamed("zeros"))?))
     }
 
     /// Ones of `shape`.
@@ -98,7 +98,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         let shape = args::dims("ones", "shape", &shape)?;
         let (dtype, device) = placement("ones", &options)?;
-        Ok(JsTensor::wrap(Tensor::full_on(&shape, 1.0, dtype, &device)?))
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 1.0, dtype, &device).map_err(|e| e.renamed("ones"))?))
     }
 
     /// `value` everywhere in `shape`.
@@ -127,7 +127,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         let shape = args::dims("randn", "shape", &shape)?;
         let (dtype, device) = placement("randn", &options)?;
-        place(Tensor::randn(&shape, dtype).unwrap(), &device)
+        place(Tensor::randn(&shape, dtype)?, &device)
     }
 
     /// Uniform samples in [0, 1).
@@ -139,7 +139,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         let shape = args::dims("rand", "shape", &shape)?;
         let (dtype, device) = placement("rand", &options)?;
-        place(Tensor::rand(&shape, dtype).unwrap(), &device)
+        place(Tensor::rand(&shape, dtype)?, &device)
     }
 
     /// Integers uniform in [low, high) (int32).
@@ -215,7 +215,7 @@ impl JsTensor {
         let n = args::usize_arg(OP, "n", &n)?;
         args::fits(OP, "the shape", &[n, n])?;
         let (dtype, device) = placement(OP, &options)?;
-        place(Tensor::eye(n, dtype).unwrap(), &device)
+        place(Tensor::eye(n, dtype)?, &device)
     }
 
     /// The shape, as an array of numbers.
