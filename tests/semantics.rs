@@ -29,9 +29,11 @@ const X: [f64; 7] = [-2.0, -1.0, -0.5, 0.0, 1.0, 1.5, NAN];
 /// The incoming gradient: distinct values, so each element's own is seen.
 const W: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
 
+type ClampRow = (Option<f64>, Option<f64>, [f64; 7], [f64; 7]);
+
 /// (min, max, forward, gradient) as PyTorch gives them for x = X, weights W:
 /// the gradient passes where min <= x <= max, bounds included (clamp_backward).
-fn clamp_table() -> Vec<(Option<f64>, Option<f64>, [f64; 7], [f64; 7])> {
+fn clamp_table() -> Vec<ClampRow> {
     vec![
         (Some(-1.0), Some(1.0), [-1.0, -1.0, -0.5, 0.0, 1.0, 1.0, NAN], [0.0, 2.0, 3.0, 4.0, 5.0, 0.0, 0.0]),
         (Some(-1.0), None, [-1.0, -1.0, -0.5, 0.0, 1.0, 1.5, NAN], [0.0, 2.0, 3.0, 4.0, 5.0, 6.0, 0.0]),
@@ -80,7 +82,8 @@ fn clamp_second_derivative_is_zero_and_flows_to_the_incoming_gradient() {
     let g = leaf(&[1.0; 5], &[5]);
     let y = x.clamp(Some(-1.0), Some(1.0)).unwrap();
     let opts = skiff::GradOptions { create_graph: true, ..Default::default() };
-    let gx = skiff::grad(&[y], &[x.clone()], Some(&[g.clone()]), opts).unwrap().remove(0).unwrap();
+    let gx =
+        skiff::grad(&[y], std::slice::from_ref(&x), Some(std::slice::from_ref(&g)), opts).unwrap().remove(0).unwrap();
     let v = t(&[1.0, 2.0, 3.0, 4.0, 5.0], &[5]);
     let dg = skiff::grad(&[gx.mul(&v).unwrap().sum(&[], false).unwrap()], &[g], None, Default::default()).unwrap();
     same("d/dg", &vals(dg[0].as_ref().unwrap()), &[0.0, 2.0, 3.0, 4.0, 0.0]);
