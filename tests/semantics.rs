@@ -157,6 +157,25 @@ fn retain_grad_stores_the_gradient_after_every_hook() {
     let flowed = seen.lock().unwrap().take().unwrap();
     skiff::no_grad(|| flowed.fill_(100.0)).unwrap();
     same("y.grad is not the flowing tensor", &vals(&y.grad().unwrap()), &[3.0, 3.0]);
+    // An in-place write after retain_grad: .grad is the gradient of the new
+    // value (PyTorch moves the retains_grad hook to the new grad_fn), here 1
+    // for y = (x * 2) * 3 summed; a hook registered before stays with the old
+    // value, whose gradient is 3.
+    let x = leaf(&[1.0, 1.0], &[2]);
+    let y = x.mul_scalar(2.0).unwrap();
+    y.retain_grad().unwrap();
+    let old_seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = old_seen.clone();
+    y.register_hook(move |g| {
+        keep.lock().unwrap().extend(g.to_f64_vec().unwrap());
+        None
+    })
+    .unwrap();
+    y.mul_(&t(&[3.0], &[1])).unwrap();
+    y.sum(&[], false).unwrap().backward().unwrap();
+    same("y.grad after y *= 3", &vals(&y.grad().unwrap()), &[1.0, 1.0]);
+    same("the old value's hook", &old_seen.lock().unwrap(), &[3.0, 3.0]);
+    same("x.grad", &grad_of(&x), &[6.0, 6.0]);
     // Leaves keep their gradient anyway; a tensor without grad cannot retain one.
     leaf(&[1.0], &[1]).retain_grad().unwrap();
     let facts = ["cannot retain the grad of a tensor of shape [1] that does not require grad"];
