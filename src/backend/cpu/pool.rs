@@ -27,7 +27,7 @@
 
 use super::buffer::{CpuBuffer, Elem};
 use crate::dtype::DType;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -38,22 +38,26 @@ const FLOOR_BYTES: usize = 4 << 20;
 /// Pooled allocations between two idle trims.
 const TRIM_PERIOD: u64 = 1024;
 
+/// A dtype and the size class (bytes) a buffer serves.
+type Key = (DType, usize);
+
 /// One free buffer.
 struct Entry {
-    dtype: DType,
-    /// The size class (bytes) it serves.
-    class: usize,
+    /// Its place in the return order (`Pool::order`).
+    seq: u64,
     /// Bytes it holds (its capacity).
     bytes: usize,
-    /// The allocation clock when it was returned.
-    stamp: u64,
     buf: CpuBuffer,
 }
 
 #[derive(Default)]
 struct Pool {
-    /// Free buffers, least recently returned first.
-    free: VecDeque<Entry>,
+    /// Free buffers per key, least recently returned first.
+    free: HashMap<Key, VecDeque<Entry>>,
+    /// Every free buffer in return order: seq -> (its key, the allocation
+    /// clock when it was returned). The first is the one to release first.
+    order: BTreeMap<u64, (Key, u64)>,
+    next_seq: u64,
     /// Bytes held by `free`.
     bytes: usize,
     /// The highest `LIVE` in the trim period before the current one (`PEAK`).
@@ -124,7 +128,7 @@ impl Pool {
         if self.clock - self.last_trim < TRIM_PERIOD {
             return;
         }
-        while self.free.front().is_some_and(|e| e.stamp < self.last_trim) {
+        while self.order.first_key_value().is_some_and(|(_, &(_, stamp))| stamp < self.last_trim) {
             self.release_oldest(out);
         }
         self.last_trim = self.clock;
@@ -132,12 +136,35 @@ impl Pool {
         self.shrink_to_cap(out);
     }
 
+    /// Files a returned buffer as the most recent.
+    fn push(&mut self, key: Key, bytes: usize, buf: CpuBuffer) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.insert(seq, (key, self.clock));
+        self.free.entry(key).or_default().push_back(Entry { seq, bytes, buf });
+        self.bytes += bytes;
+    }
+
+    /// The most recently returned buffer of `key` (the warmest in cache).
+    fn pop(&mut self, key: Key) -> Option<CpuBuffer> {
+        let e = self.free.get_mut(&key)?.pop_back()?;
+        self.order.remove(&e.seq);
+        self.bytes -= e.bytes;
+        Some(e.buf)
+    }
+
     fn release_oldest(&mut self, out: &mut Vec<CpuBuffer>) {
-        if let Some(e) = self.free.pop_front() {
-            self.bytes -= e.bytes;
-            self.stats.released += 1;
-            out.push(e.buf);
+        let Some((seq, (key, _))) = self.order.pop_first() else { return };
+        // The oldest of all is the oldest of its key.
+        let list = self.free.get_mut(&key).expect("pool: an ordered buffer has a list");
+        let e = list.pop_front().expect("pool: an ordered buffer is in its list");
+        debug_assert_eq!(e.seq, seq);
+        if list.is_empty() {
+            self.free.remove(&key);
         }
+        self.bytes -= e.bytes;
+        self.stats.released += 1;
+        out.push(e.buf);
     }
 
     fn shrink_to_cap(&mut self, out: &mut Vec<CpuBuffer>) {
@@ -165,12 +192,10 @@ pub fn take<T: Elem>(n: usize) -> Vec<T> {
     let hit = with_pool(|p| {
         p.clock += 1;
         p.maybe_trim(&mut released);
-        let at = p.free.iter().rposition(|e| e.dtype == T::DTYPE && e.class == class);
-        match at.and_then(|i| p.free.remove(i)) {
-            Some(e) => {
-                p.bytes -= e.bytes;
+        match p.pop((T::DTYPE, class)) {
+            Some(buf) => {
                 p.stats.reused += 1;
-                Some(e.buf)
+                Some(buf)
             }
             None => {
                 p.stats.allocated += 1;
@@ -226,9 +251,7 @@ pub(crate) fn storage_dropped(buf: CpuBuffer, counted: usize) {
             released.push(buf);
             return;
         }
-        let entry = Entry { dtype: buf.dtype(), class: class_down(bytes), bytes, stamp: p.clock, buf };
-        p.free.push_back(entry);
-        p.bytes += bytes;
+        p.push((buf.dtype(), class_down(bytes)), bytes, buf);
         p.shrink_to_cap(&mut released);
     });
     drop(released);
@@ -247,10 +270,11 @@ pub fn stats() -> PoolStats {
 /// Releases every pooled buffer to the allocator (PyTorch's `empty_cache`).
 /// `crate::empty_cache` clears this pool and the default GPU's together.
 pub fn clear() {
-    let drained: Vec<Entry> = with_pool(|p| {
+    let drained = with_pool(|p| {
         p.bytes = 0;
-        p.stats.released += p.free.len() as u64;
-        p.free.drain(..).collect()
+        p.stats.released += p.order.len() as u64;
+        p.order.clear();
+        std::mem::take(&mut p.free)
     });
     drop(drained);
 }
