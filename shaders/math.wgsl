@@ -23,3 +23,16 @@ fn sigmoid_(x: f32) -> f32 {
     let e = exp(x);
     return e / (1.0 + e);
 }
+// By the bits: WGSL's float rules need not honour NaN in comparisons or min/max.
+fn is_nan_(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+// PyTorch's clamp (as the cpu row): a NaN bound gives NaN, a NaN x stays NaN,
+// min > max gives max.
+fn clamp_(x: f32, lo: f32, hi: f32) -> f32 {
+    if (is_nan_(lo)) { return lo; }
+    if (is_nan_(hi) || is_nan_(x)) { return select(x, hi, is_nan_(hi)); }
+    if (x < lo) { return select(lo, hi, lo > hi); }
+    if (x > hi) { return hi; }
+    return x;
+}

@@ -54,6 +54,7 @@ pub mod testing;
 pub mod web;
 
 pub use autograd::{enable_grad, grad, no_grad, BackwardOptions, Function, FunctionCtx, GradOptions};
+pub use backend::empty_cache;
 pub use device::Device;
 pub use dtype::DType;
 pub use error::{Error, Result};

@@ -21,7 +21,7 @@ fn param() -> Tensor {
 fn check<O: Optimizer>(mut opt: O, p: &Tensor, mut reference: impl FnMut(&mut [f64; 3], usize)) {
     let mut want = P0;
     for step in 1..=3 {
-        p.set_grad(Some(t(&G, &[3])));
+        p.set_grad(Some(t(&G, &[3]))).unwrap();
         opt.step().unwrap();
         reference(&mut want, step);
         assert_close(&vals(p), &want, 1e-12);
@@ -93,7 +93,7 @@ fn amsgrad_keeps_the_largest_second_moment() {
     let (b1, b2) = cfg.betas;
     let (mut want, mut m, mut v, mut vmax) = (1.0f64, 0.0, 0.0, 0.0f64);
     for (step, g) in [(1, 1.0f64), (2, 0.01), (3, 0.01)] {
-        p.set_grad(Some(t(&[g], &[1])));
+        p.set_grad(Some(t(&[g], &[1]))).unwrap();
         opt.step().unwrap();
         m = b1 * m + (1.0 - b1) * g;
         v = b2 * v + (1.0 - b2) * g * g;
@@ -170,8 +170,8 @@ fn per_group_learning_rates_and_skipped_params() {
     let groups = vec![ParamGroup::new(vec![a.clone(), c.clone()]), ParamGroup::new(vec![b.clone()]).lr(0.5)];
     let mut opt = Sgd::new(groups, SgdConfig { lr: 0.1, ..Default::default() }).unwrap();
     assert_eq!((opt.lr(0), opt.lr(1), opt.lr(2)), (Some(0.1), Some(0.5), None));
-    a.set_grad(Some(t(&[1.0], &[1])));
-    b.set_grad(Some(t(&[1.0], &[1])));
+    a.set_grad(Some(t(&[1.0], &[1]))).unwrap();
+    b.set_grad(Some(t(&[1.0], &[1]))).unwrap();
     opt.step().unwrap(); // c has no grad: skipped
     assert_close(&vals(&a), &[0.9], 1e-15);
     assert_close(&vals(&b), &[0.5], 1e-15);
@@ -210,17 +210,34 @@ fn construction_errors() {
     let dup = param();
     let r = Sgd::new(vec![ParamGroup::new(vec![dup.clone()]), ParamGroup::new(vec![dup])], SgdConfig::default());
     expect_err(r, Kind::Value, "SGD", &["parameters 0 and 1 are the same tensor"]);
-    // A gradient of the wrong dtype or shape is an error, not a panic or a broadcast.
+    // A gradient of the wrong dtype, shape or device cannot even be set
+    // (set_grad checks it, PyTorch's "assigned grad has data of a different
+    // type/size/device"), so a step never sees one.
     let q = param();
     let mut opt = Sgd::new(vec![q.clone()], SgdConfig::default()).unwrap();
-    q.set_grad(Some(Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap()));
-    let facts = ["group 0: parameter 0 is a f64 tensor but its grad is a f32 tensor"];
-    expect_err(opt.step(), Kind::DType, "SGD", &facts);
-    q.set_grad(Some(t(&[1.0], &[1])));
-    expect_err(opt.step(), Kind::Shape, "SGD", &["group 0: parameter 0 has shape [3] but its grad has shape [1]"]);
-    // A gradient on another device, when there is a GPU.
+    let f32_grad = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    expect_err(q.set_grad(Some(f32_grad)), Kind::DType, "set_grad", &["the gradient is a f32 tensor", "is f64"]);
+    expect_err(
+        q.set_grad(Some(t(&[1.0], &[1]))),
+        Kind::Shape,
+        "set_grad",
+        &["shape [1] does not fit a tensor of shape [3]"],
+    );
+    assert!(q.grad().is_none(), "a refused gradient is not stored");
+    opt.step().unwrap();
+    assert_eq!(vals(&q), vals(&param()), "no gradient, no update");
+    // A non-leaf or a tensor that does not require grad is no parameter
+    // (PyTorch: "can't optimize a non-leaf Tensor").
+    let w = param();
+    let facts = ["group 0, parameter 0: can't optimize a non-leaf tensor (shape [3], made by mul_scalar)"];
+    expect_err(Adam::new(vec![w.mul_scalar(2.0).unwrap()], AdamConfig::default()), Kind::Value, "Adam", &facts);
+    let frozen = t(&[1.0, 2.0], &[2]);
+    let facts = ["group 0, parameter 1: a tensor of shape [2] that does not require grad"];
+    expect_err(Sgd::new(vec![param(), frozen], SgdConfig::default()), Kind::Value, "SGD", &facts);
+    // On another device, when there is a GPU.
     let Some(gpu) = common::gpu() else { return };
-    q.set_grad(Some(t(&[1.0, 2.0, 3.0], &[3]).to_dtype(skiff::DType::F32).unwrap().to(&gpu).unwrap()));
-    let on_gpu = format!("group 0: parameter 0 on cpu (ndarray) but its grad on {}", gpu.describe());
-    expect_err(opt.step(), Kind::Device, "SGD", &[&on_gpu]);
+    let on_gpu = t(&[1.0, 2.0, 3.0], &[3]).to_dtype(skiff::DType::F32).unwrap().to(&gpu).unwrap();
+    let p32 = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap().requires_grad_(true).unwrap();
+    let facts = [format!("a gradient on {} for a tensor on cpu", gpu.describe())];
+    expect_err(p32.set_grad(Some(on_gpu)), Kind::Device, "set_grad", &[&facts[0]]);
 }

@@ -82,8 +82,8 @@ fn schedules_drive_every_group() {
 fn clip_grad_norm_two_and_inf() {
     let (a, b) = (leaf(&[0.0, 0.0], &[2]), leaf(&[0.0], &[1]));
     let skipped = leaf(&[0.0], &[1]);
-    a.set_grad(Some(t(&[3.0, 4.0], &[2])));
-    b.set_grad(Some(t(&[12.0], &[1])));
+    a.set_grad(Some(t(&[3.0, 4.0], &[2]))).unwrap();
+    b.set_grad(Some(t(&[12.0], &[1]))).unwrap();
     let params = [a.clone(), b.clone(), skipped];
     let total = clip_grad_norm_(&params, 6.5, 2.0).unwrap();
     close(total, 13.0);
@@ -91,8 +91,8 @@ fn clip_grad_norm_two_and_inf() {
     assert_close(&vals(&a.grad().unwrap()), &[3.0 * c, 4.0 * c], 1e-12);
     assert_close(&vals(&b.grad().unwrap()), &[12.0 * c], 1e-12);
 
-    a.set_grad(Some(t(&[3.0, -4.0], &[2])));
-    b.set_grad(Some(t(&[-12.0], &[1])));
+    a.set_grad(Some(t(&[3.0, -4.0], &[2]))).unwrap();
+    b.set_grad(Some(t(&[-12.0], &[1]))).unwrap();
     close(clip_grad_norm_(&params, 24.0, f64::INFINITY).unwrap(), 12.0); // below max: unchanged
     assert_close(&vals(&a.grad().unwrap()), &[3.0, -4.0], 0.0);
     close(clip_grad_norm_(&params, 6.0, f64::INFINITY).unwrap(), 12.0);
@@ -111,8 +111,8 @@ fn clip_grad_norm_two_and_inf() {
 fn clip_grad_norm_tensor_returns_the_norm_as_a_tensor() {
     use skiff::optim::clip_grad_norm_tensor_;
     let (a, b) = (leaf(&[0.0, 0.0], &[2]), leaf(&[0.0, 0.0], &[2]));
-    a.set_grad(Some(t(&[1.0, -2.0], &[2])));
-    b.set_grad(Some(t(&[2.0, 4.0], &[2])));
+    a.set_grad(Some(t(&[1.0, -2.0], &[2]))).unwrap();
+    b.set_grad(Some(t(&[2.0, 4.0], &[2]))).unwrap();
     let total = clip_grad_norm_tensor_(&[a.clone(), b.clone()], 2.5, 2.0).unwrap().expect("a norm");
     assert_eq!((total.shape(), total.dtype(), total.device()), (&[][..], skiff::DType::F64, skiff::Device::Cpu));
     close(total.item().unwrap(), 5.0);
@@ -120,8 +120,8 @@ fn clip_grad_norm_tensor_returns_the_norm_as_a_tensor() {
     assert_close(&vals(&a.grad().unwrap()), &[c, -2.0 * c], 1e-12);
     assert_close(&vals(&b.grad().unwrap()), &[2.0 * c, 4.0 * c], 1e-12);
     // p = 3: (1 + 8 + 8 + 64)^(1/3) of the unclipped gradients = 81^(1/3).
-    a.set_grad(Some(t(&[1.0, -2.0], &[2])));
-    b.set_grad(Some(t(&[2.0, 4.0], &[2])));
+    a.set_grad(Some(t(&[1.0, -2.0], &[2]))).unwrap();
+    b.set_grad(Some(t(&[2.0, 4.0], &[2]))).unwrap();
     let total = clip_grad_norm_tensor_(&[a.clone(), b.clone()], 100.0, 3.0).unwrap().unwrap();
     close(total.item().unwrap(), 81f64.powf(1.0 / 3.0));
     assert_close(&vals(&a.grad().unwrap()), &[1.0, -2.0], 0.0);
@@ -131,7 +131,7 @@ fn clip_grad_norm_tensor_returns_the_norm_as_a_tensor() {
 #[test]
 fn clip_grad_value() {
     let a = leaf(&[0.0, 0.0, 0.0], &[3]);
-    a.set_grad(Some(t(&[-3.0, 0.5, 7.0], &[3])));
+    a.set_grad(Some(t(&[-3.0, 0.5, 7.0], &[3]))).unwrap();
     clip_grad_value_(std::slice::from_ref(&a), 1.0).unwrap();
     assert_close(&vals(&a.grad().unwrap()), &[-1.0, 0.5, 1.0], 0.0);
     expect_err(clip_grad_value_(&[a], f64::NAN), Kind::Value, "clip_grad_value_", &["clip must be >= 0, got NaN"]);
@@ -148,11 +148,11 @@ fn step_with(params: &[skiff::Tensor], opt: &mut Adam, k: usize) {
     for (i, p) in params.iter().enumerate() {
         // The third parameter has no gradient on odd steps: it keeps its own step count.
         if i == 2 && k % 2 == 1 {
-            p.set_grad(None);
+            p.set_grad(None).unwrap();
             continue;
         }
         let g: Vec<f64> = (0..p.numel()).map(|j| ((k * 7 + i * 3 + j) as f64).sin()).collect();
-        p.set_grad(Some(t(&g, p.shape())));
+        p.set_grad(Some(t(&g, p.shape()))).unwrap();
     }
     opt.step().unwrap();
 }

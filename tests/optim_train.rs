@@ -91,8 +91,8 @@ fn gpu_state_stays_on_the_device_and_loads_across_devices() {
     let mut cpu_opt = Adam::new(vec![cpu_p.clone()], cfg).unwrap();
     for k in 0..3 {
         let g = Tensor::from_vec(vec![0.5f32 * k as f32, -0.25], &[2]).unwrap();
-        gpu_p.set_grad(Some(g.to(&device).unwrap()));
-        cpu_p.set_grad(Some(g));
+        gpu_p.set_grad(Some(g.to(&device).unwrap())).unwrap();
+        cpu_p.set_grad(Some(g)).unwrap();
         gpu_opt.step().unwrap();
         cpu_opt.step().unwrap();
     }
@@ -136,11 +136,11 @@ fn fused_adam_matches_across_devices_and_the_unfused_path() {
         let mut on_gpu = gpu_p.as_ref().map(&make);
         for k in 0..3 {
             let g = Tensor::from_vec(vec![0.5f32 * k as f32, -0.25, 1.5, -1.0 + k as f32], &[2, 2]).unwrap();
-            fused_p.set_grad(Some(g.clone()));
+            fused_p.set_grad(Some(g.clone())).unwrap();
             // A transposed view is not contiguous: this step takes the tensor-op path.
-            plain_p.set_grad(Some(g.transpose(0, 1).unwrap().contiguous().unwrap().transpose(0, 1).unwrap()));
+            plain_p.set_grad(Some(g.transpose(0, 1).unwrap().contiguous().unwrap().transpose(0, 1).unwrap())).unwrap();
             if let (Some(p), Some(d)) = (&gpu_p, &gpu) {
-                p.set_grad(Some(g.to(d).unwrap()));
+                p.set_grad(Some(g.to(d).unwrap())).unwrap();
             }
             fused.step().unwrap();
             plain.step().unwrap();

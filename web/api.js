@@ -402,7 +402,7 @@ export const manualSeed = (seed) => {
 };
 export const setDefaultDevice = (d) => raw.setDefaultDevice(d);
 export const getDefaultDevice = () => raw.getDefaultDevice();
-/** Frees the GPU's pool of unused buffers. */
+/** Frees the pools of unused buffers (the cpu pool and the GPU's). */
 export const emptyCache = () => raw.emptyCache();
 
 /** Registry checks for the test suites (not part of the stable API). */

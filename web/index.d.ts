@@ -121,11 +121,15 @@ export interface MemoryInfo {
   bytes: { cpu: number; webgpu: number };
   /** Open tidy scopes. */
   scopes: number;
+  /** The cpu runtime's figures: every live cpu storage (incl. gradients and optimizer state), the pool of
+   * freed buffers kept for reuse and its cap (the recent peak of liveBytes, at least 4 MiB), and the size of the
+   * WebAssembly.Memory (it never shrinks; 0 outside wasm). */
+  cpu: { liveBytes: number; pooledBytes: number; capBytes: number; wasmMemoryBytes: number };
   /** The GPU runtime's figures (every live buffer, incl. gradients and optimizer state), or null without WebGPU. */
   gpu: { liveBytes: number; pooledBytes: number; buffersCreated: number; readbacks: number; submits: number } | null;
 }
 export function memory(): MemoryInfo;
-/** Frees the GPU's pool of unused buffers. */
+/** Frees the pools of unused buffers (the cpu pool and the GPU's); live tensors are untouched. */
 export function emptyCache(): void;
 
 /** Runs fn without recording autograd history. */

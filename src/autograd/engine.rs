@@ -292,7 +292,7 @@ fn accumulate_leaf(leaf: &Tensor, g: Tensor, create_graph: bool) -> Result<()> {
         }
         None => g,
     };
-    leaf.set_grad(Some(new));
+    leaf.store_grad(Some(new));
     Ok(())
 }
 

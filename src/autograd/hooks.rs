@@ -45,27 +45,55 @@ impl Tensor {
         Ok(HookHandle { node: Arc::downgrade(&edge.node), id })
     }
 
-    /// Keeps `.grad` on this non-leaf after backward (leaves always keep it).
+    /// Keeps `.grad` on this non-leaf after backward (leaves always keep
+    /// it). As PyTorch's retains_grad hook, it stores the gradient after every
+    /// other hook on this tensor has run, whenever those were registered, and
+    /// calling it again changes nothing.
     pub fn retain_grad(&self) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(Error::autograd(
+                "retain_grad",
+                format!("cannot retain the grad of a tensor of shape {:?} that does not require grad", self.shape()),
+            ));
+        }
         if self.is_leaf() {
             return Ok(());
         }
-        let weak = Arc::downgrade(&self.0);
-        self.register_hook(move |g| {
-            if let Some(t) = weak.upgrade() {
-                let t = Tensor(t);
-                let acc = match t.grad() {
-                    Some(old) => crate::autograd::no_grad(|| old.add(g)).unwrap_or_else(|_| g.clone()),
-                    // A copy: the flowing gradient may be a tensor the user
-                    // holds (an output gradient), which `.grad` must not alias.
-                    None => crate::autograd::no_grad(|| g.contiguous_copy()).unwrap_or_else(|_| g.detach()),
-                };
-                t.set_grad(Some(acc));
-            }
-            None
+        let edge = self.grad_edge().ok_or_else(|| {
+            Error::autograd(
+                "retain_grad",
+                format!("cannot retain the grad of a tensor of shape {:?} that does not require grad", self.shape()),
+            )
         })?;
+        let mut retains = edge.node.retains.lock().unwrap_or_else(|e| e.into_inner());
+        let me = Arc::as_ptr(&self.0);
+        if !retains.iter().any(|(nr, t)| *nr == edge.nr && t.as_ptr() == me) {
+            retains.push((edge.nr, Arc::downgrade(&self.0)));
+        }
         Ok(())
     }
+}
+
+/// Adds `g` into the `.grad` of each tensor retaining output `nr` of `node`.
+fn store_retained(node: &Node, nr: usize, g: &Tensor) -> Result<()> {
+    let targets: Vec<Tensor> = node
+        .retains
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(n, _)| *n == nr)
+        .filter_map(|(_, t)| t.upgrade().map(Tensor))
+        .collect();
+    for t in targets {
+        let acc = match t.grad() {
+            Some(old) => crate::autograd::no_grad(|| old.add(g))?,
+            // A copy: the flowing gradient may be a tensor the user holds (an
+            // output gradient), which `.grad` must not alias.
+            None => crate::autograd::no_grad(|| g.contiguous_copy())?,
+        };
+        t.store_grad(Some(acc));
+    }
+    Ok(())
 }
 
 /// Runs the hooks registered for output `nr` of `node` on `grad`.
@@ -106,5 +134,6 @@ pub(crate) fn run_hooks(node: &Node, nr: usize, mut grad: Tensor) -> Result<Tens
             grad = new;
         }
     }
+    store_retained(node, nr, &grad)?;
     Ok(grad)
 }

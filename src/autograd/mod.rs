@@ -100,6 +100,28 @@ impl Tensor {
         Some(Edge { node: acc.clone(), nr: 0 })
     }
 
+    /// Makes this tensor, just written in place, output `nr` of `node` (the
+    /// in-place op's). As in PyTorch, `retain_grad` follows the tensor to its
+    /// new history (`.grad` is the gradient of the new value), while hooks
+    /// registered before stay with the old value's node.
+    pub(crate) fn rebase_history(&self, node: Arc<Node>, nr: usize) {
+        let old = self.grad_edge();
+        self.set_history(node.clone(), nr);
+        let Some(old) = old else { return };
+        if Arc::ptr_eq(&old.node, &node) {
+            return;
+        }
+        let me = Arc::as_ptr(&self.0);
+        let mut from = old.node.retains.lock().unwrap_or_else(|e| e.into_inner());
+        let before = from.len();
+        from.retain(|(n, t)| !(*n == old.nr && t.as_ptr() == me));
+        let moved = from.len() != before;
+        drop(from);
+        if moved {
+            node.retains.lock().unwrap_or_else(|e| e.into_inner()).push((nr, Arc::downgrade(&self.0)));
+        }
+    }
+
     /// Makes this (fresh) tensor output `nr` of `node`.
     pub(crate) fn set_history(&self, node: Arc<Node>, nr: usize) {
         let mut m = self.meta();

@@ -116,6 +116,9 @@ pub struct Node {
     pub(crate) saved: Mutex<SavedState>,
     /// Tensor hooks, keyed by output number, run on the incoming gradient.
     pub(crate) hooks: Mutex<Vec<(u64, usize, Hook)>>,
+    /// Tensors whose `.grad` keeps the gradient of output `nr` (`retain_grad`):
+    /// filled after every hook has run, as PyTorch's retains_grad hooks.
+    pub(crate) retains: Mutex<Vec<(usize, Weak<TensorImpl>)>>,
 }
 
 impl Node {
@@ -128,6 +131,7 @@ impl Node {
             outputs: outputs.iter().map(|t| TensorMeta::of(t)).collect(),
             saved: Mutex::new(SavedState { tensors: saved, released: false }),
             hooks: Mutex::new(Vec::new()),
+            retains: Mutex::new(Vec::new()),
         })
     }
 
@@ -141,6 +145,7 @@ impl Node {
             outputs: meta.into_iter().collect(),
             saved: Mutex::new(SavedState { tensors: Vec::new(), released: false }),
             hooks: Mutex::new(Vec::new()),
+            retains: Mutex::new(Vec::new()),
         })
     }
 

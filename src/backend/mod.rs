@@ -58,6 +58,8 @@ pub struct StorageInner {
     /// so indices computed on a GPU need no readback (impossible to do
     /// synchronously in the browser).
     index_bound: std::sync::Mutex<Option<(u64, IndexBound)>>,
+    /// Bytes of a cpu buffer, counted live in the cpu pool until this drops.
+    cpu_bytes: usize,
 }
 
 /// What an op guarantees about the i32 values it wrote (see `index_bound`).
@@ -89,11 +91,27 @@ pub(crate) struct PoolWindows {
 #[cfg(feature = "gpu")]
 const MIRROR_MAX: usize = 1 << 20;
 
+/// Releases the buffers skiff keeps for reuse: the cpu pool
+/// (`cpu::pool::clear`) and, if it has been opened, the default GPU's pool
+/// (`GpuDevice::empty_cache`; other devices opened with `GpuDevice::open`
+/// have their own). PyTorch's `torch.cuda.empty_cache`; JS `emptyCache()`.
+/// Live tensors are untouched. In wasm the freed memory goes back to the
+/// allocator for later allocations, but the wasm memory itself never shrinks.
+pub fn empty_cache() {
+    cpu::pool::clear();
+    #[cfg(feature = "gpu")]
+    if let Some(g) = gpu::opened_default() {
+        g.empty_cache();
+    }
+}
+
 /// Reference-counted handle to a storage.
 pub type Storage = Arc<StorageInner>;
 
 pub fn new_storage(buf: Buffer) -> Storage {
     let device = buf.device();
+    #[allow(irrefutable_let_patterns)] // without the `gpu` feature
+    let cpu_bytes = if let Buffer::Cpu(b) = &buf { cpu::pool::storage_created(b) } else { 0 };
     Arc::new(StorageInner {
         data: RwLock::new(buf),
         version: AtomicU64::new(0),
@@ -101,6 +119,7 @@ pub fn new_storage(buf: Buffer) -> Storage {
         #[cfg(feature = "gpu")]
         mirror: std::sync::Mutex::new(None),
         index_bound: std::sync::Mutex::new(None),
+        cpu_bytes,
     })
 }
 
@@ -110,7 +129,7 @@ impl Drop for StorageInner {
         // A GpuBuffer returns itself to its device's pool when dropped.
         #[allow(irrefutable_let_patterns)] // without the `gpu` feature
         if let Buffer::Cpu(b) = std::mem::replace(buf, Buffer::Cpu(CpuBuffer::F32(Vec::new()))) {
-            cpu::pool::give(b);
+            cpu::pool::storage_dropped(b, self.cpu_bytes);
         }
     }
 }

@@ -44,6 +44,12 @@ impl Linear {
         Linear::with_bias(in_features, out_features, true)
     }
     pub fn with_bias(in_features: usize, out_features: usize, bias: bool) -> Result<Linear> {
+        if in_features == 0 || out_features == 0 {
+            return Err(Error::value(
+                "Linear",
+                format!("in_features and out_features must be positive, got {in_features} and {out_features}"),
+            ));
+        }
         let (weight, bias) =
             default_weight_and_bias("Linear", &[out_features, in_features], bias.then_some(out_features))?;
         Ok(Linear { core: Core::default(), weight, bias })
@@ -103,14 +109,30 @@ impl Conv2d {
     pub fn new(in_channels: usize, out_channels: usize, kernel: [usize; 2]) -> Result<Conv2d> {
         Conv2d::with_config(in_channels, out_channels, kernel, Conv2dConfig::default())
     }
+    /// Refuses what PyTorch's `nn.Conv2d` refuses when it is built: zero
+    /// channels, kernel, stride or dilation, and groups that do not divide
+    /// both channel counts. (Whether the kernel fits the padded input is
+    /// known only per input: `conv2d` checks it.)
     pub fn with_config(in_channels: usize, out_channels: usize, kernel: [usize; 2], c: Conv2dConfig) -> Result<Conv2d> {
+        const OP: &str = "Conv2d";
+        if in_channels == 0 || out_channels == 0 {
+            return Err(Error::value(
+                OP,
+                format!("in_channels and out_channels must be positive, got {in_channels} and {out_channels}"),
+            ));
+        }
+        for (what, v) in [("kernel_size", kernel), ("stride", c.stride), ("dilation", c.dilation)] {
+            if v.contains(&0) {
+                return Err(Error::value(OP, format!("{what} must be at least 1 in both dims, got {v:?}")));
+            }
+        }
         if c.groups == 0 || in_channels % c.groups != 0 || out_channels % c.groups != 0 {
             return Err(Error::value(
-                "Conv2d",
+                OP,
                 format!("groups {} must divide in_channels {in_channels} and out_channels {out_channels}", c.groups),
             ));
         }
-        let wshape = [out_channels, in_channels / c.groups.max(1), kernel[0], kernel[1]];
+        let wshape = [out_channels, in_channels / c.groups, kernel[0], kernel[1]];
         let (weight, bias) = default_weight_and_bias("Conv2d", &wshape, c.bias.then_some(out_channels))?;
         Ok(Conv2d { core: Core::default(), weight, bias, config: c })
     }

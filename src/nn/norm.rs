@@ -47,12 +47,26 @@ impl<const D: usize> BatchNorm<D> {
     pub fn new(num_features: usize) -> Result<Self> {
         Self::with_config(num_features, BatchNormConfig::default())
     }
+    /// PyTorch's class name for this rank.
+    fn name() -> &'static str {
+        if D == 1 {
+            "BatchNorm1d"
+        } else {
+            "BatchNorm2d"
+        }
+    }
     pub fn with_config(num_features: usize, config: BatchNormConfig) -> Result<Self> {
-        if num_features == 0 || config.eps.is_nan() || config.eps < 0.0 || !(0.0..=1.0).contains(&config.momentum) {
-            return Err(Error::value(
-                "BatchNorm",
-                format!("needs num_features > 0, eps >= 0 and momentum in [0, 1], got {num_features}, {config:?}"),
-            ));
+        let op = Self::name();
+        if num_features == 0 {
+            return Err(Error::value(op, "num_features must be positive, got 0"));
+        }
+        // eps keeps the division away from zero: 0, negative or non-finite
+        // values give infinities or NaN for a constant channel.
+        if !(config.eps > 0.0 && config.eps.is_finite()) {
+            return Err(Error::value(op, format!("eps must be positive and finite, got {}", config.eps)));
+        }
+        if !(0.0..=1.0).contains(&config.momentum) {
+            return Err(Error::value(op, format!("momentum must be in [0, 1], got {}", config.momentum)));
         }
         let c = [num_features];
         let (weight, bias) = if config.affine {
@@ -178,11 +192,14 @@ impl LayerNorm {
         LayerNorm::with_options(normalized_shape, 1e-5, true)
     }
     pub fn with_options(normalized_shape: &[usize], eps: f64, elementwise_affine: bool) -> Result<LayerNorm> {
-        if normalized_shape.is_empty() || normalized_shape.contains(&0) || eps.is_nan() || eps < 0.0 {
+        if normalized_shape.is_empty() || normalized_shape.contains(&0) {
             return Err(Error::value(
                 "LayerNorm",
-                format!("needs a non-empty positive shape and eps >= 0, got {normalized_shape:?}, eps {eps}"),
+                format!("normalized_shape must be non-empty with positive sizes, got {normalized_shape:?}"),
             ));
+        }
+        if !(eps > 0.0 && eps.is_finite()) {
+            return Err(Error::value("LayerNorm", format!("eps must be positive and finite, got {eps}")));
         }
         let (weight, bias) = if elementwise_affine {
             (

@@ -4,9 +4,15 @@ use super::{Core, Layer};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-fn check_window(op: &'static str, kernel: [usize; 2], stride: [usize; 2]) -> Result<()> {
+/// A pool's window: positive kernel and stride, and padding at most half the
+/// kernel (PyTorch's rule, which `max_pool2d`/`avg_pool2d` also apply), so
+/// every window holds a real element.
+fn check_window(op: &'static str, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<()> {
     if kernel.contains(&0) || stride.contains(&0) {
         return Err(Error::value(op, format!("kernel {kernel:?} and stride {stride:?} must be positive")));
+    }
+    if (0..2).any(|i| padding[i] > kernel[i] / 2) {
+        return Err(Error::value(op, format!("padding {padding:?} must be at most half of kernel {kernel:?}")));
     }
     Ok(())
 }
@@ -23,7 +29,7 @@ impl MaxPool2d {
         MaxPool2d::with_options(kernel, kernel, [0, 0])
     }
     pub fn with_options(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<MaxPool2d> {
-        check_window("MaxPool2d", kernel, stride)?;
+        check_window("MaxPool2d", kernel, stride, padding)?;
         Ok(MaxPool2d { core: Core::default(), kernel, stride, padding })
     }
 }
@@ -48,7 +54,7 @@ impl AvgPool2d {
         AvgPool2d::with_options(kernel, kernel, [0, 0])
     }
     pub fn with_options(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<AvgPool2d> {
-        check_window("AvgPool2d", kernel, stride)?;
+        check_window("AvgPool2d", kernel, stride, padding)?;
         Ok(AvgPool2d { core: Core::default(), kernel, stride, padding })
     }
 }

@@ -208,20 +208,75 @@ unary_row!(ADD_SCALAR, "add_scalar", |x, p| x + p[0], wgsl: "x + p0", saves: Not
 unary_row!(MUL_SCALAR, "mul_scalar", |x, p| x * p[0], wgsl: "x * p0", saves: Nothing, second_order: true,
     backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
     cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5), ref: |x| x * -2.5));
-unary_row!(CLAMP, "clamp", |x, p| if x < p[0] { p[0] } else if x > p[1] { p[1] } else { x }, wgsl: "min(max(x, p0), p1)", saves: Input, second_order: true,
+// PyTorch's clamp: a NaN bound makes every element NaN, NaN elements stay
+// NaN, and min > max makes every element max (the `x < min` branch picks max
+// then, and every other x is above max). The kernel spells this out instead
+// of min(max(..)) because std's and WGSL's min/max ignore or do not define NaN.
+unary_row!(CLAMP, "clamp",
+    |x, p| if p[0].is_nan() || p[1].is_nan() { p[0] + p[1] } else if x < p[0] { if p[0] > p[1] { p[1] } else { p[0] } } else if x > p[1] { p[1] } else { x },
+    wgsl: "clamp_(x, p0, p1)", saves: Input, second_order: true,
 backward: |c, g| {
+    // PyTorch's rule: the gradient passes where min <= x <= max (both bounds
+    // included), else 0, chosen with `where` so an infinite incoming
+    // gradient gives 0 rather than inf * 0. With min > max no x passes; a NaN
+    // bound passes none either, decided here rather than by comparing with
+    // NaN on a device whose float rules need not honour it.
     let (lo, hi) = (p0(c.attrs()), p1(c.attrs()));
+    if lo.is_nan() || hi.is_nan() {
+        return one(g[0].zeros_like());
+    }
     let x = c.saved(0);
-    let dt = g[0].dtype();
-    let m = x.ge_scalar(lo)?.to_dtype(dt)?.mul(&x.le_scalar(hi)?.to_dtype(dt)?)?;
-    one(g[0].mul(&m))
+    let z = g[0].zeros_scalar()?;
+    one(Tensor::where_(&x.ge_scalar(lo)?, &Tensor::where_(&x.le_scalar(hi)?, &g[0], &z)?, &z))
 },
 cases: || vec![
     unary_case(Case::new("clamp [-1, 1]", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(-1.0), Some(1.0))))
-        .reference(|h| reference::map(&h[0], |x| x.clamp(-1.0, 1.0))),
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, -1.0, 1.0))),
     Case::new("clamp min only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(0.3), None))
-        .reference(|h| reference::map(&h[0], |x| x.max(0.3))),
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, 0.3, f64::INFINITY))),
+    Case::new("clamp max only", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(None, Some(-0.3)))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, f64::NEG_INFINITY, -0.3))),
+    // Every element becomes max, so the gradient is 0 everywhere, and
+    // central differences of the constant output agree.
+    unary_case(Case::new("clamp min > max", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(1.0), Some(-1.0))))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, 1.0, -1.0))),
+    // Values on a 0.5 grid hit both bounds exactly; the forward only, as
+    // central differences straddle the kinks there (tests/semantics.rs
+    // checks the gradient at the bounds: 1, as PyTorch's).
+    Case::new("clamp at the bounds", vec![Input::Grid(shape(), -2.0, 2.0, 9)], |xs| xs[0].clamp(Some(-1.0), Some(1.0)))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, -1.0, 1.0)))
+        .forward_only(),
+    // NaN bounds: every element NaN (forward only: no finite differences
+    // of NaN; tests/semantics.rs checks the zero gradient).
+    unary_case(Case::new("clamp min NaN", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(f64::NAN), Some(1.0))))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, f64::NAN, 1.0)))
+        .nonfinite()
+        .forward_only(),
+    Case::new("clamp min only NaN", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(f64::NAN), None))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, f64::NAN, f64::INFINITY)))
+        .nonfinite()
+        .forward_only(),
+    Case::new("clamp max only NaN", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(None, Some(f64::NAN)))
+        .reference(|h| reference::map(&h[0], |x| clamp_reference(x, f64::NEG_INFINITY, f64::NAN)))
+        .nonfinite()
+        .forward_only(),
 ]);
+
+/// clamp from its definition, case by case (not the kernel's branch order):
+/// NaN anywhere gives NaN, min > max gives max, else x limited to [min, max].
+fn clamp_reference(x: f64, lo: f64, hi: f64) -> f64 {
+    if x.is_nan() || lo.is_nan() || hi.is_nan() {
+        f64::NAN
+    } else if lo > hi {
+        hi
+    } else if x < lo {
+        lo
+    } else if x > hi {
+        hi
+    } else {
+        x
+    }
+}
 
 fn gelu_tanh_derivative(x: &Tensor) -> Result<Tensor> {
     let x2 = x.mul(x)?;
@@ -400,7 +455,10 @@ impl Tensor {
     pub fn div_scalar(&self, c: f64) -> Result<Tensor> {
         unary(&MUL_SCALAR, self, [1.0 / c, 0.0])
     }
-    /// Clamps into [min, max]; either bound may be absent.
+    /// Clamps into [min, max]; either bound may be absent. As PyTorch: a NaN
+    /// bound makes every element NaN, NaN elements stay NaN, and with
+    /// min > max every element becomes max. The gradient is 1 where
+    /// min <= x <= max (bounds included) and 0 elsewhere.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         unary(&CLAMP, self, [min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)])
     }

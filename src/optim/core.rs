@@ -92,6 +92,30 @@ impl Core {
                         format!("group {g}, parameter {i}: parameters must be floating-point, got {}", p.dtype()),
                     ));
                 }
+                // PyTorch's "can't optimize a non-leaf Tensor": the update
+                // writes in place, which a tensor with history must not get,
+                // and its `.grad` is never filled by backward.
+                if !p.is_leaf() {
+                    return Err(Error::value(
+                        name,
+                        format!(
+                            "group {g}, parameter {i}: can't optimize a non-leaf tensor (shape {:?}, made by {}); \
+                             pass the leaf it was computed from",
+                            p.shape(),
+                            p.grad_fn_name().unwrap_or_default()
+                        ),
+                    ));
+                }
+                if !p.requires_grad() {
+                    return Err(Error::value(
+                        name,
+                        format!(
+                            "group {g}, parameter {i}: a tensor of shape {:?} that does not require grad never gets a \
+                             gradient; call requires_grad_(true) on it or leave it out",
+                            p.shape()
+                        ),
+                    ));
+                }
             }
         }
         let all: Vec<&Tensor> = groups.iter().flat_map(|g| g.params.iter()).collect();

@@ -68,7 +68,7 @@ impl Tensor {
             let (node, nr) = (m.grad_fn.clone(), m.output_nr);
             drop(m);
             if let Some(node) = node {
-                self.set_history(node, nr);
+                self.rebase_history(node, nr);
             }
         }
         Ok(self.clone())

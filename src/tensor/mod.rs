@@ -142,8 +142,46 @@ impl Tensor {
     pub fn grad(&self) -> Option<Tensor> {
         self.meta().grad.clone()
     }
-    /// Replaces (or clears) `.grad`.
-    pub fn set_grad(&self, g: Option<Tensor>) {
+    /// Replaces (or clears) `.grad`. The gradient must have this tensor's
+    /// shape, dtype and device (PyTorch's "assigned grad has data of a
+    /// different ..." errors): optimizers and accumulation rely on it.
+    pub fn set_grad(&self, g: Option<Tensor>) -> Result<()> {
+        if let Some(g) = &g {
+            self.check_grad_fits("set_grad", g)?;
+        }
+        self.store_grad(g);
+        Ok(())
+    }
+    /// Checks that `g` can be this tensor's `.grad`; `op` names the caller.
+    pub(crate) fn check_grad_fits(&self, op: &'static str, g: &Tensor) -> Result<()> {
+        if g.dtype() != self.dtype() {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "the gradient is a {} tensor but the tensor of shape {:?} is {}",
+                    g.dtype(),
+                    self.shape(),
+                    self.dtype()
+                ),
+            ));
+        }
+        if g.shape() != self.shape() {
+            return Err(Error::shape(
+                op,
+                format!("a gradient of shape {:?} does not fit a tensor of shape {:?}", g.shape(), self.shape()),
+            ));
+        }
+        if g.device() != self.device() {
+            return Err(Error::Device {
+                op,
+                found: format!("a gradient on {} for a tensor on {}", g.device().describe(), self.device().describe()),
+            });
+        }
+        Ok(())
+    }
+    /// Sets `.grad` without checks: for the engine, whose gradients already
+    /// match their tensors.
+    pub(crate) fn store_grad(&self, g: Option<Tensor>) {
         self.meta().grad = g;
     }
     /// Clears `.grad` (PyTorch's `set_to_none=True` behaviour).

@@ -93,15 +93,10 @@ impl JsTensor {
         let t = self.get("grad")?;
         let g = if g.is_undefined() || g.is_null() { None } else { Some(args::tensor("grad", "grad", &g)?) };
         if let Some(g) = &g {
-            if g.shape() != t.shape() {
-                return Err(js_error(
-                    "grad",
-                    format!("a gradient of shape {:?} does not fit a tensor of shape {:?}", g.shape(), t.shape()),
-                ));
-            }
+            // Named for the JS setter: `t.grad = g`.
+            t.check_grad_fits("grad", g)?;
         }
-        t.set_grad(g);
-        Ok(())
+        Ok(t.set_grad(g)?)
     }
 
     /// Keeps `.grad` on this non-leaf after backward.

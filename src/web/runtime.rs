@@ -142,12 +142,14 @@ pub fn is_grad_enabled() -> bool {
 }
 
 /// Live tensor handles, the bytes their storages hold per device (each
-/// storage counted once, however many views share it), open tidy scopes, and
-/// for the GPU the runtime's own figures (every live buffer, including
+/// storage counted once, however many views share it), open tidy scopes, the
+/// cpu runtime's figures (every live cpu storage, the pool of freed buffers,
+/// the pool's cap, and the wasm memory's size), and for the GPU the runtime's
+/// own figures (every live buffer, including
 /// gradients and optimizer state, and the pool of free buffers).
 #[wasm_bindgen(
     js_name = memoryInfo,
-    unchecked_return_type = "{ tensors: number; bytes: { cpu: number; webgpu: number }; scopes: number; gpu: { liveBytes: number; pooledBytes: number; buffersCreated: number; readbacks: number; submits: number } | null }"
+    unchecked_return_type = "{ tensors: number; bytes: { cpu: number; webgpu: number }; scopes: number; cpu: { liveBytes: number; pooledBytes: number; capBytes: number; wasmMemoryBytes: number }; gpu: { liveBytes: number; pooledBytes: number; buffersCreated: number; readbacks: number; submits: number } | null }"
 )]
 pub fn memory_info() -> JsValue {
     let live = super::live_tensors();
@@ -178,10 +180,18 @@ pub fn memory_info() -> JsValue {
         }
         _ => JsValue::NULL,
     };
+    let pool = crate::backend::cpu::pool::stats();
+    let host = object(&[
+        ("liveBytes", (pool.live_bytes as f64).into()),
+        ("pooledBytes", (pool.pooled_bytes as f64).into()),
+        ("capBytes", (pool.cap_bytes as f64).into()),
+        ("wasmMemoryBytes", wasm_memory_bytes().into()),
+    ]);
     object(&[
         ("tensors", (live.len() as f64).into()),
         ("bytes", object(&[("cpu", (cpu as f64).into()), ("webgpu", (gpu as f64).into())])),
         ("scopes", (super::scope_depth() as f64).into()),
+        ("cpu", host),
         ("gpu", runtime),
     ])
 }
@@ -196,11 +206,23 @@ fn storage_bytes(t: &crate::tensor::Tensor) -> usize {
     }
 }
 
-/// Frees the GPU's pool of unused buffers.
+/// Frees the pools of unused buffers: the cpu pool and the GPU's
+/// (`skiff::empty_cache`). The wasm memory keeps its size (it never shrinks);
+/// the freed bytes serve later allocations.
 #[wasm_bindgen(js_name = emptyCache)]
 pub fn empty_cache() {
-    #[cfg(feature = "gpu")]
-    if let Some(Device::Gpu(g)) = GPU.with(|g| g.borrow().clone()) {
-        g.context().empty_cache();
+    crate::backend::empty_cache();
+}
+
+/// Bytes of this module's `WebAssembly.Memory` (what the page's wasm heap
+/// has grown to; it never shrinks).
+fn wasm_memory_bytes() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        (core::arch::wasm32::memory_size::<0>() as f64) * 65536.0
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0.0
     }
 }

@@ -100,6 +100,20 @@ pub fn where_map<T: Elem>(
 }
 
 /// Converts elements between dtypes (floats to ints truncate toward zero, as in PyTorch).
+/// The output comes from the pool like every kernel's (a ReLU backward casts
+/// its mask each step; a fresh buffer each time would never be reused).
 pub fn cast<T: Elem, U: Elem>(x: &[T], layout: &Layout) -> Vec<U> {
-    gather_strided(x, layout).into_iter().map(|v| U::from_f64(v.to_f64())).collect()
+    let n = layout.numel();
+    let mut out = super::pool::take::<U>(n);
+    let convert = |src: &[T], out: &mut [U]| {
+        for (o, &v) in out.iter_mut().zip(src) {
+            *o = U::from_f64(v.to_f64());
+        }
+    };
+    if layout.is_contiguous() {
+        convert(&x[layout.offset..layout.offset + n], &mut out);
+    } else {
+        convert(&gather_strided(x, layout), &mut out);
+    }
+    out
 }

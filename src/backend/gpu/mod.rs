@@ -51,6 +51,11 @@ impl GpuDevice {
     pub fn counters(&self) -> GpuCounters {
         self.0.counters()
     }
+    /// Frees this device's pool of unused buffers (`crate::empty_cache` also
+    /// clears the cpu pool's).
+    pub fn empty_cache(&self) {
+        self.0.empty_cache()
+    }
     /// Submits all recorded work and waits for it.
     pub fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
@@ -123,6 +128,11 @@ pub fn default_device() -> Result<GpuDevice> {
         });
     }
     DEFAULT.get_or_init(GpuDevice::open).clone()
+}
+
+/// The default GPU if it has been opened (never opens it).
+pub(crate) fn opened_default() -> Option<GpuDevice> {
+    DEFAULT.get().and_then(|d| d.as_ref().ok().cloned())
 }
 
 /// Opens the default GPU without blocking (once; later calls return the same

@@ -427,8 +427,8 @@ fn batch_norm_args(
     if n == 0 {
         return Err(js_error(op, "numFeatures must be positive, got 0"));
     }
-    if c.eps < 0.0 {
-        return Err(js_error(op, format!("eps must be >= 0, got {}", c.eps)));
+    if !(c.eps > 0.0 && c.eps.is_finite()) {
+        return Err(js_error(op, format!("eps must be positive and finite, got {}", c.eps)));
     }
     if !(0.0..=1.0).contains(&c.momentum) {
         return Err(js_error(op, format!("momentum must be in [0, 1], got {}", c.momentum)));

@@ -188,6 +188,7 @@ impl JsTensor {
     }
 
     /// Clamps into [min, max]; either bound may be omitted (null or undefined), not both.
+    /// As PyTorch: a NaN bound gives NaN everywhere, min > max gives max everywhere.
     pub fn clamp(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number | null")] min: Option<JsValue>,
@@ -200,10 +201,8 @@ impl JsTensor {
             if is_absent(&v) {
                 return Ok(None);
             }
-            match number(OP, name, &v)? {
-                n if n.is_nan() => Err(js_error(OP, format!("{name} must not be NaN"))),
-                n => Ok(Some(n)),
-            }
+            // NaN is a bound like any other: PyTorch's clamp then gives NaN.
+            Ok(Some(number(OP, name, &v)?))
         };
         let (lo, hi) = (bound("min", min)?, bound("max", max)?);
         if lo.is_none() && hi.is_none() {

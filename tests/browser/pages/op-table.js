@@ -44,6 +44,12 @@ export const OP_TABLE = {
   clamp: {
     'clamp [-1, 1]': (s, [x]) => x.clamp(-1, 1),
     'clamp min only': (s, [x]) => x.clamp(0.3),
+    'clamp max only': (s, [x]) => x.clamp(null, -0.3),
+    'clamp min > max': (s, [x]) => x.clamp(1, -1),
+    'clamp at the bounds': (s, [x]) => x.clamp(-1, 1),
+    'clamp min NaN': (s, [x]) => x.clamp(NaN, 1),
+    'clamp min only NaN': (s, [x]) => x.clamp(NaN),
+    'clamp max only NaN': (s, [x]) => x.clamp(undefined, NaN),
   },
   to_dtype: {
     // The Rust case goes through float64; on WebGPU that is a dtype error (caseData says so).

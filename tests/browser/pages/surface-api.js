@@ -95,8 +95,17 @@ export const apiScenarios = {
       skiff.emptyCache();
       c.equal('emptyCache() frees the pool', skiff.memory().gpu.pooledBytes, 0);
     } else {
-      c.equal('emptyCache() without WebGPU does nothing', [skiff.emptyCache(), skiff.memory().gpu], [undefined, null]);
+      c.equal('emptyCache() without WebGPU has no GPU pool to free', [skiff.emptyCache(), skiff.memory().gpu], [undefined, null]);
     }
+    // The cpu pool: 32 KiB buffers (a pooled size) freed by tidy wait there until emptyCache().
+    skiff.tidy(() => {
+      skiff.ones([8192], { device: 'cpu' }).add(1);
+    });
+    const cpuPool = skiff.memory().cpu;
+    c.ok('the cpu pool holds freed buffers, within its cap', cpuPool.pooledBytes >= 2 * 32768 && cpuPool.pooledBytes <= cpuPool.capBytes);
+    c.ok('memory().cpu.wasmMemoryBytes is the size of the wasm heap', cpuPool.wasmMemoryBytes >= cpuPool.liveBytes + cpuPool.pooledBytes);
+    skiff.emptyCache();
+    c.equal('emptyCache() frees the cpu pool too', [skiff.memory().cpu.pooledBytes, skiff.memory().cpu.liveBytes], [0, cpuPool.liveBytes]);
 
     // ---- safetensors: a record or [name, tensor] pairs; dtypes survive; a device on load.
     const bytes = await skiff.saveSafetensors([

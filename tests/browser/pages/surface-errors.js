@@ -73,6 +73,12 @@ export const errorScenarios = {
       ['BatchNorm2d(0)', () => new nn.BatchNorm2d(0), /^BatchNorm2d:/, /numFeatures/, /\b0\b/],
       ['MultiheadAttention(4, 3) (named embed_dim)', () => new nn.MultiheadAttention(4, 3), /^MultiheadAttention:/, /embedDim 4/, /numHeads 3/],
       ['MultiheadAttention dropout 1', () => new nn.MultiheadAttention(4, 2, { dropout: 1 }), /^MultiheadAttention:/, /dropout/, /\b1\b/],
+      ['Conv2d stride 0 (was built)', () => new nn.Conv2d(1, 1, 3, { stride: 0 }), /^Conv2d:/, /stride/, /\[0, 0\]/],
+      ['Conv2d dilation [1, 0] (was built)', () => new nn.Conv2d(1, 1, 3, { dilation: [1, 0] }), /^Conv2d:/, /dilation/, /\[1, 0\]/],
+      ['Conv2d groups 2 of 3 channels', () => new nn.Conv2d(3, 4, 3, { groups: 2 }), /^Conv2d:/, /groups 2/, /in_channels 3/],
+      ['MaxPool2d padding 2 of kernel 2 (was built)', () => new nn.MaxPool2d(2, { padding: 2 }), /^MaxPool2d:/, /padding \[2, 2\]/, /half of kernel/],
+      ['BatchNorm1d eps 0 (was built)', () => new nn.BatchNorm1d(4, { eps: 0 }), /^BatchNorm1d:/, /eps/, /\b0\b/],
+      ['LayerNorm eps -1 (was built)', () => new nn.LayerNorm(4, { eps: -1 }), /^LayerNorm:/, /eps/, /-1/],
       ['CrossEntropyLoss labelSmoothing 2', () => new nn.CrossEntropyLoss({ labelSmoothing: 2 }), /^CrossEntropyLoss:/, /labelSmoothing/, /\b2\b/],
       ["MSELoss reduction 'avg'", () => new nn.MSELoss({ reduction: 'avg' }), /^MSELoss:/, /"avg"/],
       ["train('x')", () => new nn.ReLU().train('x'), /^train:/, /"x"/],
@@ -84,6 +90,14 @@ export const errorScenarios = {
       ['saveSafetensors of a number', () => skiff.saveSafetensors({ a: 5 }), /^saveSafetensors:/, /a/],
       // ---- optim
       ['Adam betas [0.9]', () => new optim.Adam([param()], { betas: [0.9] }), /^Adam:/, /betas/],
+      ['Adam of a non-leaf (was accepted)', () => new optim.Adam([param().mul(2)]), /^Adam:/, /non-leaf/],
+      ['SGD of a tensor without grad (was accepted)', () => new optim.SGD([tensor([1, 2])], { lr: 0.1 }), /^SGD:/, /does not require grad/],
+      ['grad = an int32 tensor (was stored)', () => (param().grad = tensor(new Int32Array([1, 2]))), /^grad:/, /int32|i32/, /f32|float32/],
+      ['grad of another shape', () => (param().grad = tensor([1, 2, 3])), /^grad:/, /\[3\]/, /\[2\]/],
+      // A cpu gradient for a WebGPU tensor (the WebGPU pass only).
+      ...(skiff.getDefaultDevice() === 'webgpu'
+        ? [['grad = a cpu tensor on a WebGPU tensor (was stored)', () => (param().grad = tensor([1, 2], { device: 'cpu' })), /^grad:/, /on cpu/]]
+        : []),
       ['SGD option learningRate', () => new optim.SGD([param()], { learningRate: 1 }), /^SGD:/, /"learningRate"/],
       ["setOption('momentun')", () => sgd.setOption('momentun', 0.9), /^setOption:/, /"momentun"/],
       ["lr = 'x'", () => (sgd.lr = 'x'), /^lr:/, /"x"/],
