@@ -51,7 +51,7 @@ fn the_cpu_pool_serves_steady_loops_and_stays_bounded_by_live_bytes() {
 
     // ---- a steady loop (same input): after the first steps every
     // pool-sized buffer comes from the pool.
-    let (x, y) = (Tensor::randn(&[BATCH, 784], DType::F32), labels(0));
+    let (x, y) = (Tensor::randn(&[BATCH, 784], DType::F32).unwrap(), labels(0));
     for _ in 0..2 {
         step(&model, &mut opt, &x, &y);
     }
@@ -90,19 +90,19 @@ fn the_cpu_pool_serves_steady_loops_and_stays_bounded_by_live_bytes() {
     // ---- size classes: a request a little larger than a freed buffer is
     // served by it (both round to the class of 5 * 2^13 f32s).
     pool::clear();
-    drop(Tensor::randn(&[40_000], DType::F32).mul_scalar(2.0).unwrap());
+    drop(Tensor::randn(&[40_000], DType::F32).unwrap().mul_scalar(2.0).unwrap());
     let s0 = pool::stats();
     assert!(s0.pooled_bytes >= 40_000 * 4, "{s0:?}");
-    drop(Tensor::randn(&[40_900], DType::F32).mul_scalar(2.0).unwrap());
+    drop(Tensor::randn(&[40_900], DType::F32).unwrap().mul_scalar(2.0).unwrap());
     let s1 = pool::stats();
     assert!(s1.reused > s0.reused, "a near size reuses the freed buffer: {s0:?} -> {s1:?}");
 
     // ---- idle trim: buffers nobody asks for go back to the allocator after
     // two trim periods of other allocations, even under the cap.
-    let big = Tensor::randn(&[300_000], DType::F32);
+    let big = Tensor::randn(&[300_000], DType::F32).unwrap();
     drop(big.mul_scalar(2.0).unwrap()); // 1.2 MB into the pool
     assert!(pool::stats().pooled_bytes >= 1_200_000);
-    let small = Tensor::randn(&[5_000], DType::F32);
+    let small = Tensor::randn(&[5_000], DType::F32).unwrap();
     for _ in 0..2100 {
         drop(small.mul_scalar(2.0).unwrap()); // 20 KB: pooled, reused each time
     }
