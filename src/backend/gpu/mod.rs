@@ -7,6 +7,7 @@
 //! on the cpu.
 
 pub mod catalog;
+pub mod checks;
 pub mod context;
 pub mod conv;
 pub mod elementwise;

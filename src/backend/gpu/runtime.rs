@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::checks::{IndexChecks, TakenChecks, CHECK_SLOTS, SLOT_BYTES};
 use super::pipelines::KernelLayout;
 
 /// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
@@ -63,6 +64,8 @@ struct Batch {
     /// Next free slot of the uniform ring; also the number of pending dispatches.
     slot: u32,
     params: Vec<u8>,
+    /// Index range checks recorded since the last readback (see `checks`).
+    checks: IndexChecks,
 }
 
 impl Batch {
@@ -80,6 +83,11 @@ pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(super) uniforms: wgpu::Buffer,
+    /// One slot per pending index range check (see `checks`), cleared by the
+    /// readback that copies them.
+    check_flags: wgpu::Buffer,
+    /// The highest check sequence number a finished readback has resolved.
+    checks_resolved: AtomicU64,
     /// Free buffers per size class, ordered (wgpu buffers compare by id) so
     /// that `alloc` hands out the lowest one: a step that allocates in the
     /// same order from the same free set gets the same buffers every time,
@@ -129,6 +137,12 @@ impl GpuContext {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let check_flags = o.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skiff index checks"),
+            size: CHECK_SLOTS as u64 * SLOT_BYTES,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -136,11 +150,19 @@ impl GpuContext {
             device: o.device,
             queue: o.queue,
             uniforms,
+            check_flags,
+            checks_resolved: AtomicU64::new(0),
             pool: Mutex::new(HashMap::new()),
             pooled_bytes: AtomicU64::new(0),
             pipelines: Mutex::new(HashMap::new()),
             layouts: Mutex::new(HashMap::new()),
-            batch: Mutex::new(Batch { encoder: None, pass: None, slot: 0, params: Vec::new() }),
+            batch: Mutex::new(Batch {
+                encoder: None,
+                pass: None,
+                slot: 0,
+                params: Vec::new(),
+                checks: IndexChecks::default(),
+            }),
             counters: Counters::default(),
             failure,
             lost,
@@ -250,11 +272,63 @@ impl GpuContext {
         buffers: &[&wgpu::Buffer],
         [x, y, z]: [u32; 3],
     ) {
-        assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
         let bind_group = self.bind_group(pipeline, buffers);
         let mut batch = lock(&self.batch);
+        self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, z]);
+    }
+
+    /// Records the range check of an index buffer (`pipeline` binds it and
+    /// the flag buffer): `assign` picks its flag slot, whose number goes into
+    /// `params[slot_at]`, under the same lock as the dispatch, so a readback
+    /// takes a slot together with the work that sets it. Returns the check's
+    /// sequence number.
+    pub(crate) fn record_check(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &mut [u32],
+        slot_at: usize,
+        index: &wgpu::Buffer,
+        workgroups: u32,
+        assign: impl FnOnce(&mut IndexChecks) -> Result<(usize, u64)>,
+    ) -> Result<u64> {
+        let bind_group = self.bind_group(pipeline, &[index, &self.check_flags]);
+        let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
+        let mut batch = lock(&self.batch);
+        let (slot, seq) = assign(&mut batch.checks)?;
+        params[slot_at] = slot as u32;
+        self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, 1]);
+        Ok(seq)
+    }
+
+    /// The highest check sequence number whose result a readback has read.
+    pub(crate) fn checks_resolved(&self) -> u64 {
+        self.checks_resolved.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn note_checks_resolved(&self, through: u64) {
+        self.checks_resolved.fetch_max(through, Ordering::AcqRel);
+    }
+
+    pub(crate) fn check_flags(&self) -> &wgpu::Buffer {
+        &self.check_flags
+    }
+
+    /// Whether range checks wait for a readback.
+    pub(crate) fn checks_pending(&self) -> bool {
+        !lock(&self.batch).checks.is_empty()
+    }
+
+    fn record_locked(
+        &self,
+        batch: &mut Batch,
+        pipeline: &wgpu::ComputePipeline,
+        bind_group: &wgpu::BindGroup,
+        params: &[u32],
+        [x, y, z]: [u32; 3],
+    ) {
+        assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
         if batch.slot == BATCH_DISPATCHES {
-            self.submit_locked(&mut batch);
+            self.submit_locked(batch);
         }
         let offset = batch.slot as usize * PARAM_BYTES as usize;
         batch.slot += 1;
@@ -268,7 +342,7 @@ impl GpuContext {
         }
         let pass = batch.pass.as_mut().expect("pass opened above");
         pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind_group, &[offset as u32]);
+        pass.set_bind_group(0, bind_group, &[offset as u32]);
         pass.dispatch_workgroups(x, y, z);
     }
 
@@ -291,9 +365,20 @@ impl GpuContext {
         self.submit_locked(&mut batch);
     }
 
-    /// Submits pending work and waits for the GPU to finish it.
-    pub fn synchronize(&self) -> Result<()> {
-        self.flush();
+    /// Submits pending work and waits for the GPU to finish it. Natively it
+    /// also reads the flags of pending index range checks (in the same submit)
+    /// and reports the first that failed; in the browser, which cannot wait,
+    /// they stay for the next readback.
+    pub fn synchronize(self: &Arc<Self>) -> Result<()> {
+        if context::CAN_BLOCK && self.checks_pending() {
+            let flags = super::readback::Readback::start_checks(self)?;
+            context::block_on_readback(flags).map_err(|e| match e {
+                Error::Value { op: "to_vec", msg } => Error::value("synchronize", msg),
+                e => e,
+            })?;
+        } else {
+            self.flush();
+        }
         context::wait_idle(&self.device)?;
         self.check("synchronize")
     }
@@ -333,22 +418,40 @@ impl GpuContext {
         Ok(())
     }
 
-    /// Records a copy of the first `size` bytes of `src` into a new mapped-read
-    /// staging buffer and submits everything recorded so far.
-    pub(crate) fn copy_for_readback(&self, src: &wgpu::Buffer, size: u64) -> wgpu::Buffer {
+    /// Records a copy of the first `size` bytes (a multiple of 4) of `src`
+    /// into a new mapped-read staging buffer, followed by the flag slots of
+    /// the pending range checks (which are then cleared on the device), and
+    /// submits everything recorded so far: one staging buffer and one submit
+    /// whether or not checks are pending. `None` when there is nothing to copy.
+    pub(crate) fn copy_for_readback(
+        &self,
+        src: &wgpu::Buffer,
+        size: u64,
+    ) -> Option<(wgpu::Buffer, Option<TakenChecks>)> {
+        let mut batch = lock(&self.batch);
+        let checks = batch.checks.take();
+        let flag_bytes = checks.as_ref().map_or(0, TakenChecks::bytes);
+        if size + flag_bytes == 0 {
+            return None;
+        }
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("skiff readback"),
-            size,
+            size: size + flag_bytes,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut batch = lock(&self.batch);
         batch.end_pass();
         let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        if size > 0 {
+            encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        }
+        if flag_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&self.check_flags, 0, &staging, size, flag_bytes);
+            encoder.clear_buffer(&self.check_flags, 0, Some(flag_bytes));
+        }
         self.submit_locked(&mut batch);
         self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
-        staging
+        Some((staging, checks))
     }
 }
 
