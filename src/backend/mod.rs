@@ -283,8 +283,7 @@ pub async fn host_copy_async(x: &crate::tensor::Tensor) -> crate::error::Result<
             }
         };
         if let Some((readback, dtype)) = pending {
-            let bytes = readback.await?;
-            gpu::context::pending_errors().await?;
+            let bytes = gpu::readback::read(readback).await?;
             return Ok(gpu::elementwise::decode(&bytes, dtype));
         }
     }

@@ -122,11 +122,6 @@ pub(crate) struct TakenChecks {
 }
 
 impl TakenChecks {
-    /// Bytes of flag slots the readback copies.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.pending.len() as u64 * SLOT_BYTES
-    }
-
     /// Reads the copied slots: promotes the storages of clean checks to a
     /// trusted bound and returns the error of the first flagged check (naming
     /// how many more failed).
@@ -198,6 +193,11 @@ impl IndexChecks {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// Bytes of the flag slots in use.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.pending.len() as u64 * SLOT_BYTES
     }
 
     /// Hands every pending check to a readback (which copies and clears their slots).

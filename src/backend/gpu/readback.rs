@@ -42,7 +42,8 @@ impl Readback {
         ctx.check("to_vec")?;
         let state = Arc::new(Mutex::new(MapState::default()));
         let data_bytes = bytes.div_ceil(4) * 4;
-        let Some((staging, checks)) = ctx.copy_for_readback(src, data_bytes) else {
+        ctx.refuse_bad(src)?;
+        let Some((staging, checks)) = ctx.copy_for_readback(src, data_bytes)? else {
             lock(&state).done = Some(Ok(()));
             return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, data_bytes: 0, checks: None, state });
         };
@@ -70,30 +71,50 @@ impl Readback {
         Readback::start(ctx, ctx.check_flags(), 0)
     }
 
-    fn finish(&mut self, r: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Vec<u8>> {
-        let checks = self.checks.take();
-        if let Some(c) = &checks {
-            // Whatever happens below, these checks are no longer pending: a
-            // later op on the same values checks them again.
-            self.ctx.note_checks_resolved(c.through);
-        }
+    fn finish(&mut self, r: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Fetched> {
         self.ctx.check("to_vec")?;
         r.map_err(|e| Error::value("to_vec", format!("mapping the GPU buffer failed: {e}")))?;
-        let Some(staging) = self.staging.take() else { return Ok(Vec::new()) };
+        let Some(staging) = self.staging.take() else { return Ok(Fetched { data: Vec::new(), checks: None }) };
         let view = staging.get_mapped_range(..).map_err(|e| Error::value("to_vec", format!("{e}")))?;
-        let out = view[..self.bytes].to_vec();
-        let flags = checks.map(|c| (c, view[self.data_bytes..].to_vec()));
+        let data = view[..self.bytes].to_vec();
+        let checks = self.checks.take().map(|c| (c, view[self.data_bytes..].to_vec()));
         drop(view);
         staging.unmap();
-        if let Some((c, flags)) = flags {
-            c.resolve(&flags)?;
-        }
-        Ok(out)
+        Ok(Fetched { data, checks })
     }
 }
 
+/// What a readback's staging buffer held: the data, and the flags of the
+/// range checks it collected.
+pub struct Fetched {
+    data: Vec<u8>,
+    checks: Option<(TakenChecks, Vec<u8>)>,
+}
+
+/// The bytes of `readback`, or the error it must report instead: a GPU error
+/// caught by an error scope not yet read (the browser's allocation failures,
+/// discarded batches, kernels that failed to compile), or a failed index
+/// range check among those it collected. Checks whose work may have been
+/// discarded are never taken as passed.
+pub async fn read(readback: Readback) -> Result<Vec<u8>> {
+    let ctx = readback.ctx.clone();
+    let through = readback.checks.as_ref().map(|c| c.through);
+    let fetched = readback.await;
+    if let Some(through) = through {
+        // Whatever the outcome, these checks are no longer pending: a later
+        // op on the same values checks them again unless they passed.
+        ctx.note_checks_resolved(through);
+    }
+    let fetched = fetched?;
+    context::pending_errors().await?;
+    if let Some((checks, flags)) = fetched.checks {
+        checks.resolve(&flags)?;
+    }
+    Ok(fetched.data)
+}
+
 impl Future for Readback {
-    type Output = Result<Vec<u8>>;
+    type Output = Result<Fetched>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Natively, waiting for the device runs the map callback (ours, or

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::checks::{IndexChecks, TakenChecks, CHECK_SLOTS, SLOT_BYTES};
+use super::memory::BadBuffers;
 use super::pipelines::KernelLayout;
 
 /// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
@@ -38,16 +39,16 @@ pub struct GpuCounters {
 
 #[derive(Default)]
 pub(super) struct Counters {
-    buffers_created: AtomicU64,
-    buffers_reused: AtomicU64,
+    pub(super) buffers_created: AtomicU64,
+    pub(super) buffers_reused: AtomicU64,
     pub(super) pipelines_compiled: AtomicU64,
     pub(super) bind_groups_created: AtomicU64,
     dispatches: AtomicU64,
     submits: AtomicU64,
     readbacks: AtomicU64,
     uploads: AtomicU64,
-    bytes_allocated: AtomicU64,
-    bytes_live: AtomicU64,
+    pub(super) bytes_allocated: AtomicU64,
+    pub(super) bytes_live: AtomicU64,
 }
 
 /// Work recorded but not yet submitted.
@@ -66,6 +67,9 @@ struct Batch {
     params: Vec<u8>,
     /// Index range checks recorded since the last readback (see `checks`).
     checks: IndexChecks,
+    /// The buffers this batch writes (browser only: marked stale if the
+    /// batch fails, see `memory`).
+    written: Vec<wgpu::Buffer>,
 }
 
 impl Batch {
@@ -94,8 +98,14 @@ pub struct GpuContext {
     /// so the bind-group cache hits. (A LIFO stack would hand them out in the
     /// order the previous step freed them, a permutation that takes many
     /// steps to cycle, each creating new bind groups.)
-    pool: Mutex<HashMap<u64, BTreeSet<wgpu::Buffer>>>,
-    pooled_bytes: AtomicU64,
+    pub(super) pool: Mutex<HashMap<u64, BTreeSet<wgpu::Buffer>>>,
+    pub(super) pooled_bytes: AtomicU64,
+    /// Buffers whose allocation failed or whose contents were discarded
+    /// (browser only: see `memory`), and whether there are any.
+    pub(super) bad: Mutex<BadBuffers>,
+    pub(super) any_bad: AtomicBool,
+    /// This context, for error handlers that run later (see `context::close_scopes`).
+    pub(super) me: std::sync::Weak<GpuContext>,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     pub(super) layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
     batch: Mutex<Batch>,
@@ -111,13 +121,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Pool size class: the next power of two, at least 256 bytes.
-fn size_class(bytes: u64) -> u64 {
-    bytes.max(256).next_power_of_two()
-}
-
 impl GpuContext {
-    pub(crate) fn new(o: Opened) -> GpuContext {
+    pub(crate) fn new(o: Opened) -> Arc<GpuContext> {
         let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let lost = Arc::new(AtomicBool::new(false));
         {
@@ -143,10 +148,12 @@ impl GpuContext {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        GpuContext {
+        // The device's own limits (what it enforces), not the ones requested.
+        let limits = o.device.limits();
+        Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
-            limits: o.limits,
+            limits,
             device: o.device,
             queue: o.queue,
             uniforms,
@@ -154,6 +161,9 @@ impl GpuContext {
             checks_resolved: AtomicU64::new(0),
             pool: Mutex::new(HashMap::new()),
             pooled_bytes: AtomicU64::new(0),
+            bad: Mutex::new(BadBuffers::default()),
+            any_bad: AtomicBool::new(false),
+            me: me.clone(),
             pipelines: Mutex::new(HashMap::new()),
             layouts: Mutex::new(HashMap::new()),
             batch: Mutex::new(Batch {
@@ -162,11 +172,12 @@ impl GpuContext {
                 slot: 0,
                 params: Vec::new(),
                 checks: IndexChecks::default(),
+                written: Vec::new(),
             }),
             counters: Counters::default(),
             failure,
             lost,
-        }
+        })
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
@@ -204,51 +215,6 @@ impl GpuContext {
         }
     }
 
-    /// A storage buffer of at least `bytes`, from the pool when one is free.
-    pub(crate) fn alloc(&self, op: &'static str, bytes: u64) -> Result<(wgpu::Buffer, u64)> {
-        self.check(op)?;
-        let class = size_class(bytes);
-        let max = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
-        if class > max {
-            return Err(Error::value(
-                op,
-                format!("a GPU buffer of {bytes} bytes exceeds the adapter's limit of {max} bytes per storage buffer"),
-            ));
-        }
-        self.counters.bytes_live.fetch_add(class, Ordering::Relaxed);
-        if let Some(b) = lock(&self.pool).get_mut(&class).and_then(|v| v.pop_first()) {
-            self.pooled_bytes.fetch_sub(class, Ordering::Relaxed);
-            self.counters.buffers_reused.fetch_add(1, Ordering::Relaxed);
-            return Ok((b, class));
-        }
-        self.counters.buffers_created.fetch_add(1, Ordering::Relaxed);
-        self.counters.bytes_allocated.fetch_add(class, Ordering::Relaxed);
-        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: class,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        Ok((b, class))
-    }
-
-    /// Takes back a buffer whose last tensor dropped. Work already recorded
-    /// that reads it runs before any later write to it (one queue, in order).
-    pub(crate) fn release(&self, b: wgpu::Buffer, class: u64) {
-        self.counters.bytes_live.fetch_sub(class, Ordering::Relaxed);
-        self.pooled_bytes.fetch_add(class, Ordering::Relaxed);
-        lock(&self.pool).entry(class).or_default().insert(b);
-    }
-
-    /// Frees every pooled buffer.
-    pub fn empty_cache(&self) {
-        for k in lock(&self.layouts).values_mut() {
-            k.bind_groups.clear();
-        }
-        lock(&self.pool).clear();
-        self.pooled_bytes.store(0, Ordering::Relaxed);
-    }
-
     /// Records one dispatch of `pipeline` over `workgroups` workgroups with
     /// `params` in binding 0 and `buffers` in bindings 1.. (the last one is
     /// the output). Submits the batch when the uniform ring is full.
@@ -272,8 +238,15 @@ impl GpuContext {
         buffers: &[&wgpu::Buffer],
         [x, y, z]: [u32; 3],
     ) {
+        context::open_batch_scopes(self.id, &self.device);
         let bind_group = self.bind_group(pipeline, buffers);
         let mut batch = lock(&self.batch);
+        if let Some((out, inputs)) = buffers.split_last() {
+            self.note_written(out, inputs);
+            if context::DEFERRED_ERRORS {
+                batch.written.push((*out).clone());
+            }
+        }
         self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, z]);
     }
 
@@ -291,6 +264,7 @@ impl GpuContext {
         workgroups: u32,
         assign: impl FnOnce(&mut IndexChecks) -> Result<(usize, u64)>,
     ) -> Result<u64> {
+        context::open_batch_scopes(self.id, &self.device);
         let bind_group = self.bind_group(pipeline, &[index, &self.check_flags]);
         let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
         let mut batch = lock(&self.batch);
@@ -329,6 +303,7 @@ impl GpuContext {
         assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
         if batch.slot == BATCH_DISPATCHES {
             self.submit_locked(batch);
+            context::open_batch_scopes(self.id, &self.device);
         }
         let offset = batch.slot as usize * PARAM_BYTES as usize;
         batch.slot += 1;
@@ -357,6 +332,18 @@ impl GpuContext {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
         }
         batch.slot = 0;
+        let written = std::mem::take(&mut batch.written);
+        let me = self.me.clone();
+        context::close_batch_scopes(self.id, move |e| {
+            let reason = format!(
+                "the GPU discarded a batch of queued work ({e}), so the tensors it wrote hold stale values; \
+                 recompute them"
+            );
+            if let Some(ctx) = me.upgrade() {
+                ctx.mark_stale(written, &reason);
+            }
+            Error::value("gpu", reason)
+        });
     }
 
     /// Submits everything recorded so far (PyTorch's `synchronize` without the wait).
@@ -393,12 +380,15 @@ impl GpuContext {
             return Ok(());
         }
         let size = (bytes.len() as u64).div_ceil(4) * 4;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("skiff upload"),
-            size,
-            usage: wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: true,
-        });
+        context::open_batch_scopes(self.id, &self.device);
+        let staging = self.create_checked("to", "an upload's staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("skiff upload"),
+                size,
+                usage: wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            })
+        })?;
         {
             let mut view = staging.get_mapped_range_mut(..).map_err(|e| Error::value("to", format!("{e}")))?;
             if bytes.len() as u64 == size {
@@ -412,6 +402,10 @@ impl GpuContext {
         staging.unmap();
         self.counters.uploads.fetch_add(1, Ordering::Relaxed);
         let mut batch = lock(&self.batch);
+        self.note_written(dst, &[]);
+        if context::DEFERRED_ERRORS {
+            batch.written.push(dst.clone());
+        }
         batch.end_pass();
         let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
         encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
@@ -427,19 +421,22 @@ impl GpuContext {
         &self,
         src: &wgpu::Buffer,
         size: u64,
-    ) -> Option<(wgpu::Buffer, Option<TakenChecks>)> {
+    ) -> Result<Option<(wgpu::Buffer, Option<TakenChecks>)>> {
+        context::open_batch_scopes(self.id, &self.device);
         let mut batch = lock(&self.batch);
-        let checks = batch.checks.take();
-        let flag_bytes = checks.as_ref().map_or(0, TakenChecks::bytes);
-        if size + flag_bytes == 0 {
-            return None;
+        if batch.checks.is_empty() && size == 0 {
+            return Ok(None);
         }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("skiff readback"),
-            size: size + flag_bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let flag_bytes = batch.checks.bytes();
+        let staging = self.create_checked("to_vec", "a readback's staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("skiff readback"),
+                size: size + flag_bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let checks = batch.checks.take();
         batch.end_pass();
         let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
         if size > 0 {
@@ -451,7 +448,7 @@ impl GpuContext {
         }
         self.submit_locked(&mut batch);
         self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
-        Some((staging, checks))
+        Ok(Some((staging, checks)))
     }
 }
 
