@@ -11,8 +11,10 @@
 //! records its work; the batch that uses a failed buffer is then invalid as a
 //! whole, and its errors land in the batch's own scopes
 //! (`context::open_batch_scopes`) instead of the device's uncaptured-error
-//! handler, which would fail every later op. The next readback awaits those
-//! scopes and fails with the allocation's error, naming the op and the size.
+//! handler, which would fail every later op. (Work recorded before a new
+//! buffer is created is submitted first, so only work recorded after it can
+//! share its batch.) The next readback awaits those scopes and fails with the
+//! allocation's error, naming the op and the size.
 //! From then on the failed buffer is kept out of the pool (and out of the
 //! bind-group cache), and the buffers the discarded batch wrote are *stale*,
 //! as is anything computed from them: reading one back is an error saying so
@@ -96,6 +98,12 @@ impl GpuContext {
 
     /// A new storage buffer of `size` bytes (see the module docs for failures).
     fn create_storage(&self, op: &'static str, size: u64) -> Result<wgpu::Buffer> {
+        if context::DEFERRED_ERRORS {
+            // Work recorded so far goes out in a batch of its own, so a failure
+            // of this allocation discards only work recorded after it. A
+            // steady training loop creates no buffers, so this costs no submits.
+            self.flush();
+        }
         self.create_checked(op, &format!("{size} bytes for its result"), || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
