@@ -23,12 +23,13 @@
 //! never checked again while unchanged.
 
 use super::kernels::{elementwise_params, workgroups};
-use super::GpuBuffer;
+use super::{GpuBuffer, GpuContext};
 use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Layout;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Weak;
 
 /// Slots in a context's flag buffer: checks pending at once (identical
@@ -242,4 +243,101 @@ pub(crate) fn check_indices(desc: CheckDesc, storage: &Storage, index: &GpuBuffe
         storage.set_device_check(dim, seq);
     }
     Ok(())
+}
+
+impl GpuContext {
+    /// Records the range check of an index buffer (`pipeline` binds it and
+    /// the flag buffer): `assign` picks its flag slot, whose number goes into
+    /// `params[slot_at]`, under the same lock as the dispatch, so a readback
+    /// takes a slot together with the work that sets it. Returns the check's
+    /// sequence number.
+    pub(crate) fn record_check(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        params: &mut [u32],
+        slot_at: usize,
+        index: &wgpu::Buffer,
+        workgroups: u32,
+        assign: impl FnOnce(&mut IndexChecks) -> Result<(usize, u64)>,
+    ) -> Result<u64> {
+        super::context::open_batch_scopes(self.id, &self.device);
+        let bind_group = self.bind_group(pipeline, &[index, &self.check_flags]);
+        let (x, y) = super::runtime::grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
+        let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+        let (slot, seq) = assign(&mut batch.checks)?;
+        params[slot_at] = slot as u32;
+        self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, 1]);
+        Ok(seq)
+    }
+
+    /// The highest check sequence number whose result a readback has read.
+    pub(crate) fn checks_resolved(&self) -> u64 {
+        self.checks_resolved.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn note_checks_resolved(&self, through: u64) {
+        self.checks_resolved.fetch_max(through, Ordering::AcqRel);
+    }
+
+    pub(crate) fn check_flags(&self) -> &wgpu::Buffer {
+        &self.check_flags
+    }
+
+    /// Whether range checks wait for a readback.
+    pub(crate) fn checks_pending(&self) -> bool {
+        !self.batch.lock().unwrap_or_else(|e| e.into_inner()).checks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(op: &'static str, dim: usize) -> CheckDesc {
+        let what =
+            CheckWhat::Index { axis: 0, data_shape: vec![dim, 2], index_shape: vec![3], effect: Effect::ReadsZero };
+        CheckDesc { op, dim, what }
+    }
+
+    /// Flag words for slots: (negative count, smallest, too-large count, largest).
+    fn flags(slots: &[[i32; 4]]) -> Vec<u8> {
+        slots.iter().flatten().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn identical_checks_share_a_slot_and_running_out_of_slots_is_an_error_naming_the_op() {
+        let mut checks = IndexChecks::default();
+        let (a, _) = checks.assign(desc("gather", 5), None).unwrap();
+        let (b, _) = checks.assign(desc("gather", 5), None).unwrap();
+        assert_eq!(a, b);
+        for dim in 6..CHECK_SLOTS + 5 {
+            checks.assign(desc("gather", dim), None).unwrap();
+        }
+        // Every slot is taken: an identical check still fits, a new one does not.
+        assert!(checks.assign(desc("gather", 5), None).is_ok());
+        let e = checks.assign(desc("index_select", 1), None).unwrap_err().to_string();
+        assert!(e.starts_with("index_select: 4096 different index range checks are pending"), "{e}");
+        // A readback takes them all; the slots are free again.
+        let taken = checks.take().unwrap();
+        assert_eq!(taken.pending.len(), CHECK_SLOTS);
+        assert!(checks.assign(desc("index_select", 1), None).is_ok());
+    }
+
+    #[test]
+    fn a_flagged_slot_is_its_ops_error_with_the_value_and_the_others_are_counted() {
+        let mut checks = IndexChecks::default();
+        checks.assign(desc("gather", 5), None).unwrap();
+        checks.assign(desc("scatter_add", 4), None).unwrap();
+        let label = CheckDesc { op: "cross_entropy", dim: 3, what: CheckWhat::Label { scores_shape: vec![2, 3] } };
+        checks.assign(label, None).unwrap();
+        let taken = checks.take().unwrap();
+        // gather clean; scatter_add: 2 negatives (smallest -7) and 1 too large (9); the labels: one -1.
+        let e = taken.resolve(&flags(&[[0; 4], [2, -7, 1, 9], [1, -1, 0, 0]])).unwrap_err().to_string();
+        assert!(e.starts_with("scatter_add: index 9 is out of range for axis 0 of size 4"), "{e}");
+        assert!(e.contains("3 index value(s) out of range"), "{e}");
+        assert!(e.contains("1 more range check(s) failed since the previous readback: cross_entropy: label -1"), "{e}");
+        let mut checks = IndexChecks::default();
+        checks.assign(desc("gather", 5), None).unwrap();
+        assert!(checks.take().unwrap().resolve(&flags(&[[0; 4]])).is_ok());
+    }
 }

@@ -59,14 +59,14 @@ pub(super) struct Counters {
 /// uniform ring, which is written to the GPU once, right before the batch is
 /// submitted. Bind groups use a dynamic offset into the ring, so the same
 /// (pipeline, buffers) bind group is cached and reused across steps.
-struct Batch {
+pub(super) struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Next free slot of the uniform ring; also the number of pending dispatches.
     slot: u32,
     params: Vec<u8>,
     /// Index range checks recorded since the last readback (see `checks`).
-    checks: IndexChecks,
+    pub(super) checks: IndexChecks,
     /// The buffers this batch writes (browser only: marked stale if the
     /// batch fails, see `memory`).
     written: Vec<wgpu::Buffer>,
@@ -89,9 +89,9 @@ pub struct GpuContext {
     pub(super) uniforms: wgpu::Buffer,
     /// One slot per pending index range check (see `checks`), cleared by the
     /// readback that copies them.
-    check_flags: wgpu::Buffer,
+    pub(super) check_flags: wgpu::Buffer,
     /// The highest check sequence number a finished readback has resolved.
-    checks_resolved: AtomicU64,
+    pub(super) checks_resolved: AtomicU64,
     /// Free buffers per size class, ordered (wgpu buffers compare by id) so
     /// that `alloc` hands out the lowest one: a step that allocates in the
     /// same order from the same free set gets the same buffers every time,
@@ -108,7 +108,7 @@ pub struct GpuContext {
     pub(super) me: std::sync::Weak<GpuContext>,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     pub(super) layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
-    batch: Mutex<Batch>,
+    pub(super) batch: Mutex<Batch>,
     pub(super) counters: Counters,
     /// First uncaptured wgpu error or device loss, reported on the next op.
     failure: Arc<Mutex<Option<String>>>,
@@ -250,49 +250,7 @@ impl GpuContext {
         self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, z]);
     }
 
-    /// Records the range check of an index buffer (`pipeline` binds it and
-    /// the flag buffer): `assign` picks its flag slot, whose number goes into
-    /// `params[slot_at]`, under the same lock as the dispatch, so a readback
-    /// takes a slot together with the work that sets it. Returns the check's
-    /// sequence number.
-    pub(crate) fn record_check(
-        &self,
-        pipeline: &wgpu::ComputePipeline,
-        params: &mut [u32],
-        slot_at: usize,
-        index: &wgpu::Buffer,
-        workgroups: u32,
-        assign: impl FnOnce(&mut IndexChecks) -> Result<(usize, u64)>,
-    ) -> Result<u64> {
-        context::open_batch_scopes(self.id, &self.device);
-        let bind_group = self.bind_group(pipeline, &[index, &self.check_flags]);
-        let (x, y) = grid(workgroups, self.limits.max_compute_workgroups_per_dimension);
-        let mut batch = lock(&self.batch);
-        let (slot, seq) = assign(&mut batch.checks)?;
-        params[slot_at] = slot as u32;
-        self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, 1]);
-        Ok(seq)
-    }
-
-    /// The highest check sequence number whose result a readback has read.
-    pub(crate) fn checks_resolved(&self) -> u64 {
-        self.checks_resolved.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn note_checks_resolved(&self, through: u64) {
-        self.checks_resolved.fetch_max(through, Ordering::AcqRel);
-    }
-
-    pub(crate) fn check_flags(&self) -> &wgpu::Buffer {
-        &self.check_flags
-    }
-
-    /// Whether range checks wait for a readback.
-    pub(crate) fn checks_pending(&self) -> bool {
-        !lock(&self.batch).checks.is_empty()
-    }
-
-    fn record_locked(
+    pub(super) fn record_locked(
         &self,
         batch: &mut Batch,
         pipeline: &wgpu::ComputePipeline,
