@@ -21,6 +21,11 @@
 //! check covers its inner gather and the gather's backward), and once it reads
 //! back clean its bound becomes the storage's `index_bound`, so the values are
 //! never checked again while unchanged.
+//!
+//! A readback future dropped before it completes (a Rust caller giving up on
+//! `to_vec_async`) takes the results of the checks it collected with it: they
+//! count as not passed, so their values are checked again when next used, but
+//! a failure among them goes unreported. JS promises always run to the end.
 
 use super::kernels::{elementwise_params, workgroups};
 use super::{GpuBuffer, GpuContext};
