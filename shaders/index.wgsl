@@ -1,8 +1,13 @@
 // Index kernels (src/backend/gpu/index.rs). Each `// ==== kernel: NAME`
 // section below is one compute shader: the launcher prepends the prelude and
 // fills {T} with the data's WGSL type. Index values were range-checked on the
-// host before any of these runs, or written by an op that guarantees their
-// range (argmax, max-pool's window argmax), so every read here is in bounds.
+// host, written by an op that guarantees their range (argmax, max-pool's
+// window argmax), or are checked on the device by the `check` kernel recorded
+// before the op (src/backend/gpu/checks.rs), which reports at the next
+// readback. So that no access is ever out of bounds meanwhile, gather writes
+// 0 for an out-of-range index and the scatters never match one (their targets
+// are compared, not indexed; the sorted `scatter_add` runs only on host-checked
+// indices).
 
 
 // Where output element i of a scatter sits (both scatter kernels; parameters
@@ -30,12 +35,38 @@ fn scatter_target(i: u32, line0: u32) -> ScatterTarget {
     }
     return t;
 }
+// ==== kernel: check
+// Range check of an index the host never read: counts the values outside
+// 0..dim into flag slot m[21] (4 words: negative count, smallest negative,
+// too-large count, largest), elementwise over the index view (operand 0);
+// m[20] is dim. Zeroed slots are the clean state; the readback that copies
+// them clears them.
+@group(0) @binding(1) var<storage, read> I: array<i32>;
+@group(0) @binding(2) var<storage, read_write> FLAGS: array<atomic<i32>>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid(wid, lid, nwg);
+    if (i >= pm(0u)) { return; }
+    let v = I[operand_index(i, 0u)];
+    let s = pm(21u) * 4u;
+    if (v < 0) {
+        atomicAdd(&FLAGS[s], 1);
+        atomicMin(&FLAGS[s + 1u], v);
+    } else if (u32(v) >= pm(20u)) {
+        atomicAdd(&FLAGS[s + 2u], 1);
+        atomicMax(&FLAGS[s + 3u], v);
+    }
+}
+
 // ==== kernel: gather
 // out[i] = X[x(i) + I[idx(i)] * axis_stride], elementwise over the output
 // (the prelude's layout block): operand 0 is X viewed in the output's shape
 // with its stride along the axis zeroed, operand 1 the index in the output's
 // shape (index_select broadcasts its 1-D index along every other dim), and
-// the scalar after them, m[30], is X's stride along the axis.
+// the scalars after them are X's stride along the axis, m[30], and its size
+// there, m[31] (an index outside 0..m[31] reads as 0; see the header).
 @group(0) @binding(1) var<storage, read> X: array<{T}>;
 @group(0) @binding(2) var<storage, read> I: array<i32>;
 @group(0) @binding(3) var<storage, read_write> OUT: array<{T}>;
@@ -45,8 +76,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid(wid, lid, nwg);
     if (i >= pm(0u)) { return; }
-    let k = u32(I[operand_index(i, 1u)]);
-    OUT[i] = X[operand_index(i, 0u) + k * pm(30u)];
+    let k = I[operand_index(i, 1u)];
+    if (k < 0 || u32(k) >= pm(31u)) {
+        OUT[i] = {T}(0);
+        return;
+    }
+    OUT[i] = X[operand_index(i, 0u) + u32(k) * pm(30u)];
 }
 
 // ==== kernel: scatter_add
@@ -98,10 +133,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 
 // ==== kernel: scatter_add_scan
-// scatter_add for an index the host never read (computed on the GPU and
-// trusted to be in range, like max-pool's argmax): no sorted keys, so each
-// output element scans its whole line of A index positions and adds the
-// sources aimed at it, in increasing position (the cpu kernel's order again).
+// scatter_add for an index the host never read (computed on the GPU: trusted
+// to be in range, like max-pool's argmax, or checked on the device): no
+// sorted keys, so each output element scans its whole line of A index
+// positions and adds the sources aimed at it, in increasing position (the cpu
+// kernel's order again). An out-of-range value matches no output: it adds nothing.
 // Costs A reads per output instead of a binary search; needs no readback.
 // Parameters as for scatter_add, except m[7] is the index's offset and
 // m[40 + d] the index's strides (its axis stride steps along a line).

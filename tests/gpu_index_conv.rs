@@ -108,7 +108,7 @@ fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
 #[test]
 fn shaders_validate_with_naga() {
     let all: Vec<_> = gindex::sources().into_iter().chain(gconv::sources()).collect();
-    assert_eq!(all.len(), 12);
+    assert_eq!(all.len(), 13); // index: 3 gather, 1 range check, 6 scatter; conv: 3
     for (name, src) in all {
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));

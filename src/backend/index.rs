@@ -1,7 +1,10 @@
-//! Device dispatch for the index family. The index operand is read back and
-//! range-checked here, before any kernel runs, so a bad index is an `Error`
-//! naming the op and shapes (never an out-of-bounds panic in a kernel, nor an
-//! out-of-bounds access on a GPU, whose indices are read back for the check).
+//! Device dispatch for the index family. The index operand is range-checked
+//! here, before any kernel runs, so a bad index is an `Error` naming the op and
+//! shapes (never an out-of-bounds panic in a kernel, nor an out-of-bounds
+//! access on a GPU). Values the host holds (cpu tensors, and the host mirror
+//! of indices uploaded to a GPU) are checked at once; values that exist only
+//! on a GPU are never read back for it (the browser cannot block): a device
+//! check runs with the op and reports at the next readback (`gpu::checks`).
 
 use super::cpu::index as k;
 use super::cpu::{gather_strided, CpuBuffer, Elem};
@@ -38,10 +41,12 @@ fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
 enum Checked {
     /// The values, read on the host and checked to lie in `0..dim`.
     Host(Vec<usize>),
-    /// A GPU index whose storage carries a bound within `0..dim` (written by
-    /// argmax or max-pool's window argmax): nothing was read back.
+    /// A GPU index the host does not hold: its storage carries a bound within
+    /// `0..dim` (written by argmax or max-pool's window argmax, or checked
+    /// on the device before), or its check was recorded on the device and
+    /// reports at the next readback. Nothing was read back.
     #[cfg(feature = "gpu")]
-    Trusted,
+    Device,
 }
 
 impl Checked {
@@ -53,24 +58,36 @@ impl Checked {
         match self {
             Checked::Host(v) => Ok(v),
             #[cfg(feature = "gpu")]
-            Checked::Trusted => Err(Error::value(op, "internal: a GPU index reached a cpu index kernel")),
+            Checked::Device => Err(Error::value(op, "internal: a GPU index reached a cpu index kernel")),
         }
     }
 }
 
-/// Reads `index` (I32, checked by the caller) and checks every value is in
-/// `0..dim`; values with a known bound are not checked again, and on a GPU
-/// not read back at all.
-fn checked_indices(op: &'static str, index: &Tensor, dim: usize, axis: usize, data_shape: &[usize]) -> Result<Checked> {
+/// Checks every value of `index` (I32, checked by the caller) is in
+/// `0..dim`: on the host when it holds the values, else on the device (see
+/// `Checked::Device`). Values with a known bound are not checked again.
+fn checked_indices(
+    op: &'static str,
+    index: &Tensor,
+    dim: usize,
+    axis: usize,
+    data_shape: &[usize],
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))] effect: Effect,
+) -> Result<Checked> {
     let not_i32 = || Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()));
     let trusted = index.storage().index_bound().is_some_and(|b| b <= dim);
     #[cfg(feature = "gpu")]
     if let crate::device::Device::Gpu(_) = index.device() {
         if trusted {
-            return Ok(Checked::Trusted);
+            return Ok(Checked::Device);
         }
-        let CpuBuffer::I32(v) = super::host_copy(index)? else { return Err(not_i32()) };
-        return in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host);
+        if let Some(v) = index.storage().mirrored(index.layout()) {
+            return in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host);
+        }
+        let what =
+            CheckWhat::Index { axis, data_shape: data_shape.to_vec(), index_shape: index.dims().to_vec(), effect };
+        device_check(CheckDesc { op, dim, what }, index)?;
+        return Ok(Checked::Device);
     }
     let g = index.storage().read();
     let CpuBuffer::I32(v) = cpu_of(&g)? else { return Err(not_i32()) };
@@ -79,6 +96,48 @@ fn checked_indices(op: &'static str, index: &Tensor, dim: usize, axis: usize, da
         return Ok(Checked::Host(v.iter().map(|&i| i as usize).collect()));
     }
     in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host)
+}
+
+/// What an out-of-range index does to the result of a device-checked op.
+#[cfg(feature = "gpu")]
+use super::gpu::checks::Effect;
+#[cfg(not(feature = "gpu"))]
+#[derive(Clone, Copy)]
+enum Effect {
+    ReadsZero,
+    AddsNothing,
+}
+
+#[cfg(feature = "gpu")]
+use super::gpu::checks::{CheckDesc, CheckWhat};
+
+/// Records the device range check of the GPU index `index` (see `gpu::checks`).
+#[cfg(feature = "gpu")]
+fn device_check(desc: CheckDesc, index: &Tensor) -> Result<()> {
+    let g = index.storage().read();
+    let Buffer::Gpu(ib) = &*g else { return Err(Error::value(desc.op, "internal: a cpu index on the GPU path")) };
+    if ib.dtype != DType::I32 {
+        return Err(Error::dtype(desc.op, format!("index must be i32, got {} of shape {:?}", ib.dtype, index.shape())));
+    }
+    super::gpu::checks::check_indices(desc, index.storage(), ib, index.layout())
+}
+
+/// For composites that index with `index` (embedding, the class losses):
+/// when its values exist only on a GPU, records their device range check
+/// under the composite's own name (so a failure names the op the caller
+/// called, and the inner index op's check is covered by it) and returns
+/// true; also true when they carry a bound within `0..dim`. False when the
+/// host can check them (cpu tensors, GPU tensors with a host mirror).
+#[cfg(feature = "gpu")]
+pub(crate) fn check_on_device(op: &'static str, index: &Tensor, dim: usize, what: CheckWhat) -> Result<bool> {
+    if index.storage().index_bound().is_some_and(|b| b <= dim) {
+        return Ok(true);
+    }
+    if !matches!(index.device(), crate::device::Device::Gpu(_)) || index.storage().mirrored(index.layout()).is_some() {
+        return Ok(false);
+    }
+    device_check(CheckDesc { op, dim, what }, index)?;
+    Ok(true)
 }
 
 fn in_range(
@@ -131,7 +190,7 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
     let mut shape = x.dims();
     shape[axis] = index.numel();
     super::room_for(op, x, &shape, x.dtype())?;
-    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
+    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
     #[cfg(feature = "gpu")]
     if on_gpu(x) {
         // The 1-D index viewed in the output's shape, broadcast along every other dim.
@@ -151,12 +210,12 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
 /// A copy of `base` with the slices of `src` along `axis` added at `index`.
 pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     super::room_for(op, base, base.shape(), base.dtype())?;
-    let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
+    let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape(), Effect::AddsNothing)?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {
         let plan = match &idx {
             Checked::Host(v) => gk::ScatterPlan::index_add(v, base.shape()),
-            Checked::Trusted => {
+            Checked::Device => {
                 // The 1-D index seen from every output position: its stride on the axis, 0 elsewhere.
                 let il = index.layout();
                 let mut strides: Dims = smallvec::smallvec![0; base.ndim()];
@@ -180,7 +239,7 @@ pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, s
 /// Elements of `x` picked along `axis` by `index` (same rank, PyTorch's gather).
 pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     super::room_for(op, x, index.shape(), x.dtype())?;
-    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape())?;
+    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
     #[cfg(feature = "gpu")]
     if on_gpu(x) {
         return gpu_gather(op, x, axis, index, index.layout());
@@ -193,12 +252,12 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
 /// A copy of `base` with `src[p]` added at `p` with `p[axis] = index[p]`.
 pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     super::room_for(op, base, base.shape(), base.dtype())?;
-    let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape())?;
+    let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape(), Effect::AddsNothing)?;
     #[cfg(feature = "gpu")]
     if on_gpu(base) {
         let plan = match &idx {
             Checked::Host(v) => gk::ScatterPlan::scatter(v, index.shape(), axis),
-            Checked::Trusted => {
+            Checked::Device => {
                 let mut plan =
                     gk::ScatterPlan::device_index(index.shape()[axis], index.shape(), index.layout().clone());
                 plan.windows = pool_windows(index, axis, base.shape()[axis]);

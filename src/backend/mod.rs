@@ -60,6 +60,13 @@ pub struct StorageInner {
     index_bound: std::sync::Mutex<Option<(u64, IndexBound)>>,
     /// Bytes of a cpu buffer, counted live in the cpu pool until this drops.
     cpu_bytes: usize,
+    /// A range check of this whole storage recorded on its GPU and not yet
+    /// read back: (version, bound, check sequence number). Later index ops
+    /// on the same values skip their own check while it is pending (see
+    /// `gpu::checks`); once it reads back clean, the bound becomes an
+    /// `index_bound`.
+    #[cfg(feature = "gpu")]
+    device_check: std::sync::Mutex<Option<(u64, usize, u64)>>,
 }
 
 /// What an op guarantees about the i32 values it wrote (see `index_bound`).
@@ -120,6 +127,8 @@ pub fn new_storage(buf: Buffer) -> Storage {
         mirror: std::sync::Mutex::new(None),
         index_bound: std::sync::Mutex::new(None),
         cpu_bytes,
+        #[cfg(feature = "gpu")]
+        device_check: std::sync::Mutex::new(None),
     })
 }
 
@@ -141,6 +150,25 @@ impl StorageInner {
     }
     pub fn device(&self) -> &Device {
         &self.device
+    }
+    /// The values of the view `layout` from the host mirror, when the mirror
+    /// matches the current version (no readback).
+    #[cfg(feature = "gpu")]
+    pub(crate) fn mirrored(&self, layout: &crate::shape::Layout) -> Option<Vec<i32>> {
+        let m = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
+        m.as_ref().filter(|(v, _)| *v == self.version()).map(|(_, all)| cpu::gather_strided(all, layout))
+    }
+    /// Records that a device check of every value against `0..bound`, number
+    /// `seq`, is pending for the current version.
+    #[cfg(feature = "gpu")]
+    pub(crate) fn set_device_check(&self, bound: usize, seq: u64) {
+        *self.device_check.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), bound, seq));
+    }
+    /// The pending device check of the current version: (bound, seq).
+    #[cfg(feature = "gpu")]
+    pub(crate) fn device_check(&self) -> Option<(usize, u64)> {
+        let g = self.device_check.lock().unwrap_or_else(|e| e.into_inner());
+        g.filter(|(v, _, _)| *v == self.version()).map(|(_, b, s)| (b, s))
     }
     /// What a contiguous copy of `layout` (a view of this storage) can keep
     /// of the facts known about its values: the index bound (a copy keeps
@@ -292,8 +320,7 @@ pub async fn host_copy_async(x: &crate::tensor::Tensor) -> crate::error::Result<
             }
         };
         if let Some((readback, dtype)) = pending {
-            let bytes = readback.await?;
-            gpu::context::pending_errors().await?;
+            let bytes = gpu::readback::read(readback).await?;
             return Ok(gpu::elementwise::decode(&bytes, dtype));
         }
     }

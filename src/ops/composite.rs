@@ -55,6 +55,14 @@ fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Res
     if labels.storage().index_bound().is_some_and(|b| b <= c) {
         return Ok(());
     }
+    // Labels that exist only on a GPU are checked there, reporting at the next readback.
+    #[cfg(feature = "gpu")]
+    {
+        let what = crate::backend::gpu::checks::CheckWhat::Label { scores_shape: scores.shape().to_vec() };
+        if crate::backend::index::check_on_device(op, labels, c, what)? {
+            return Ok(());
+        }
+    }
     if let Some((i, l)) = labels.to_vec::<i32>()?.into_iter().enumerate().find(|&(_, l)| l < 0 || l as usize >= c) {
         return Err(Error::value(
             op,
@@ -246,7 +254,21 @@ impl Tensor {
                     format!("indices must be i32, got {} of shape {:?}", indices.dtype(), indices.shape()),
                 ));
             }
-            let rows = self.index_select(0, &indices.reshape(&[-1])?).map_err(|e| e.renamed(op))?;
+            // Indices that exist only on a GPU are checked there under this op's
+            // name; that check covers index_select's (host-held values are
+            // checked by index_select, whose errors are renamed).
+            #[cfg(feature = "gpu")]
+            if self.device() == indices.device() {
+                use crate::backend::gpu::checks::{CheckWhat, Effect};
+                let what = CheckWhat::Index {
+                    axis: 0,
+                    data_shape: self.shape().to_vec(),
+                    index_shape: indices.shape().to_vec(),
+                    effect: Effect::ReadsZero,
+                };
+                crate::backend::index::check_on_device(op, indices, self.shape()[0], what)?;
+            }
+            let rows = self.index_select(0, &indices.reshape(&[-1])?)?;
             let mut shape = indices.dims();
             shape.push(self.shape()[1]);
             rows.reshape_dims(&shape)

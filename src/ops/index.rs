@@ -3,6 +3,15 @@
 //! PyTorch semantics) with `scatter_add`. Each op's backward is its partner,
 //! so both pairs are differentiable to any order. Indices are I32 tensors
 //! that never carry gradients; they are node inputs (with no edge) and saved.
+//!
+//! An index out of range is an error naming the op, the value, the axis size
+//! and the shapes. It comes from the call itself when the host holds the
+//! values (cpu tensors, indices uploaded to a GPU). Indices that exist only on
+//! a GPU (made there, e.g. by `full_on` or a cast) are checked on the device
+//! instead, without a readback: the error then comes from the next readback
+//! or `synchronize()`, once, and the call's result holds 0 where gather or
+//! index_select read such an index and leaves out what scatter_add or
+//! index_add would have added there (see `backend::gpu::checks`).
 
 use super::reference as r;
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};

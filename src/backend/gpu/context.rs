@@ -80,7 +80,7 @@ pub const CAN_BLOCK: bool = cfg!(not(target_arch = "wasm32"));
 /// Blocks on a readback natively; in the browser, blocking is refused.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn block_on_readback(f: super::readback::Readback) -> Result<Vec<u8>> {
-    block_on(f)
+    block_on(super::readback::read(f))
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -102,6 +102,47 @@ pub fn wait_idle(_device: &wgpu::Device) -> Result<()> {
     Ok(())
 }
 
+/// Whether GPU errors are known only later (the browser, where error scopes
+/// resolve asynchronously): allocations and batches of work are then wrapped
+/// in error scopes whose outcome the next readback awaits (`pending_errors`).
+/// Natively every scope is read when it closes.
+pub const DEFERRED_ERRORS: bool = cfg!(target_arch = "wasm32");
+
+/// Out-of-memory and validation error scopes around some calls.
+pub struct Scopes {
+    invalid: wgpu::ErrorScopeGuard,
+    oom: wgpu::ErrorScopeGuard,
+}
+
+pub fn open_scopes(device: &wgpu::Device) -> Scopes {
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let invalid = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    Scopes { invalid, oom }
+}
+
+/// Closes `scopes`. Natively: the error they caught, read now. In the
+/// browser: `None` now; the next readback awaits the outcome and, if an error
+/// was caught, fails with what `on_error` makes of it (which may also do
+/// bookkeeping, such as keeping a failed buffer out of the pool).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn close_scopes(scopes: Scopes, _on_error: impl FnOnce(wgpu::Error) -> Error + 'static) -> Option<wgpu::Error> {
+    let invalid = block_on(scopes.invalid.pop());
+    let oom = block_on(scopes.oom.pop());
+    oom.or(invalid)
+}
+
+#[cfg(target_arch = "wasm32")]
+pub fn close_scopes(scopes: Scopes, on_error: impl FnOnce(wgpu::Error) -> Error + 'static) -> Option<wgpu::Error> {
+    let invalid = scopes.invalid.pop();
+    let oom = scopes.oom.pop();
+    let both = async move {
+        let invalid = invalid.await;
+        oom.await.or(invalid)
+    };
+    PENDING_SCOPES.with(|p| p.borrow_mut().push((Box::pin(both), Box::new(on_error))));
+    None
+}
+
 /// The validation error captured by an error scope, if any. Natively this
 /// waits for the scope. In the browser errors arrive asynchronously: the
 /// scope's result is kept and awaited by the next readback
@@ -113,30 +154,67 @@ pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
 }
 
 #[cfg(target_arch = "wasm32")]
-type PendingScope = std::pin::Pin<Box<dyn std::future::Future<Output = Option<wgpu::Error>>>>;
+type PendingScope =
+    (std::pin::Pin<Box<dyn std::future::Future<Output = Option<wgpu::Error>>>>, Box<dyn FnOnce(wgpu::Error) -> Error>);
 
 #[cfg(target_arch = "wasm32")]
 thread_local! {
     static PENDING_SCOPES: std::cell::RefCell<Vec<PendingScope>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The open scopes of each context's pending batch (see `open_batch_scopes`).
+    static BATCH_SCOPES: std::cell::RefCell<std::collections::HashMap<u64, Scopes>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 #[cfg(target_arch = "wasm32")]
 pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
-    let pending: PendingScope = Box::pin(scope.pop());
-    PENDING_SCOPES.with(|p| p.borrow_mut().push(pending));
+    let on_error = |e: wgpu::Error| Error::value("gpu", format!("a GPU kernel failed to compile: {e}"));
+    PENDING_SCOPES.with(|p| p.borrow_mut().push((Box::pin(scope.pop()), Box::new(on_error))));
     None
 }
 
+/// Opens the error scopes of context `ctx`'s pending batch, unless open
+/// (browser only): every error its recording and submission raise (a bind
+/// group over a buffer whose allocation failed, the invalid command buffer)
+/// lands there instead of in the device's uncaptured-error handler, which
+/// would fail every later op. They close after the batch's submit
+/// (`close_batch_scopes`). Natively an allocation failure is known at once and
+/// its buffer never used, so nothing needs catching.
+pub fn open_batch_scopes(ctx: u64, device: &wgpu::Device) {
+    #[cfg(target_arch = "wasm32")]
+    BATCH_SCOPES.with(|b| {
+        b.borrow_mut().entry(ctx).or_insert_with(|| open_scopes(device));
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (ctx, device);
+}
+
+/// Closes the scopes `open_batch_scopes` opened for `ctx`, if any; an error
+/// they caught fails the next readback with `on_error`'s result.
+pub fn close_batch_scopes(ctx: u64, on_error: impl FnOnce(wgpu::Error) -> Error + 'static) {
+    #[cfg(target_arch = "wasm32")]
+    if let Some(scopes) = BATCH_SCOPES.with(|b| b.borrow_mut().remove(&ctx)) {
+        close_scopes(scopes, on_error);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = (ctx, on_error);
+}
+
 /// The first error of the error scopes not yet awaited (browser only; natively
-/// scopes are checked when they close).
+/// scopes are checked when they close). Every caught error's `on_error` runs,
+/// so all their bookkeeping is done even when only the first is reported.
 pub async fn pending_errors() -> Result<()> {
     #[cfg(target_arch = "wasm32")]
     {
         let scopes = PENDING_SCOPES.with(|p| std::mem::take(&mut *p.borrow_mut()));
-        for scope in scopes {
+        let mut first = None;
+        for (scope, on_error) in scopes {
             if let Some(e) = scope.await {
-                return Err(Error::value("gpu", format!("a GPU kernel failed to compile: {e}")));
+                let e = on_error(e);
+                first.get_or_insert(e);
             }
+        }
+        if let Some(e) = first {
+            return Err(e);
         }
     }
     Ok(())

@@ -1,8 +1,9 @@
 //! The index family on the GPU (`shaders/index.wgsl`): gather (which also
 //! runs index_select, by viewing its 1-D index as broadcast along every other
 //! dim) and a deterministic scatter-add (which also runs index_add). Indices
-//! were read back and range-checked by `backend::index` before any kernel is
-//! recorded, so no kernel can read or write out of bounds.
+//! were range-checked on the host by `backend::index` (from the values it
+//! holds), are trusted (argmax), or are checked on the device (`checks`); the
+//! kernels themselves never read or write out of bounds (see index.wgsl).
 //!
 //! Note: scatter-add uses no atomics. The host, which holds the checked
 //! indices anyway, sorts every index line's positions by target; each output
@@ -41,6 +42,7 @@ pub fn sources() -> Vec<(String, String)> {
     for dt in [DType::F32, DType::I32, DType::Bool] {
         all.push((format!("index:gather:{}", dt.name()), kernel_source(INDEX, "gather", dt)));
     }
+    all.push(("index:check:i32".to_string(), kernel_source(INDEX, "check", DType::I32)));
     for dt in [DType::F32, DType::I32] {
         for kernel in ["scatter_add", "scatter_add_scan", "scatter_add_window"] {
             all.push((format!("index:{kernel}:{}", dt.name()), kernel_source(INDEX, kernel, dt)));
@@ -51,8 +53,8 @@ pub fn sources() -> Vec<(String, String)> {
 
 /// `out[p] = x[p with p[axis] replaced by index[p]]` over every position `p`
 /// of the output, whose shape is `il.shape`: `il` views the index in the
-/// output's shape (any strides, including broadcast zeros), and its values
-/// were checked to lie in `0..xl.shape[axis]`.
+/// output's shape (any strides, including broadcast zeros). Positions whose
+/// index lies outside `0..xl.shape[axis]` get 0.
 pub fn gather(
     op: &'static str,
     x: &GpuBuffer,
@@ -70,7 +72,7 @@ pub fn gather(
     let mut strides = xl.strides.clone();
     let axis_stride = std::mem::replace(&mut strides[axis], 0);
     let xv = Layout { shape: out_shape.into(), strides, offset: xl.offset };
-    let params = elementwise_params(op, out_shape, &[&xv, il], &[axis_stride as u32])?;
+    let params = elementwise_params(op, out_shape, &[&xv, il], &[axis_stride as u32, xl.shape[axis] as u32])?;
     let dt = x.dtype;
     let key = format!("index:gather:{}", dt.name());
     launch(&ctx, &key, || kernel_source(INDEX, "gather", dt), &params, &[x, index], &out, n)?;

@@ -7,12 +7,14 @@
 //! on the cpu.
 
 pub mod catalog;
+pub mod checks;
 pub mod context;
 pub mod conv;
 pub mod elementwise;
 pub mod index;
 pub mod kernels;
 pub mod matmul;
+pub mod memory;
 pub mod optim;
 pub mod pipelines;
 pub mod readback;
@@ -71,11 +73,11 @@ impl GpuDevice {
     /// the folded dispatch grids cheaply. Raising a limit past the adapter's
     /// is an error from the adapter.
     pub fn open_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<GpuDevice> {
-        context::request_blocking(adjust).map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
+        context::request_blocking(adjust).map(|o| GpuDevice(GpuContext::new(o)))
     }
     /// `open` without blocking: the only way to open a device in the browser.
     pub async fn open_async() -> Result<GpuDevice> {
-        context::request().await.map(|o| GpuDevice(Arc::new(GpuContext::new(o))))
+        context::request().await.map(|o| GpuDevice(GpuContext::new(o)))
     }
     /// The kernels compiled on this device so far, by pipeline key (such as
     /// "index:gather:f32"): for tests that check which kernel a path chose.
@@ -154,7 +156,7 @@ pub async fn init_default_async_with(software: bool) -> Result<GpuDevice> {
         if software && o.info.device_type == wgpu::DeviceType::Other {
             o.info.device_type = wgpu::DeviceType::Cpu;
         }
-        GpuDevice(Arc::new(GpuContext::new(o)))
+        GpuDevice(GpuContext::new(o))
     });
     // Another caller may have finished first while this one awaited: keep theirs.
     DEFAULT.get_or_init(|| opened).clone()

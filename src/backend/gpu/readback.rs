@@ -1,7 +1,12 @@
 //! Reading GPU buffers back to the host. The core is a future: natively its
 //! poll waits for the device (so `read` can simply block on it), while in the
 //! browser the map callback wakes it and nothing ever blocks.
+//!
+//! Every readback also collects the flags of the index range checks recorded
+//! since the previous one (`checks`): they travel in the same staging buffer,
+//! after the data, and a flagged check turns the readback into its error.
 
+use super::checks::TakenChecks;
 use super::context;
 use super::runtime::GpuContext;
 use crate::error::{Error, Result};
@@ -21,6 +26,9 @@ pub struct Readback {
     ctx: Arc<GpuContext>,
     staging: Option<wgpu::Buffer>,
     bytes: usize,
+    /// Where the data ends in the staging buffer (the check flags follow).
+    data_bytes: usize,
+    checks: Option<TakenChecks>,
     state: Arc<Mutex<MapState>>,
 }
 
@@ -33,11 +41,12 @@ impl Readback {
     pub(crate) fn start(ctx: &Arc<GpuContext>, src: &wgpu::Buffer, bytes: u64) -> Result<Readback> {
         ctx.check("to_vec")?;
         let state = Arc::new(Mutex::new(MapState::default()));
-        if bytes == 0 {
+        let data_bytes = bytes.div_ceil(4) * 4;
+        ctx.refuse_bad(src)?;
+        let Some((staging, checks)) = ctx.copy_for_readback(src, data_bytes)? else {
             lock(&state).done = Some(Ok(()));
-            return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, state });
-        }
-        let staging = ctx.copy_for_readback(src, bytes.div_ceil(4) * 4);
+            return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, data_bytes: 0, checks: None, state });
+        };
         let s2 = state.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let mut st = lock(&s2);
@@ -46,23 +55,66 @@ impl Readback {
                 w.wake();
             }
         });
-        Ok(Readback { ctx: ctx.clone(), staging: Some(staging), bytes: bytes as usize, state })
+        Ok(Readback {
+            ctx: ctx.clone(),
+            staging: Some(staging),
+            bytes: bytes as usize,
+            data_bytes: data_bytes as usize,
+            checks,
+            state,
+        })
     }
 
-    fn finish(&mut self, r: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Vec<u8>> {
+    /// Reads back only the flags of the pending range checks (for
+    /// `synchronize`): resolves to nothing, or to the first failed check.
+    pub(crate) fn start_checks(ctx: &Arc<GpuContext>) -> Result<Readback> {
+        Readback::start(ctx, ctx.check_flags(), 0)
+    }
+
+    fn finish(&mut self, r: std::result::Result<(), wgpu::BufferAsyncError>) -> Result<Fetched> {
         self.ctx.check("to_vec")?;
         r.map_err(|e| Error::value("to_vec", format!("mapping the GPU buffer failed: {e}")))?;
-        let Some(staging) = self.staging.take() else { return Ok(Vec::new()) };
+        let Some(staging) = self.staging.take() else { return Ok(Fetched { data: Vec::new(), checks: None }) };
         let view = staging.get_mapped_range(..).map_err(|e| Error::value("to_vec", format!("{e}")))?;
-        let out = view[..self.bytes].to_vec();
+        let data = view[..self.bytes].to_vec();
+        let checks = self.checks.take().map(|c| (c, view[self.data_bytes..].to_vec()));
         drop(view);
         staging.unmap();
-        Ok(out)
+        Ok(Fetched { data, checks })
     }
 }
 
+/// What a readback's staging buffer held: the data, and the flags of the
+/// range checks it collected.
+pub struct Fetched {
+    data: Vec<u8>,
+    checks: Option<(TakenChecks, Vec<u8>)>,
+}
+
+/// The bytes of `readback`, or the error it must report instead: a GPU error
+/// caught by an error scope not yet read (the browser's allocation failures,
+/// discarded batches, kernels that failed to compile), or a failed index
+/// range check among those it collected. Checks whose work may have been
+/// discarded are never taken as passed.
+pub async fn read(readback: Readback) -> Result<Vec<u8>> {
+    let ctx = readback.ctx.clone();
+    let through = readback.checks.as_ref().map(|c| c.through);
+    let fetched = readback.await;
+    if let Some(through) = through {
+        // Whatever the outcome, these checks are no longer pending: a later
+        // op on the same values checks them again unless they passed.
+        ctx.note_checks_resolved(through);
+    }
+    let fetched = fetched?;
+    context::pending_errors().await?;
+    if let Some((checks, flags)) = fetched.checks {
+        checks.resolve(&flags)?;
+    }
+    Ok(fetched.data)
+}
+
 impl Future for Readback {
-    type Output = Result<Vec<u8>>;
+    type Output = Result<Fetched>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Natively, waiting for the device runs the map callback (ours, or

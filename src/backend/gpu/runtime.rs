@@ -9,6 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::checks::{IndexChecks, TakenChecks, CHECK_SLOTS, SLOT_BYTES};
+use super::memory::BadBuffers;
 use super::pipelines::KernelLayout;
 
 /// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
@@ -37,16 +39,16 @@ pub struct GpuCounters {
 
 #[derive(Default)]
 pub(super) struct Counters {
-    buffers_created: AtomicU64,
-    buffers_reused: AtomicU64,
+    pub(super) buffers_created: AtomicU64,
+    pub(super) buffers_reused: AtomicU64,
     pub(super) pipelines_compiled: AtomicU64,
     pub(super) bind_groups_created: AtomicU64,
     dispatches: AtomicU64,
     submits: AtomicU64,
     readbacks: AtomicU64,
     uploads: AtomicU64,
-    bytes_allocated: AtomicU64,
-    bytes_live: AtomicU64,
+    pub(super) bytes_allocated: AtomicU64,
+    pub(super) bytes_live: AtomicU64,
 }
 
 /// Work recorded but not yet submitted.
@@ -57,12 +59,17 @@ pub(super) struct Counters {
 /// uniform ring, which is written to the GPU once, right before the batch is
 /// submitted. Bind groups use a dynamic offset into the ring, so the same
 /// (pipeline, buffers) bind group is cached and reused across steps.
-struct Batch {
+pub(super) struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Next free slot of the uniform ring; also the number of pending dispatches.
     slot: u32,
     params: Vec<u8>,
+    /// Index range checks recorded since the last readback (see `checks`).
+    pub(super) checks: IndexChecks,
+    /// The buffers this batch writes (browser only: marked stale if the
+    /// batch fails, see `memory`).
+    written: Vec<wgpu::Buffer>,
 }
 
 impl Batch {
@@ -80,17 +87,28 @@ pub struct GpuContext {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(super) uniforms: wgpu::Buffer,
+    /// One slot per pending index range check (see `checks`), cleared by the
+    /// readback that copies them.
+    pub(super) check_flags: wgpu::Buffer,
+    /// The highest check sequence number a finished readback has resolved.
+    pub(super) checks_resolved: AtomicU64,
     /// Free buffers per size class, ordered (wgpu buffers compare by id) so
     /// that `alloc` hands out the lowest one: a step that allocates in the
     /// same order from the same free set gets the same buffers every time,
     /// so the bind-group cache hits. (A LIFO stack would hand them out in the
     /// order the previous step freed them, a permutation that takes many
     /// steps to cycle, each creating new bind groups.)
-    pool: Mutex<HashMap<u64, BTreeSet<wgpu::Buffer>>>,
-    pooled_bytes: AtomicU64,
+    pub(super) pool: Mutex<HashMap<u64, BTreeSet<wgpu::Buffer>>>,
+    pub(super) pooled_bytes: AtomicU64,
+    /// Buffers whose allocation failed or whose contents were discarded
+    /// (browser only: see `memory`), and whether there are any.
+    pub(super) bad: Mutex<BadBuffers>,
+    pub(super) any_bad: AtomicBool,
+    /// This context, for error handlers that run later (see `context::close_scopes`).
+    pub(super) me: std::sync::Weak<GpuContext>,
     pub(super) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     pub(super) layouts: Mutex<HashMap<wgpu::ComputePipeline, KernelLayout>>,
-    batch: Mutex<Batch>,
+    pub(super) batch: Mutex<Batch>,
     pub(super) counters: Counters,
     /// First uncaptured wgpu error or device loss, reported on the next op.
     failure: Arc<Mutex<Option<String>>>,
@@ -103,13 +121,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Pool size class: the next power of two, at least 256 bytes.
-fn size_class(bytes: u64) -> u64 {
-    bytes.max(256).next_power_of_two()
-}
-
 impl GpuContext {
-    pub(crate) fn new(o: Opened) -> GpuContext {
+    pub(crate) fn new(o: Opened) -> Arc<GpuContext> {
         let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let lost = Arc::new(AtomicBool::new(false));
         {
@@ -129,22 +142,42 @@ impl GpuContext {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        GpuContext {
+        let check_flags = o.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("skiff index checks"),
+            size: CHECK_SLOTS as u64 * SLOT_BYTES,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        // The device's own limits (what it enforces), not the ones requested.
+        let limits = o.device.limits();
+        Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
-            limits: o.limits,
+            limits,
             device: o.device,
             queue: o.queue,
             uniforms,
+            check_flags,
+            checks_resolved: AtomicU64::new(0),
             pool: Mutex::new(HashMap::new()),
             pooled_bytes: AtomicU64::new(0),
+            bad: Mutex::new(BadBuffers::default()),
+            any_bad: AtomicBool::new(false),
+            me: me.clone(),
             pipelines: Mutex::new(HashMap::new()),
             layouts: Mutex::new(HashMap::new()),
-            batch: Mutex::new(Batch { encoder: None, pass: None, slot: 0, params: Vec::new() }),
+            batch: Mutex::new(Batch {
+                encoder: None,
+                pass: None,
+                slot: 0,
+                params: Vec::new(),
+                checks: IndexChecks::default(),
+                written: Vec::new(),
+            }),
             counters: Counters::default(),
             failure,
             lost,
-        }
+        })
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
@@ -182,51 +215,6 @@ impl GpuContext {
         }
     }
 
-    /// A storage buffer of at least `bytes`, from the pool when one is free.
-    pub(crate) fn alloc(&self, op: &'static str, bytes: u64) -> Result<(wgpu::Buffer, u64)> {
-        self.check(op)?;
-        let class = size_class(bytes);
-        let max = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
-        if class > max {
-            return Err(Error::value(
-                op,
-                format!("a GPU buffer of {bytes} bytes exceeds the adapter's limit of {max} bytes per storage buffer"),
-            ));
-        }
-        self.counters.bytes_live.fetch_add(class, Ordering::Relaxed);
-        if let Some(b) = lock(&self.pool).get_mut(&class).and_then(|v| v.pop_first()) {
-            self.pooled_bytes.fetch_sub(class, Ordering::Relaxed);
-            self.counters.buffers_reused.fetch_add(1, Ordering::Relaxed);
-            return Ok((b, class));
-        }
-        self.counters.buffers_created.fetch_add(1, Ordering::Relaxed);
-        self.counters.bytes_allocated.fetch_add(class, Ordering::Relaxed);
-        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: class,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        Ok((b, class))
-    }
-
-    /// Takes back a buffer whose last tensor dropped. Work already recorded
-    /// that reads it runs before any later write to it (one queue, in order).
-    pub(crate) fn release(&self, b: wgpu::Buffer, class: u64) {
-        self.counters.bytes_live.fetch_sub(class, Ordering::Relaxed);
-        self.pooled_bytes.fetch_add(class, Ordering::Relaxed);
-        lock(&self.pool).entry(class).or_default().insert(b);
-    }
-
-    /// Frees every pooled buffer.
-    pub fn empty_cache(&self) {
-        for k in lock(&self.layouts).values_mut() {
-            k.bind_groups.clear();
-        }
-        lock(&self.pool).clear();
-        self.pooled_bytes.store(0, Ordering::Relaxed);
-    }
-
     /// Records one dispatch of `pipeline` over `workgroups` workgroups with
     /// `params` in binding 0 and `buffers` in bindings 1.. (the last one is
     /// the output). Submits the batch when the uniform ring is full.
@@ -250,11 +238,30 @@ impl GpuContext {
         buffers: &[&wgpu::Buffer],
         [x, y, z]: [u32; 3],
     ) {
-        assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
+        context::open_batch_scopes(self.id, &self.device);
         let bind_group = self.bind_group(pipeline, buffers);
         let mut batch = lock(&self.batch);
+        if let Some((out, inputs)) = buffers.split_last() {
+            self.note_written(out, inputs);
+            if context::DEFERRED_ERRORS {
+                batch.written.push((*out).clone());
+            }
+        }
+        self.record_locked(&mut batch, pipeline, &bind_group, params, [x, y, z]);
+    }
+
+    pub(super) fn record_locked(
+        &self,
+        batch: &mut Batch,
+        pipeline: &wgpu::ComputePipeline,
+        bind_group: &wgpu::BindGroup,
+        params: &[u32],
+        [x, y, z]: [u32; 3],
+    ) {
+        assert!(params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
         if batch.slot == BATCH_DISPATCHES {
-            self.submit_locked(&mut batch);
+            self.submit_locked(batch);
+            context::open_batch_scopes(self.id, &self.device);
         }
         let offset = batch.slot as usize * PARAM_BYTES as usize;
         batch.slot += 1;
@@ -268,7 +275,7 @@ impl GpuContext {
         }
         let pass = batch.pass.as_mut().expect("pass opened above");
         pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind_group, &[offset as u32]);
+        pass.set_bind_group(0, bind_group, &[offset as u32]);
         pass.dispatch_workgroups(x, y, z);
     }
 
@@ -283,6 +290,18 @@ impl GpuContext {
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
         }
         batch.slot = 0;
+        let written = std::mem::take(&mut batch.written);
+        let me = self.me.clone();
+        context::close_batch_scopes(self.id, move |e| {
+            let reason = format!(
+                "the GPU discarded a batch of queued work ({e}), so the tensors it wrote hold stale values; \
+                 recompute them"
+            );
+            if let Some(ctx) = me.upgrade() {
+                ctx.mark_stale(written, &reason);
+            }
+            Error::value("gpu", reason)
+        });
     }
 
     /// Submits everything recorded so far (PyTorch's `synchronize` without the wait).
@@ -291,9 +310,20 @@ impl GpuContext {
         self.submit_locked(&mut batch);
     }
 
-    /// Submits pending work and waits for the GPU to finish it.
-    pub fn synchronize(&self) -> Result<()> {
-        self.flush();
+    /// Submits pending work and waits for the GPU to finish it. Natively it
+    /// also reads the flags of pending index range checks (in the same submit)
+    /// and reports the first that failed; in the browser, which cannot wait,
+    /// they stay for the next readback.
+    pub fn synchronize(self: &Arc<Self>) -> Result<()> {
+        if context::CAN_BLOCK && self.checks_pending() {
+            let flags = super::readback::Readback::start_checks(self)?;
+            context::block_on_readback(flags).map_err(|e| match e {
+                Error::Value { op: "to_vec", msg } => Error::value("synchronize", msg),
+                e => e,
+            })?;
+        } else {
+            self.flush();
+        }
         context::wait_idle(&self.device)?;
         self.check("synchronize")
     }
@@ -308,12 +338,15 @@ impl GpuContext {
             return Ok(());
         }
         let size = (bytes.len() as u64).div_ceil(4) * 4;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("skiff upload"),
-            size,
-            usage: wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: true,
-        });
+        context::open_batch_scopes(self.id, &self.device);
+        let staging = self.create_checked("to", "an upload's staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("skiff upload"),
+                size,
+                usage: wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            })
+        })?;
         {
             let mut view = staging.get_mapped_range_mut(..).map_err(|e| Error::value("to", format!("{e}")))?;
             if bytes.len() as u64 == size {
@@ -327,28 +360,53 @@ impl GpuContext {
         staging.unmap();
         self.counters.uploads.fetch_add(1, Ordering::Relaxed);
         let mut batch = lock(&self.batch);
+        self.note_written(dst, &[]);
+        if context::DEFERRED_ERRORS {
+            batch.written.push(dst.clone());
+        }
         batch.end_pass();
         let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
         encoder.copy_buffer_to_buffer(&staging, 0, dst, 0, size);
         Ok(())
     }
 
-    /// Records a copy of the first `size` bytes of `src` into a new mapped-read
-    /// staging buffer and submits everything recorded so far.
-    pub(crate) fn copy_for_readback(&self, src: &wgpu::Buffer, size: u64) -> wgpu::Buffer {
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("skiff readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+    /// Records a copy of the first `size` bytes (a multiple of 4) of `src`
+    /// into a new mapped-read staging buffer, followed by the flag slots of
+    /// the pending range checks (which are then cleared on the device), and
+    /// submits everything recorded so far: one staging buffer and one submit
+    /// whether or not checks are pending. `None` when there is nothing to copy.
+    pub(crate) fn copy_for_readback(
+        &self,
+        src: &wgpu::Buffer,
+        size: u64,
+    ) -> Result<Option<(wgpu::Buffer, Option<TakenChecks>)>> {
+        context::open_batch_scopes(self.id, &self.device);
         let mut batch = lock(&self.batch);
+        if batch.checks.is_empty() && size == 0 {
+            return Ok(None);
+        }
+        let flag_bytes = batch.checks.bytes();
+        let staging = self.create_checked("to_vec", "a readback's staging buffer", || {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("skiff readback"),
+                size: size + flag_bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        let checks = batch.checks.take();
         batch.end_pass();
         let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-        encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        if size > 0 {
+            encoder.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+        }
+        if flag_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&self.check_flags, 0, &staging, size, flag_bytes);
+            encoder.clear_buffer(&self.check_flags, 0, Some(flag_bytes));
+        }
         self.submit_locked(&mut batch);
         self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
-        staging
+        Ok(Some((staging, checks)))
     }
 }
 
