@@ -9,6 +9,23 @@ fn erf_approx(x: f32) -> f32 {
     return s * y;
 }
 fn spow(a: f32, b: f32) -> f32 {
+    // powf's special cases, which WGSL's pow (exp2(b * log2(a))) gets wrong:
+    // a^0 = 1 and 1^b = 1 for every a and b (NaN too), any other NaN operand
+    // gives NaN (tested on the bits: WGSL's float rules let comparisons
+    // assume there is none), and 0^b = 0 for b > 0, inf for b < 0 (-0.0
+    // keeps its sign for odd integer b).
+    if (b == 0.0 || a == 1.0) { return 1.0; }
+    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) {
+        var nan_bits = 0x7fc00000u;
+        return bitcast<f32>(nan_bits);
+    }
+    if (a == 0.0) {
+        var r = 0.0;
+        if (b < 0.0) { var inf_bits = 0x7f800000u; r = bitcast<f32>(inf_bits); }
+        let odd = fract(b) == 0.0 && fract(b * 0.5) != 0.0;
+        if (odd && (bitcast<u32>(a) & 0x80000000u) != 0u) { return -r; }
+        return r;
+    }
     if (a >= 0.0) { return pow(a, b); }
     // Negative base: defined for integer exponents only (as powf).
     // NaN from a variable: Chromium's WGSL compiler rejects a constant bitcast
