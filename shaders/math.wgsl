@@ -9,30 +9,40 @@ fn erf_approx(x: f32) -> f32 {
     return s * y;
 }
 fn spow(a: f32, b: f32) -> f32 {
-    // powf's special cases, which WGSL's pow (exp2(b * log2(a))) gets wrong:
-    // a^0 = 1 and 1^b = 1 for every a and b (NaN too), any other NaN operand
-    // gives NaN (tested on the bits: WGSL's float rules let comparisons
-    // assume there is none), and 0^b = 0 for b > 0, inf for b < 0 (-0.0
-    // keeps its sign for odd integer b).
+    // powf's special cases (C99 Annex F), which WGSL's pow (exp2(b * log2(a)),
+    // for a > 0 only) does not give. NaN and infinities are tested on the
+    // bits: WGSL's float rules let comparisons assume there are none.
+    // Constant non-finite floats come from variables: Chromium's WGSL compiler
+    // rejects a constant bitcast to one ("value nan cannot be represented").
+    var nan_bits = 0x7fc00000u;
+    var inf_bits = 0x7f800000u;
+    let inf = bitcast<f32>(inf_bits);
     if (b == 0.0 || a == 1.0) { return 1.0; }
-    if ((bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u) {
-        var nan_bits = 0x7fc00000u;
-        return bitcast<f32>(nan_bits);
+    let ua = bitcast<u32>(a) & 0x7fffffffu;
+    let ub = bitcast<u32>(b) & 0x7fffffffu;
+    if (ua > 0x7f800000u || ub > 0x7f800000u) { return bitcast<f32>(nan_bits); }
+    let b_negative = (bitcast<u32>(b) & 0x80000000u) != 0u;
+    if (ub == 0x7f800000u) {
+        // b = +-inf: |a| = 1 gives 1, else 0 or inf as |a| > 1 and b > 0 agree.
+        if (ua == 0x3f800000u) { return 1.0; }
+        if ((ua > 0x3f800000u) != b_negative) { return inf; }
+        return 0.0;
     }
-    if (a == 0.0) {
+    let integer = fract(b) == 0.0;
+    let odd = integer && fract(b * 0.5) != 0.0;
+    let negative = (bitcast<u32>(a) & 0x80000000u) != 0u;
+    if (ua == 0u || ua == 0x7f800000u) {
+        // a = +-0 or +-inf: 0 or inf, negative only for a negative a and odd b.
         var r = 0.0;
-        if (b < 0.0) { var inf_bits = 0x7f800000u; r = bitcast<f32>(inf_bits); }
-        let odd = fract(b) == 0.0 && fract(b * 0.5) != 0.0;
-        if (odd && (bitcast<u32>(a) & 0x80000000u) != 0u) { return -r; }
+        if ((ua == 0u) == b_negative) { r = inf; }
+        if (odd && negative) { return -r; }
         return r;
     }
-    if (a >= 0.0) { return pow(a, b); }
-    // Negative base: defined for integer exponents only (as powf).
-    // NaN from a variable: Chromium's WGSL compiler rejects a constant bitcast
-    // to a non-finite f32 ("value nan cannot be represented").
-    if (fract(b) != 0.0) { var nan_bits = 0x7fc00000u; return bitcast<f32>(nan_bits); }
+    if (!negative) { return pow(a, b); }
+    // Negative base: defined for integer exponents only.
+    if (!integer) { return bitcast<f32>(nan_bits); }
     let m = pow(-a, b);
-    if (fract(b * 0.5) != 0.0) { return -m; }
+    if (odd) { return -m; }
     return m;
 }
 fn sigmoid_(x: f32) -> f32 {

@@ -19,10 +19,14 @@ mod check;
 mod common;
 #[path = "differential/exec.rs"]
 mod exec;
+#[path = "differential/found.rs"]
+mod found;
 #[path = "differential/gen.rs"]
 mod gen;
 #[path = "differential/program.rs"]
 mod program;
+#[path = "differential/selftest.rs"]
+mod selftest;
 
 use check::{Stats, Truth};
 use exec::{ErrKey, Host};

@@ -101,7 +101,7 @@ pub fn run(
     cx: &Cx,
     mut next: impl FnMut(&[Info]) -> Option<Op>,
     mut on_step: impl FnMut(&Op, Option<&std::result::Result<Host, ErrKey>>),
-    loss: impl FnOnce(&[Tensor]) -> Option<(usize, Vec<f64>)>,
+    loss: impl FnOnce(&[Tensor], &[Info]) -> Option<(usize, Vec<f64>)>,
 ) -> Result<(Record, Option<(usize, Vec<f64>)>)> {
     let mut leaves = Vec::new();
     let mut env: Vec<Tensor> = Vec::new();
@@ -109,12 +109,29 @@ pub fn run(
     for i in inputs {
         let h = Host { shape: i.shape.clone(), dtype: cx.float, data: i.values.clone() };
         let t = make(&h, cx)?.requires_grad_(i.requires_grad)?;
-        info.push(Info { shape: i.shape.clone(), dtype: t.dtype(), leaf_rg: i.requires_grad, view: false });
+        let root = info.len();
+        info.push(Info {
+            shape: i.shape.clone(),
+            dtype: t.dtype(),
+            leaf_rg: i.requires_grad,
+            view: false,
+            nan: false,
+            root,
+            stale: false,
+        });
         leaves.push(t.clone());
         env.push(t);
     }
     let mut rec = Record::default();
-    while let Some(op) = next(&info) {
+    loop {
+        // The resolver avoids casting NaN to i32 (see gen.rs); only the cpu
+        // runs resolve, so the GPU run reads nothing back for this.
+        if cx.device == Device::Cpu {
+            for (i, t) in info.iter_mut().zip(&env) {
+                i.nan = t.dtype().is_float() && t.to_f64_vec()?.iter().any(|v| v.is_nan());
+            }
+        }
+        let Some(op) = next(&info) else { break };
         let args: Vec<Tensor> = op.inputs().iter().map(|&i| env[i].clone()).collect();
         let ins = args.iter().map(host).collect::<Result<Vec<_>>>()?;
         on_step(&op, None);
@@ -127,13 +144,29 @@ pub fn run(
         if let Ok(t) = out {
             let first = op.inputs()[0];
             let view = if op.is_inplace() { info[first].view } else { op.may_alias() };
-            info.push(Info { shape: t.shape().to_vec(), dtype: t.dtype(), leaf_rg: false, view });
+            let root = if op.may_alias() { info[first].root } else { info.len() };
+            if op.is_inplace() && t.requires_grad() {
+                // A recorded in-place write rewrote `first`'s history: the
+                // other tensors on its storage keep an outdated one.
+                for (j, i) in info.iter_mut().enumerate() {
+                    i.stale |= i.root == root && j != first;
+                }
+            }
+            info.push(Info {
+                shape: t.shape().to_vec(),
+                dtype: t.dtype(),
+                leaf_rg: false,
+                view,
+                nan: false,
+                root,
+                stale: false,
+            });
             env.push(t);
         }
         rec.steps.push(Step { ins, out: out_host });
     }
     rec.finals = env.iter().map(host).collect::<Result<Vec<_>>>()?;
-    let loss = loss(&env).filter(|(k, _)| *k < env.len());
+    let loss = loss(&env, &info).filter(|(k, _)| *k < env.len());
     if let Some((k, w)) = &loss {
         let h = Host { shape: env[*k].shape().to_vec(), dtype: cx.float, data: w.clone() };
         let result = make(&h, cx).and_then(|w| env[*k].mul(&w)?.sum_all()?.backward());
@@ -166,9 +199,11 @@ pub fn run_truth(
             Some(op)
         },
         |op, out| on_step(op, out),
-        |env| {
-            // The latest float value in the graph.
-            let k = env.iter().rposition(|t| t.dtype().is_float() && t.requires_grad())?;
+        |env, info| {
+            // The latest float value in the graph (not a stale one: see `Info::stale`).
+            let k = (0..env.len())
+                .rev()
+                .find(|&k| env[k].dtype().is_float() && env[k].requires_grad() && !info[k].stale)?;
             Some((k, weights(env[k].shape(), seed)))
         },
     )?;
@@ -197,6 +232,6 @@ pub fn run_replay(
         }
         on_step(op, out)
     };
-    let loss = |_: &[Tensor]| if diverged.get() { None } else { prog.loss.clone() };
+    let loss = |_: &[Tensor], _: &[Info]| if diverged.get() { None } else { prog.loss.clone() };
     Ok(run(&prog.inputs, cx, next, on_step, loss)?.0)
 }
