@@ -11,7 +11,8 @@
 //! Environment: `SKIFF_DIFF_CASES` (or `PROPTEST_CASES`) programs per run
 //! (default 300); `SKIFF_DIFF_SEED` the run's seed (default fixed, so CI is
 //! reproducible; `random` draws one); `SKIFF_DIFF_CASE=<case seed>` replays
-//! one program (a failure prints it). Failing programs are shrunk by proptest
+//! one program (a failure prints it); `SKIFF_DIFF_MAX_OPS` longer programs
+//! (default 8). Failing programs are shrunk by proptest
 //! (no persistence file is written) and printed as Rust.
 
 #[path = "differential/check.rs"]
@@ -23,8 +24,14 @@ mod exec;
 mod found;
 #[path = "differential/gen.rs"]
 mod gen;
+#[path = "differential/print.rs"]
+mod print;
 #[path = "differential/program.rs"]
 mod program;
+#[path = "differential/resolve.rs"]
+mod resolve;
+#[path = "differential/run.rs"]
+mod run;
 #[path = "differential/selftest.rs"]
 mod selftest;
 
@@ -219,7 +226,8 @@ fn random_programs_agree_across_cpu_f64_cpu_f32_and_gpu() {
         f64_is_refused_on(g);
     }
     install_panic_hook();
-    let strategy = gen::program(MAX_OPS);
+    let max_ops = env_u64("SKIFF_DIFF_MAX_OPS").map_or(MAX_OPS, |n| n.max(1) as usize);
+    let strategy = gen::program(max_ops);
     let config = Config { failure_persistence: None, max_shrink_iters: 400, ..Config::default() };
     let mut total = Stats::default();
     let start = std::time::Instant::now();

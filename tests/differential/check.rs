@@ -172,7 +172,9 @@ pub fn close(got: &Host, want: &Host, (atol, rtol): Tol, scale: f64, float: DTyp
     }
 }
 
-fn grads_close(a: &[Option<Host>], b: &[Option<Host>], tol: Tol, float: DType) -> Result<(), String> {
+/// Gradients, each with absolute tolerances scaled by the larger of its own
+/// magnitude and `floor`.
+fn grads_close(a: &[Option<Host>], b: &[Option<Host>], tol: Tol, float: DType, floor: f64) -> Result<(), String> {
     if a.len() != b.len() {
         return Err(format!("{} gradients, expected {}", a.len(), b.len()));
     }
@@ -180,7 +182,7 @@ fn grads_close(a: &[Option<Host>], b: &[Option<Host>], tol: Tol, float: DType) -
         match (x, y) {
             (None, None) => {}
             (Some(x), Some(y)) => {
-                close(x, y, tol, max_abs(y).max(1.0), float).map_err(|m| format!("input {i}: {m}"))?
+                close(x, y, tol, max_abs(y).max(floor), float).map_err(|m| format!("input {i}: {m}"))?
             }
             _ => {
                 return Err(format!("input {i}: gradient {}, expected {}", presence(x), presence(y)));
@@ -204,6 +206,11 @@ pub struct Truth<'a> {
     pub rec: &'a Record,
     /// Per step: the op re-run on fresh copies of the f64 run's inputs.
     pub local: Vec<Option<Local>>,
+    /// The largest partial derivative any step multiplies a gradient by (its
+    /// local vector-Jacobian products with weights in [0.5, 1.5]), at least 1:
+    /// the size of the terms that backward sums, so of its rounding, even
+    /// where they cancel to a small gradient.
+    pub partials: f64,
 }
 
 impl<'a> Truth<'a> {
@@ -222,7 +229,9 @@ impl<'a> Truth<'a> {
             })?;
             local.push(Some(l));
         }
-        Ok(Truth { prog, rec, local })
+        let partials =
+            local.iter().flatten().flat_map(|l| l.vjp.iter().flatten().flatten()).map(max_abs).fold(1.0, f64::max);
+        Ok(Truth { prog, rec, local, partials })
     }
 }
 
@@ -255,7 +264,7 @@ pub fn compare(name: &str, truth: &Truth, r: &Record, t: &Tols, float: DType, st
         let reads_unstable = op.inputs().iter().any(|&e| unstable[e] || root_unstable[root[e]]);
         let this = reads_unstable || close(&l.want, &l64.want, t.cond, sc, DType::F64).is_err();
         let vjp_moved = match (&l.vjp, &l64.vjp) {
-            (Some(a), Some(b)) => grads_close(a, b, t.cond, DType::F64).is_err(),
+            (Some(a), Some(b)) => grads_close(a, b, t.cond, DType::F64, 1.0).is_err(),
             _ => false,
         };
         grads_unstable |= this || vjp_moved;
@@ -295,7 +304,9 @@ pub fn compare(name: &str, truth: &Truth, r: &Record, t: &Tols, float: DType, st
                     return Err(format!("{name}: inputs with a gradient {shown:?} differ from the f64 run's"));
                 }
             } else {
-                grads_close(gr, g64, t.grads, float).map_err(|m| format!("backward in {name}: {m}"))?;
+                grads_close(gr, g64, t.grads, float, truth.partials).map_err(|m| {
+                    format!("backward in {name}: {m} (largest partial derivative {:e})", truth.partials)
+                })?;
                 stats.grads_compared += 1;
             }
         }

@@ -2,8 +2,9 @@
 //! produced, then the backward pass. The f64 cpu run also resolves the raw
 //! program (it is the truth the other runs replay).
 
-use super::gen::{resolve, Info, RawProgram, Rng};
+use super::gen::{Info, RawProgram, Rng};
 use super::program::{Cx, Input, Op};
+use super::resolve::resolve;
 use skiff::{DType, Device, Error, Result, Tensor};
 
 /// A tensor's values on the host (any dtype, as f64).
@@ -124,7 +125,7 @@ pub fn run(
     }
     let mut rec = Record::default();
     loop {
-        // The resolver avoids casting NaN to i32 (see gen.rs); only the cpu
+        // The resolver avoids casting NaN (see resolve.rs); only the cpu
         // runs resolve, so the GPU run reads nothing back for this.
         if cx.device == Device::Cpu {
             for (i, t) in info.iter_mut().zip(&env) {
