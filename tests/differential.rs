@@ -9,7 +9,7 @@
 //! match a central difference of the program.
 //!
 //! Environment: `SKIFF_DIFF_CASES` (or `PROPTEST_CASES`) programs per run
-//! (default 300); `SKIFF_DIFF_SEED` the run's seed (default fixed, so CI is
+//! (default 200); `SKIFF_DIFF_SEED` the run's seed (default fixed, so CI is
 //! reproducible; `random` draws one); `SKIFF_DIFF_CASE=<case seed>` replays
 //! one program (a failure prints it); `SKIFF_DIFF_MAX_OPS` longer programs
 //! (default 8). Failing programs are shrunk by proptest
@@ -44,7 +44,7 @@ use skiff::{DType, Device, Tensor};
 use std::cell::RefCell;
 use std::fmt::Write as _;
 
-const DEFAULT_CASES: usize = 300;
+const DEFAULT_CASES: usize = 200;
 const DEFAULT_SEED: u64 = 0x5EED_D1FF_2024;
 const MAX_OPS: usize = 8;
 

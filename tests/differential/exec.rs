@@ -117,6 +117,7 @@ pub fn run(
             leaf_rg: i.requires_grad,
             view: false,
             nan: false,
+            huge: false,
             root,
             stale: false,
         });
@@ -129,7 +130,9 @@ pub fn run(
         // runs resolve, so the GPU run reads nothing back for this.
         if cx.device == Device::Cpu {
             for (i, t) in info.iter_mut().zip(&env) {
-                i.nan = t.dtype().is_float() && t.to_f64_vec()?.iter().any(|v| v.is_nan());
+                let v = if t.dtype().is_float() { t.to_f64_vec()? } else { Vec::new() };
+                i.nan = v.iter().any(|v| v.is_nan());
+                i.huge = v.iter().any(|v| v.abs() >= 2f64.powi(31));
             }
         }
         let Some(op) = next(&info) else { break };
@@ -159,6 +162,7 @@ pub fn run(
                 leaf_rg: false,
                 view,
                 nan: false,
+                huge: false,
                 root,
                 stale: false,
             });

@@ -129,6 +129,8 @@ pub struct Info {
     pub view: bool,
     /// Holds a NaN (now, in the f64 run).
     pub nan: bool,
+    /// Holds a value outside i32's range (an infinity included).
+    pub huge: bool,
     /// The value whose storage this one shares (itself unless made by an
     /// op that may alias its first input).
     pub root: usize,

@@ -417,13 +417,18 @@ pub fn resolve(raw: &RawOp, env: &[Info]) -> Op {
         K::ToDType => {
             let x = a.pick(env, |_| true);
             let to = a.pick_of(&[To::Float, To::I32, To::Bool, To::Float]);
-            // Not drawn: casts of NaN to i32 or bool, which the GPU's cast
-            // kernel (src/backend/gpu/elementwise.rs `convert`, being changed
-            // elsewhere; reported with this test's findings) gets wrong: NaN
-            // to i32 is 0 on the cpu and i32::MIN on the GPU, NaN to bool is
-            // true on the cpu (as in PyTorch) and false on the GPU; e.g. the
-            // std() of an empty tensor, to_dtype(I32 or Bool).
-            let to = if env[x].nan { To::Float } else { to };
+            // Not drawn: casts the GPU's cast kernel (src/backend/gpu/
+            // elementwise.rs `convert`, being changed elsewhere; reported with
+            // this test's findings) disagrees on: NaN to i32 is 0 on the cpu
+            // and i32::MIN on the GPU, NaN to bool true on the cpu (as in
+            // PyTorch) and false on the GPU (e.g. the std() of an empty tensor,
+            // to_dtype(I32 or Bool)); and an infinity to i32 is i32::MAX on
+            // the cpu, 2147483520 on the GPU (x.div_scalar(0.0).to_dtype(I32)).
+            let to = match to {
+                To::I32 if env[x].nan || env[x].huge => To::Float,
+                To::Bool if env[x].nan => To::Float,
+                to => to,
+            };
             Op::ToDType { x, to }
         }
         K::Detach => Op::Detach { x: a.pick(env, |_| true) },
