@@ -262,7 +262,7 @@ fn random_programs_agree_across_cpu_f64_cpu_f32_and_gpu() {
     );
     // The comparisons must actually happen: most steps succeed and most
     // values and gradients are compared end to end.
-    if seeds.len() >= 100 {
+    if seeds.len() >= 100 && max_ops == MAX_OPS {
         assert!(total.steps_err * 2 < total.steps, "more than half the steps failed: {total:?}");
         assert!(total.unstable * 5 < total.stable, "too many steps unstable to compare: {total:?}");
         assert!(total.grads_compared * 2 > total.programs, "gradients compared in too few programs: {total:?}");

@@ -71,6 +71,9 @@ pub struct Record {
     pub backward: Option<std::result::Result<Vec<Option<Host>>, ErrKey>>,
 }
 
+/// The loss of a program: the value whose `sum(v * w)` is differentiated, and `w`.
+pub type Loss = Option<(usize, Vec<f64>)>;
+
 /// A resolved program.
 pub struct Program {
     pub inputs: Vec<Input>,
@@ -103,7 +106,7 @@ pub fn run(
     mut next: impl FnMut(&[Info]) -> Option<Op>,
     mut on_step: impl FnMut(&Op, Option<&std::result::Result<Host, ErrKey>>),
     loss: impl FnOnce(&[Tensor], &[Info]) -> Option<(usize, Vec<f64>)>,
-) -> Result<(Record, Option<(usize, Vec<f64>)>)> {
+) -> Result<(Record, Loss)> {
     let mut leaves = Vec::new();
     let mut env: Vec<Tensor> = Vec::new();
     let mut info: Vec<Info> = Vec::new();
