@@ -9,13 +9,40 @@ fn erf_approx(x: f32) -> f32 {
     return s * y;
 }
 fn spow(a: f32, b: f32) -> f32 {
-    if (a >= 0.0) { return pow(a, b); }
-    // Negative base: defined for integer exponents only (as powf).
-    // NaN from a variable: Chromium's WGSL compiler rejects a constant bitcast
-    // to a non-finite f32 ("value nan cannot be represented").
-    if (fract(b) != 0.0) { var nan_bits = 0x7fc00000u; return bitcast<f32>(nan_bits); }
+    // powf's special cases (C99 Annex F), which WGSL's pow (exp2(b * log2(a)),
+    // for a > 0 only) does not give. NaN and infinities are tested on the
+    // bits: WGSL's float rules let comparisons assume there are none.
+    // Constant non-finite floats come from variables: Chromium's WGSL compiler
+    // rejects a constant bitcast to one ("value nan cannot be represented").
+    var nan_bits = 0x7fc00000u;
+    var inf_bits = 0x7f800000u;
+    let inf = bitcast<f32>(inf_bits);
+    if (b == 0.0 || a == 1.0) { return 1.0; }
+    let ua = bitcast<u32>(a) & 0x7fffffffu;
+    let ub = bitcast<u32>(b) & 0x7fffffffu;
+    if (ua > 0x7f800000u || ub > 0x7f800000u) { return bitcast<f32>(nan_bits); }
+    let b_negative = (bitcast<u32>(b) & 0x80000000u) != 0u;
+    if (ub == 0x7f800000u) {
+        // b = +-inf: |a| = 1 gives 1, else 0 or inf as |a| > 1 and b > 0 agree.
+        if (ua == 0x3f800000u) { return 1.0; }
+        if ((ua > 0x3f800000u) != b_negative) { return inf; }
+        return 0.0;
+    }
+    let integer = fract(b) == 0.0;
+    let odd = integer && fract(b * 0.5) != 0.0;
+    let negative = (bitcast<u32>(a) & 0x80000000u) != 0u;
+    if (ua == 0u || ua == 0x7f800000u) {
+        // a = +-0 or +-inf: 0 or inf, negative only for a negative a and odd b.
+        var r = 0.0;
+        if ((ua == 0u) == b_negative) { r = inf; }
+        if (odd && negative) { return -r; }
+        return r;
+    }
+    if (!negative) { return pow(a, b); }
+    // Negative base: defined for integer exponents only.
+    if (!integer) { return bitcast<f32>(nan_bits); }
     let m = pow(-a, b);
-    if (fract(b * 0.5) != 0.0) { return -m; }
+    if (odd) { return -m; }
     return m;
 }
 fn sigmoid_(x: f32) -> f32 {
@@ -35,4 +62,12 @@ fn clamp_(x: f32, lo: f32, hi: f32) -> f32 {
     if (x < lo) { return select(lo, hi, lo > hi); }
     if (x > hi) { return hi; }
     return x;
+}
+// f32 -> i32 as Rust's `as` (the cpu backend): NaN gives 0 and values past
+// either end saturate; WGSL leaves NaN undefined and clamps to 2147483520.
+fn to_i32_(x: f32) -> i32 {
+    if (is_nan_(x)) { return 0i; }
+    if (x >= 2147483648.0) { return 2147483647i; }
+    if (x < -2147483648.0) { return -2147483647i - 1i; }
+    return i32(x);
 }

@@ -352,6 +352,15 @@ impl Tensor {
 
 fn arg_reduce(def: &'static OpDef, x: &Tensor, axis: Option<isize>, keepdim: bool, max: bool) -> Result<Tensor> {
     expect_float(def.name, x)?;
+    // A 0-d tensor's only axes are 0 and -1 (as in PyTorch), and reducing along
+    // one is reducing over the whole (one-element) tensor.
+    let axis = match axis {
+        Some(a) if x.ndim() == 0 => {
+            normalize_axis(def.name, a, x.shape())?;
+            None
+        }
+        other => other,
+    };
     // As in PyTorch: an empty tensor has no argmax over all of it, nor along an
     // empty axis; along a non-empty axis the result is simply empty.
     let empty = match axis {

@@ -75,11 +75,14 @@ fn slice_backward(g: &Tensor, axis: usize, start: usize, step: usize, len: usize
 
 pub(super) fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) -> Layout {
     let mut out = l.clone();
-    if len > 0 {
-        out.offset += start * l.strides[axis];
-    }
     out.strides[axis] *= step;
     out.shape[axis] = len;
+    // An empty view keeps the offset it had: moving it could point past the
+    // end of the buffer (a [2, 0] tensor has no element 1 to start at), and
+    // kernels index the buffer at the offset.
+    if out.shape.iter().all(|&d| d > 0) {
+        out.offset += start * l.strides[axis];
+    }
     out
 }
 
@@ -108,6 +111,7 @@ impl Tensor {
     /// `len` elements from `start` along `axis`.
     pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Result<Tensor> {
         let ax = normalize_real_axis("narrow", axis, self.shape())?;
+        // checked: start + len can overflow usize for huge arguments.
         if start.checked_add(len).is_none_or(|end| end > self.shape()[ax]) {
             return Err(Error::shape(
                 "narrow",

@@ -108,7 +108,7 @@ impl Tensor {
         self.inplace(op, &[], |s| {
             if recording {
                 // Keeps the tensor in the graph with a zero gradient, as PyTorch does.
-                s.mul_scalar(0.0)?.add_scalar(value)
+                s.replaced_in_graph(&s.full_like(value)?)
             } else {
                 s.full_like(value)
             }
@@ -126,10 +126,13 @@ impl Tensor {
             .expand_dims(self.shape())
             .map_err(|e| e.renamed("copy_"))?;
         let keep_graph = is_grad_enabled() && self.requires_grad();
-        self.inplace(
-            "copy_",
-            &[&src],
-            |s| if keep_graph { s.mul_scalar(0.0)?.add(&src) } else { src.contiguous_copy() },
-        )
+        self.inplace("copy_", &[&src], |s| if keep_graph { s.replaced_in_graph(&src) } else { src.contiguous_copy() })
+    }
+    /// `value` (broadcast to self's shape) recorded as a function of self with
+    /// a zero gradient: where(false, self, value). (self * 0 + value would be
+    /// NaN wherever self is NaN or infinite.)
+    fn replaced_in_graph(&self, value: &Tensor) -> Result<Tensor> {
+        let never = Tensor::full_on(&[], 0.0, crate::dtype::DType::Bool, &self.device())?;
+        Tensor::where_(&never, self, value)
     }
 }

@@ -168,6 +168,10 @@ pub fn for_each_row<const N: usize>(
 pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
     let n = layout.numel();
     let mut out = super::pool::take::<T>(n);
+    // An empty view's offset may lie past the end of its buffer.
+    if n == 0 {
+        return out;
+    }
     if layout.is_contiguous() {
         out.copy_from_slice(&src[layout.offset..layout.offset + n]);
         return out;
@@ -190,6 +194,10 @@ pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
 /// Writes contiguous `src` (in row-major order of `layout.shape`) into the strided view `layout` of `dst`.
 pub fn scatter_strided<T: Elem>(dst: &mut [T], layout: &Layout, src: &[T]) {
     let mut pos = 0;
+    // An empty view's offset may lie past the end of its buffer.
+    if src.is_empty() {
+        return;
+    }
     if layout.is_contiguous() {
         dst[layout.offset..layout.offset + src.len()].copy_from_slice(src);
         return;

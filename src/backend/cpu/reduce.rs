@@ -87,7 +87,8 @@ fn init<T: Float>(kind: ReduceKind) -> T {
 /// `inner` elements are combined at once, which vectorises (bias gradients,
 /// pooling windows) and needs no transposing copy.
 fn reduce_block<T: Float + super::Elem>(data: &[T], outer: usize, k: usize, inner: usize, kind: ReduceKind) -> Vec<T> {
-    if k == 0 {
+    // Nothing to reduce, or nothing to reduce into (inner == 0: chunks of 0 would panic).
+    if k == 0 || outer * inner == 0 {
         return vec![init(kind); outer * inner];
     }
     if inner == 1 {

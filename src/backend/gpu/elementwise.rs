@@ -203,7 +203,10 @@ fn convert(from: DType, to: DType) -> String {
     let (f, t) = (wgsl_type(from), wgsl_type(to));
     match (from, to) {
         _ if f == t => "x".into(),
-        (_, DType::Bool) => format!("select(0u, 1u, x != {f}(0))"),
+        // `!(x == 0)`, not `x != 0`: NaN is true (as on the cpu and in
+        // PyTorch), and drivers may fold `!=` on floats as an ordered compare.
+        (_, DType::Bool) => format!("select(0u, 1u, !(x == {f}(0)))"),
+        (DType::F32 | DType::F64, DType::I32) => "to_i32_(x)".into(),
         _ => format!("{t}(x)"),
     }
 }
