@@ -70,6 +70,7 @@ pub fn apply_function(func: Arc<dyn Function>, inputs: &[Tensor]) -> Result<Vec<
             None => SavedTensor::new(s),
         })
         .collect();
+    super::check_fresh("Function", &refs)?;
     let out_refs: Vec<&Tensor> = outputs.iter().collect();
     let node = Node::new(NodeKind::Custom { func, name }, &refs, &out_refs, saved);
     for (i, o) in outputs.iter().enumerate() {

@@ -10,6 +10,7 @@ pub mod function;
 pub mod hooks;
 pub mod node;
 
+use crate::error::{Error, Result};
 use crate::ops::{Attrs, OpDef};
 use crate::tensor::Tensor;
 use node::{Edge, Node, NodeKind, SavedTensor};
@@ -58,10 +59,32 @@ pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// True when an op on `inputs` must record a node.
+/// True when an op on `inputs` must record a node (or, for a stale input,
+/// must reach `record` to be refused: see `check_fresh`).
 #[inline]
 pub(crate) fn needs_record(inputs: &[&Tensor]) -> bool {
-    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad_or_stale())
+}
+
+/// An error naming `op` if an input's history is out of date: a view (or
+/// alias) taken before a recorded in-place write through another tensor of
+/// the same storage reads the written values, but its history still
+/// describes the old ones, so its gradients would be silently wrong.
+/// PyTorch regenerates such a view's history; skiff asks for the view to be
+/// taken again after the write.
+pub(crate) fn check_fresh(op: &'static str, inputs: &[&Tensor]) -> Result<()> {
+    match inputs.iter().find(|t| t.is_stale()) {
+        None => Ok(()),
+        Some(t) => Err(Error::autograd(
+            op,
+            format!(
+                "an input of shape {:?} was taken (as a view or alias) before an in-place write through another \
+                 tensor of the same storage, so its autograd history no longer matches its values; take the view \
+                 again after the write, or detach() it to use it as a constant",
+                t.shape()
+            ),
+        )),
+    }
 }
 
 /// Records `out = def(inputs)` in the graph. `saved` are tensors the backward
@@ -74,14 +97,15 @@ pub(crate) fn record(
     saved: &[&Tensor],
     save_output: bool,
     out: Tensor,
-) -> Tensor {
+) -> Result<Tensor> {
+    check_fresh(def.name, inputs)?;
     let mut saved_v: Vec<SavedTensor> = saved.iter().map(|t| SavedTensor::new(t)).collect();
     if save_output {
         saved_v.push(SavedTensor::own_output(&out, 0));
     }
     let node = Node::new(NodeKind::Op { def, attrs }, inputs, &[&out], saved_v);
     out.set_history(node, 0);
-    out
+    Ok(out)
 }
 
 impl Tensor {
@@ -107,6 +131,9 @@ impl Tensor {
     pub(crate) fn rebase_history(&self, node: Arc<Node>, nr: usize) {
         let old = self.grad_edge();
         self.set_history(node.clone(), nr);
+        // Every other tensor over this storage keeps the old history: mark it stale.
+        let epoch = self.storage().bump_history_epoch();
+        self.meta().history_epoch = Some(epoch);
         let Some(old) = old else { return };
         if Arc::ptr_eq(&old.node, &node) {
             return;
@@ -120,6 +147,18 @@ impl Tensor {
         if moved {
             node.retains.lock().unwrap_or_else(|e| e.into_inner()).push((nr, Arc::downgrade(&self.0)));
         }
+    }
+
+    /// `requires_grad() || is_stale()`, under one lock (the recording hot path).
+    pub(crate) fn requires_grad_or_stale(&self) -> bool {
+        let m = self.meta();
+        m.requires_grad || m.history_epoch.is_some_and(|e| e != self.storage().history_epoch())
+    }
+
+    /// True when this tensor's history no longer describes its values (see `check_fresh`).
+    pub(crate) fn is_stale(&self) -> bool {
+        let e = self.meta().history_epoch;
+        e.is_some_and(|e| e != self.storage().history_epoch())
     }
 
     /// Makes this (fresh) tensor output `nr` of `node`.

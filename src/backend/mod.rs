@@ -47,6 +47,9 @@ pub struct StorageInner {
     data: RwLock<Buffer>,
     /// Bumped by every in-place write; saved tensors compare against it.
     version: AtomicU64,
+    /// Bumped when a recorded in-place write gives a tensor over this storage
+    /// a new history; views taken before then compare against it (`autograd::stale`).
+    history_epoch: AtomicU64,
     device: Device,
     /// Host copy of a small i32 GPU storage (labels, indices) and the version it
     /// matches. See `host_copy`.
@@ -122,6 +125,7 @@ pub fn new_storage(buf: Buffer) -> Storage {
     Arc::new(StorageInner {
         data: RwLock::new(buf),
         version: AtomicU64::new(0),
+        history_epoch: AtomicU64::new(0),
         device,
         #[cfg(feature = "gpu")]
         mirror: std::sync::Mutex::new(None),
@@ -214,6 +218,13 @@ impl StorageInner {
     }
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::Acquire)
+    }
+    pub fn history_epoch(&self) -> u64 {
+        self.history_epoch.load(Ordering::Acquire)
+    }
+    /// A new history epoch (after a recorded in-place write); returns it.
+    pub(crate) fn bump_history_epoch(&self) -> u64 {
+        self.history_epoch.fetch_add(1, Ordering::AcqRel) + 1
     }
     pub fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);

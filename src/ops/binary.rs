@@ -174,7 +174,7 @@ pub(crate) fn binary(def: &'static BinaryDef, a: &Tensor, b: &Tensor) -> Result<
         return Ok(out);
     }
     let saved: &[&Tensor] = if def.saves_inputs { &[a, b] } else { &[] };
-    Ok(record(&def.op, Attrs::None, &[a, b], saved, def.saves_output, out))
+    record(&def.op, Attrs::None, &[a, b], saved, def.saves_output, out)
 }
 
 /// Every binary table row (the GPU kernel catalog instantiates one kernel per row).

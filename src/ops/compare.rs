@@ -199,6 +199,6 @@ impl Tensor {
         if !needs_record(&[a, b]) {
             return Ok(out);
         }
-        Ok(record(&WHERE, Attrs::None, &[cond, a, b], &[cond], false, out))
+        record(&WHERE, Attrs::None, &[cond, a, b], &[cond], false, out)
     }
 }

@@ -106,7 +106,7 @@ fn unfold_impl(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
     if !needs_record(&[x]) {
         return Ok(y);
     }
-    Ok(record(&UNFOLD2D, p.attrs(input), &[x], &[], false, y))
+    record(&UNFOLD2D, p.attrs(input), &[x], &[], false, y)
 }
 
 fn fold_impl(cols: &Tensor, input: [usize; 2], p: Params) -> Result<Tensor> {
@@ -137,7 +137,7 @@ fn fold_impl(cols: &Tensor, input: [usize; 2], p: Params) -> Result<Tensor> {
     if !needs_record(&[cols]) {
         return Ok(y);
     }
-    Ok(record(&FOLD2D, p.attrs(input), &[cols], &[], false, y))
+    record(&FOLD2D, p.attrs(input), &[cols], &[], false, y)
 }
 
 static UNFOLD2D: OpDef = OpDef {

@@ -261,7 +261,7 @@ impl Tensor {
         if !needs_record(&[self]) {
             return Ok(out);
         }
-        Ok(record(&INDEX_SELECT, Attrs::Axis(ax), &[self, index], &[index], false, out))
+        record(&INDEX_SELECT, Attrs::Axis(ax), &[self, index], &[index], false, out)
     }
 
     /// Out-of-place `index_add`: a copy of `self` with slice `k` of `source`
@@ -291,7 +291,7 @@ impl Tensor {
         if !needs_record(&[self, source]) {
             return Ok(out);
         }
-        Ok(record(&INDEX_ADD, Attrs::Axis(ax), &[self, index, source], &[index], false, out))
+        record(&INDEX_ADD, Attrs::Axis(ax), &[self, index, source], &[index], false, out)
     }
 
     /// PyTorch's `gather`: `out[p] = self[p with p[axis] replaced by index[p]]`.
@@ -307,7 +307,7 @@ impl Tensor {
         if !needs_record(&[self]) {
             return Ok(out);
         }
-        Ok(record(&GATHER, Attrs::Axis(ax), &[self, index], &[index], false, out))
+        record(&GATHER, Attrs::Axis(ax), &[self, index], &[index], false, out)
     }
 
     /// Out-of-place `scatter_add`: a copy of `self` with `src[p]` added at `p`
@@ -326,6 +326,6 @@ impl Tensor {
         if !needs_record(&[self, src]) {
             return Ok(out);
         }
-        Ok(record(&SCATTER_ADD, Attrs::Axis(ax), &[self, index, src], &[index], false, out))
+        record(&SCATTER_ADD, Attrs::Axis(ax), &[self, index, src], &[index], false, out)
     }
 }

@@ -129,7 +129,7 @@ impl Tensor {
             return Ok(out);
         }
         let sizes = tensors.iter().map(|t| t.shape()[ax]).collect();
-        Ok(record(&CONCAT, Attrs::Sizes { axis: ax, sizes }, &refs, &[], false, out))
+        record(&CONCAT, Attrs::Sizes { axis: ax, sizes }, &refs, &[], false, out)
     }
     /// Joins same-shaped tensors along a new axis.
     pub fn stack(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
@@ -209,6 +209,6 @@ impl Tensor {
         if !needs_record(&[self]) {
             return Ok(out);
         }
-        Ok(record(&PAD, Attrs::Pad { pads: full_pads, value }, &[self], &[], false, out))
+        record(&PAD, Attrs::Pad { pads: full_pads, value }, &[self], &[], false, out)
     }
 }

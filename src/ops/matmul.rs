@@ -111,6 +111,6 @@ fn matmul_nd(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     // Recorded on the rank-lifted views; their reshape nodes return the
     // gradients to the callers' shapes.
-    let out = record(&MATMUL, Attrs::None, &[&a2, &b2], &[&a2, &b2], false, out);
+    let out = record(&MATMUL, Attrs::None, &[&a2, &b2], &[&a2, &b2], false, out)?;
     Ok(out)
 }

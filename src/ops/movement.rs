@@ -21,7 +21,7 @@ pub(super) fn view_op(def: &'static OpDef, x: &Tensor, layout: Layout, attrs: At
     if !needs_record(&[x]) {
         return Ok(out);
     }
-    let out = record(def, attrs, &[x], &[], false, out);
+    let out = record(def, attrs, &[x], &[], false, out)?;
     out.meta().is_grad_view = true;
     Ok(out)
 }
@@ -157,7 +157,7 @@ pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Te
     if !needs_record(&[x]) {
         return Ok(out);
     }
-    Ok(record(&TO_DEVICE, Attrs::None, &[x], &[], false, out))
+    record(&TO_DEVICE, Attrs::None, &[x], &[], false, out)
 }
 
 /// `to_device` for a source whose elements were already read into `host`
@@ -172,7 +172,7 @@ pub(crate) fn to_device_read(
     if !needs_record(&[x]) {
         return Ok(out);
     }
-    Ok(record(&TO_DEVICE, Attrs::None, &[x], &[], false, out))
+    record(&TO_DEVICE, Attrs::None, &[x], &[], false, out)
 }
 
 pub fn ops() -> Vec<&'static OpDef> {
@@ -363,7 +363,7 @@ impl Tensor {
         if !needs_record(&[self]) {
             return Ok(out);
         }
-        Ok(record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out))
+        record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out)
     }
     /// A fresh contiguous copy that never shares storage (differentiable, like PyTorch's `clone`).
     pub fn contiguous_copy(&self) -> Result<Tensor> {
@@ -371,6 +371,6 @@ impl Tensor {
         if !needs_record(&[self]) {
             return Ok(out);
         }
-        Ok(record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out))
+        record(&CONTIGUOUS, Attrs::None, &[self], &[], false, out)
     }
 }

@@ -41,7 +41,7 @@ fn reduce_op(def: &'static OpDef, kind: ReduceKind, x: &Tensor, axes: &[isize], 
     }
     let attrs = Attrs::Reduce { axes: ax, keepdim };
     let saves_x: &[&Tensor] = if kind == ReduceKind::Sum { &[] } else { &[x] };
-    Ok(record(def, attrs, &[x], saves_x, kind != ReduceKind::Sum, out))
+    record(def, attrs, &[x], saves_x, kind != ReduceKind::Sum, out)
 }
 
 /// Gradient of max/min: the incoming gradient split evenly between tied extremes.

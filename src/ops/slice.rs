@@ -70,7 +70,7 @@ fn slice_backward(g: &Tensor, axis: usize, start: usize, step: usize, len: usize
     if !needs_record(&[g]) {
         return Ok(out);
     }
-    Ok(record(&SLICE_BACKWARD, Attrs::Slice { axis, start, step, len, dim }, &[g], &[], false, out))
+    record(&SLICE_BACKWARD, Attrs::Slice { axis, start, step, len, dim }, &[g], &[], false, out)
 }
 
 pub(super) fn slice_layout(l: &Layout, axis: usize, start: usize, step: usize, len: usize) -> Layout {

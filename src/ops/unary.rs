@@ -296,7 +296,7 @@ pub(crate) fn unary(def: &'static UnaryDef, x: &Tensor, p: [f64; 2]) -> Result<T
         return Ok(out);
     }
     let saved: &[&Tensor] = if def.saves == Saves::Input { &[x] } else { &[] };
-    Ok(record(&def.op, Attrs::Scalars(p), &[x], saved, def.saves == Saves::Output, out))
+    record(&def.op, Attrs::Scalars(p), &[x], saved, def.saves == Saves::Output, out)
 }
 
 static TO_DTYPE: OpDef = OpDef {
@@ -469,7 +469,7 @@ impl Tensor {
         }
         let out = be::cast(self, dtype)?;
         if dtype.is_float() && needs_record(&[self]) {
-            return Ok(record(&TO_DTYPE, Attrs::DType(dtype), &[self], &[], false, out));
+            return record(&TO_DTYPE, Attrs::DType(dtype), &[self], &[], false, out);
         }
         Ok(out)
     }

@@ -40,6 +40,12 @@ pub(crate) struct AutogradMeta {
     /// writes through it would need history rewriting of the base, which
     /// skiff rejects with an error instead of computing wrong gradients.
     pub is_grad_view: bool,
+    /// The storage's history epoch this tensor's history belongs to (None
+    /// for detached tensors, which are constants whatever happens to their
+    /// storage). A recorded in-place write through another tensor of the
+    /// storage moves the epoch on: then this tensor's history no longer
+    /// describes its values (`autograd::stale`).
+    pub history_epoch: Option<u64>,
 }
 
 impl Tensor {
@@ -50,7 +56,8 @@ impl Tensor {
     }
 
     pub(crate) fn from_storage(storage: Storage, layout: Layout, dtype: DType) -> Tensor {
-        Tensor(Arc::new(TensorImpl { storage, layout, dtype, meta: Mutex::new(AutogradMeta::default()) }))
+        let meta = AutogradMeta { history_epoch: Some(storage.history_epoch()), ..AutogradMeta::default() };
+        Tensor(Arc::new(TensorImpl { storage, layout, dtype, meta: Mutex::new(meta) }))
     }
 
     /// A tensor that shares this one's storage with another layout (no autograd history).
@@ -194,7 +201,9 @@ impl Tensor {
     }
     /// A tensor sharing storage with this one but cut from the graph.
     pub fn detach(&self) -> Tensor {
-        self.alias_with_layout(self.0.layout.clone())
+        let t = self.alias_with_layout(self.0.layout.clone());
+        t.meta().history_epoch = None;
+        t
     }
 
     // ---- readback -----------------------------------------------------------
