@@ -177,6 +177,13 @@ fn arguments() -> Vec<Bad> {
         bad!(Shape, "reshape", ["[2, 3]", "[4]"], f32s(&[2, 3]).reshape(&[4])),
         bad!(Shape, "reshape", ["[-1, -1]"], f32s(&[2, 3]).reshape(&[-1, -1])),
         bad!(Shape, "reshape", ["[-2, 3]"], f32s(&[2, 3]).reshape(&[-2, 3])),
+        bad!(
+            Shape,
+            "view",
+            ["cannot be viewed as [6] without a copy", "reshape()"],
+            f32s(&[2, 3]).transpose(0, 1)?.view(&[6])
+        ),
+        bad!(Shape, "view", ["cannot reshape"], f32s(&[2, 3]).view(&[4])),
         bad!(Shape, "reshape", ["[0, -1]"], f32s(&[2, 3]).reshape(&[0, -1])),
         bad!(Axis, "sum", ["axis 2", "rank 2"], f32s(&[2, 3]).sum(&[2], false)),
         bad!(Axis, "sum", ["axis -3"], f32s(&[2, 3]).sum(&[-3], false)),
@@ -233,8 +240,8 @@ fn arguments() -> Vec<Bad> {
             Tensor::where_(&Tensor::from_bools(&[true, false], &[2])?, &f32s(&[2, 3]), &f32s(&[2, 3]))
         ),
         bad!(DType, "where", [], Tensor::where_(&f32s(&[2]), &f32s(&[2]), &f32s(&[2]))),
-        bad!(Value, "dropout", ["[0, 1)"], f32s(&[2]).dropout(1.5, true)),
-        bad!(Value, "dropout", ["[0, 1)"], f32s(&[2]).dropout(f64::NAN, true)),
+        bad!(Value, "dropout", ["[0, 1]", "1.5"], f32s(&[2]).dropout(1.5, true)),
+        bad!(Value, "dropout", ["[0, 1]", "NaN"], f32s(&[2]).dropout(f64::NAN, true)),
         bad!(Value, "std", ["correction must be a finite number"], f32s(&[2]).std(&[], f64::NAN, false)),
         bad!(Value, "var", ["correction"], f32s(&[2]).var(&[], f64::INFINITY, false)),
         bad!(Shape, "item", ["one-element", "[2]"], f32s(&[2]).item()),
@@ -407,6 +414,17 @@ fn edge_results() -> Result<usize> {
     )?;
     check("argmax of ties", f64s(&[1.0, 3.0, 3.0], &[3]).argmax(None, false)?.to_dtype(DType::F64)?, &[], &[1.0])?;
     check("dropout p=0", f64s(&[1.0, 2.0], &[2]).dropout(0.0, true)?, &[2], &[1.0, 2.0])?;
+    check("dropout p=1", f64s(&[1.0, 2.0], &[2]).dropout(1.0, true)?, &[2], &[0.0, 0.0])?;
+    check(
+        "view of a contiguous tensor",
+        f64s(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).view(&[4])?,
+        &[4],
+        &[1.0, 2.0, 3.0, 4.0],
+    )?;
+    check("view of a transposed tensor as itself", f32s(&[2, 3]).transpose(0, 1)?.view(&[3, 2])?, &[3, 2], &[1.0; 6])?;
+    let pieces = f32s(&[0, 2]).split(2, 0)?;
+    assert_eq!(pieces.len(), 1, "PyTorch splits an empty axis into one empty piece");
+    check("split of an empty axis", pieces[0].clone(), &[0, 2], &[])?;
     Ok(n)
 }
 

@@ -208,7 +208,8 @@ fn dropout_train_and_eval() {
     d.eval();
     assert!(!d.is_training());
     close(&d.forward(&x).unwrap(), &vec![1.0; 4000], 0.0);
-    expect_err(Dropout::new(1.0), Kind::Value, "Dropout", &["p must be in [0, 1), got 1"]);
+    expect_err(Dropout::new(1.5), Kind::Value, "Dropout", &["p must be in [0, 1], got 1.5"]);
+    assert!(Dropout::new(1.0).is_ok(), "p = 1 is legal (PyTorch: every element dropped)");
 }
 
 #[test]

@@ -432,8 +432,14 @@ fn dropout_masks_scales_and_reproduces() {
     let y = t(&[1., -2., 3.], &[3]);
     assert_eq!(vals(&y.dropout(0.5, false).unwrap()), vals(&y), "eval is the identity");
     assert_eq!(vals(&y.dropout(0.0, true).unwrap()), vals(&y), "p = 0 is the identity");
-    for p in [1.0, -0.1, f64::NAN] {
-        expect_err(y.dropout(p, true), Kind::Value, "dropout", &[&format!("probability p must be in [0, 1), got {p}")]);
+    // p = 1 drops everything: PyTorch multiplies by zero (NaN stays NaN), gradient 0.
+    let all = t(&[1., -2., f64::NAN], &[3]).requires_grad_(true).unwrap();
+    let dropped = vals(&all.dropout(1.0, true).unwrap());
+    assert!(dropped[..2].iter().all(|&v| v == 0.0) && dropped[2].is_nan(), "p = 1: {dropped:?}");
+    all.dropout(1.0, true).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(vals(&all.grad().unwrap()), vec![0.0; 3], "p = 1: no gradient passes");
+    for p in [1.5, -0.1, f64::NAN] {
+        expect_err(y.dropout(p, true), Kind::Value, "dropout", &[&format!("probability p must be in [0, 1], got {p}")]);
     }
     expect_err(
         ix(&[1], &[1]).dropout(0.5, true),

@@ -239,8 +239,8 @@ pub struct Dropout {
 
 impl Dropout {
     pub fn new(p: f64) -> Result<Dropout> {
-        if !(0.0..1.0).contains(&p) {
-            return Err(Error::value("Dropout", format!("probability p must be in [0, 1), got {p}")));
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::value("Dropout", format!("probability p must be in [0, 1], got {p}")));
         }
         Ok(Dropout { core: Core::default(), p })
     }

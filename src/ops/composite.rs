@@ -222,11 +222,16 @@ impl Tensor {
         super::as_op("dropout", || {
             let op = "dropout";
             expect_float(op, self)?;
-            if !(0.0..1.0).contains(&p) {
-                return Err(Error::value(op, format!("probability p must be in [0, 1), got {p}")));
+            if !(0.0..=1.0).contains(&p) {
+                return Err(Error::value(op, format!("probability p must be in [0, 1], got {p}")));
             }
             if !train || p == 0.0 {
                 return Ok(self.clone());
+            }
+            if p == 1.0 {
+                // Every element dropped; PyTorch multiplies by zero (so NaN and
+                // infinities give NaN) rather than dividing by 1 - p = 0.
+                return self.mul_scalar(0.0);
             }
             // Drawn and compared in f64 on the cpu so an f32 and an f64 run, and a
             // cpu and a GPU run, keep the same elements; only the bool mask moves

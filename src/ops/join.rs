@@ -153,6 +153,10 @@ impl Tensor {
             ));
         }
         let n = self.shape()[ax];
+        if n == 0 {
+            // PyTorch: an empty axis splits into one empty piece.
+            return Ok(vec![self.clone()]);
+        }
         (0..n).step_by(size).map(|s| self.narrow(ax as isize, s, size.min(n - s))).collect()
     }
     /// Pieces of the given sizes along `axis` (they must add up to the axis size).

@@ -227,9 +227,23 @@ impl Tensor {
         let layout = Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: src.layout().offset };
         view_op(&RESHAPE, &src, layout, Attrs::Shape(shape.into()))
     }
-    /// Alias of `reshape` (PyTorch's `view`).
+    /// PyTorch's `view`: `reshape` that never copies. A layout strides
+    /// cannot express (a transposed tensor flattened, say) is an error, as in
+    /// PyTorch: a silent copy would let an in-place write through the "view"
+    /// miss the tensor it was taken from.
     pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
-        self.reshape(shape)
+        let dims = infer_shape("view", self.shape(), shape)?;
+        if self.shape() != dims.as_slice() && self.layout().reshaped(&dims).is_none() {
+            return Err(Error::shape(
+                "view",
+                format!(
+                    "a tensor of shape {:?} with strides {:?} cannot be viewed as {dims:?} without a copy; use reshape()",
+                    self.shape(),
+                    self.layout().strides
+                ),
+            ));
+        }
+        self.reshape_dims(&dims).map_err(|e| e.renamed("view"))
     }
     /// Reorders the axes (a view).
     pub fn permute(&self, perm: &[isize]) -> Result<Tensor> {
