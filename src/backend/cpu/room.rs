@@ -5,7 +5,8 @@
 //! kernels allocate their outputs deep inside infallible code. So every op
 //! asks here first, under its own name: a large request is tried with
 //! `try_reserve_exact` and released at once, and the kernel's allocation
-//! right after gets the same memory back from the allocator. Small requests
+//! right after gets the same memory back from the allocator. A request that
+//! does not fit empties the cpu pool and is tried once more. Small requests
 //! skip the probe: if those fail, nothing could be reported anyway.
 
 use crate::dtype::DType;
@@ -46,13 +47,26 @@ pub fn ensure(op: &'static str, n: usize, dtype: DType) -> Result<()> {
     if bytes < PROBE_BYTES {
         return Ok(());
     }
+    // Freed buffers the pool keeps count against the allocator too: when the
+    // request does not fit, release them and ask once more.
+    if fits(bytes)
+        || (super::pool::stats().pooled_bytes > 0 && {
+            super::pool::clear();
+            fits(bytes)
+        })
+    {
+        return Ok(());
+    }
+    Err(Error::memory(
+        op,
+        format!("out of memory: {} for {n} {dtype} elements could not be allocated on the cpu", human_bytes(bytes)),
+    ))
+}
+
+/// Whether the allocator can give `bytes` now (the probe is released at once).
+fn fits(bytes: usize) -> bool {
     let mut probe: Vec<u8> = Vec::new();
-    probe.try_reserve_exact(bytes).map_err(|_| {
-        Error::memory(
-            op,
-            format!("out of memory: {} for {n} {dtype} elements could not be allocated on the cpu", human_bytes(bytes)),
-        )
-    })
+    probe.try_reserve_exact(bytes).is_ok()
 }
 
 #[cfg(test)]
