@@ -29,9 +29,8 @@ pub(crate) fn pairs(op: &str, name: &str, v: &JsValue, what: &str) -> JsResult<V
         // throws is an error of the op, not an exception unwinding through wasm.
         let pairs = Array::new();
         for key in js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>()).iter() {
-            let value = Reflect::get(v, &key).map_err(|e| {
-                js_error(op, format!("{name}[{}] could not be read: {}", describe(&key), describe(&e)))
-            })?;
+            let value = Reflect::get(v, &key)
+                .map_err(|e| js_error(op, format!("{name}[{}] could not be read: {}", describe(&key), describe(&e))))?;
             pairs.push(&Array::of2(&key, &value));
         }
         pairs
