@@ -7,6 +7,7 @@
 // tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
 
 import * as raw from '../pkg/skiff.js';
+import { checkOptions, describe, isHandle, liveId, nameFreedCalls } from './checks.js';
 import { backend, ready, setBackend } from './state.js';
 
 export const Tensor = raw.Tensor;
@@ -28,22 +29,6 @@ export function _setLoader(fn) {
 
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';
-
-/**
- * Checks an options bag as the Rust bindings do: an object (or
- * undefined/null) whose keys are all in `allowed`, so a misspelt option
- * (`requires_grad`) is an error rather than a silently ignored default.
- */
-function checkOptions(op, options, allowed) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new Error(`${op}: options must be an object, got ${Array.isArray(options) ? 'an array' : JSON.stringify(options)}`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) throw new Error(`${op}: unknown option ${JSON.stringify(key)} (known: ${allowed.join(', ')})`);
-  }
-  return options;
-}
 
 /**
  * Probes WebGPU: { reason } when it cannot be used here, else { info } with
@@ -71,13 +56,13 @@ async function probeWebgpu() {
  * back to the cpu (null otherwise).
  */
 export async function init(options = {}) {
-  if (options === null || typeof options !== 'object') {
-    throw new Error(`init: options must be an object like { device: 'auto' }, got ${String(options)}`);
+  if (options === null || typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
+    throw new Error(`init: options must be an object like { device: 'auto' }, got ${describe(options)}`);
   }
   checkOptions('init', options, ['device']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
-    throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${JSON.stringify(device)}`);
+    throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
   if (!loaded) {
     if (!loadWasm) throw new Error('init: no wasm loader (import skiff from its package entry)');
@@ -115,15 +100,28 @@ export function backendInfo() {
 
 const DTYPES = ['float32', 'float64', 'int32', 'bool'];
 
+// As the Rust bindings (src/web/args.rs): at most 64 dims, and no more
+// elements than one tensor may hold on wasm32 (2^28, 1 GiB of float32).
+const MAX_DIMS = 64;
+const MAX_ELEMENTS = 2 ** 28;
+
 /** Shape and flat values of nested arrays (checked to be rectangular). */
 function flatten(data) {
   const shape = [];
-  for (let v = data; Array.isArray(v); v = v[0]) shape.push(v.length);
+  // Bounded: an array that contains itself would otherwise nest forever.
+  for (let v = data; Array.isArray(v); v = v[0]) {
+    if (shape.length === MAX_DIMS) throw new Error(`tensor: nested arrays deeper than ${MAX_DIMS} dims`);
+    shape.push(v.length);
+  }
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (count > MAX_ELEMENTS) {
+    throw new Error(`tensor: nested arrays of shape ${JSON.stringify(shape)} have ${count} elements, more than one tensor may hold here (${MAX_ELEMENTS})`);
+  }
   const flat = [];
   const walk = (v, depth, path) => {
     if (depth === shape.length) {
       if (typeof v !== 'number' && typeof v !== 'boolean') {
-        throw new Error(`tensor: element ${path} must be a number or boolean, got ${v === null ? 'null' : typeof v}`);
+        throw new Error(`tensor: element ${path} must be a number or boolean, got ${describe(v)}`);
       }
       flat.push(v);
       return;
@@ -133,7 +131,8 @@ function flatten(data) {
         `tensor: nested arrays must be rectangular: ${path} should have ${shape[depth]} elements (shape ${JSON.stringify(shape)})`,
       );
     }
-    v.forEach((x, i) => walk(x, depth + 1, `${path}[${i}]`));
+    // An index loop, not forEach: a hole in a sparse array is an undefined element.
+    for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, `${path}[${i}]`);
   };
   walk(data, 0, 'data');
   return { shape, flat };
@@ -146,14 +145,20 @@ function typed(flat, dtype) {
     case 'float64':
       return Float64Array.from(flat, Number);
     case 'int32':
+      // PyTorch: "value cannot be converted to type int32 without overflow";
+      // Int32Array.from would wrap 2 ** 31 to -2 ** 31 and truncate 2.5.
       flat.forEach((v, i) => {
-        if (!Number.isInteger(Number(v))) throw new Error(`tensor: int32 data must be integers, got ${v} at [${i}]`);
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < -(2 ** 31) || n > 2 ** 31 - 1) {
+          throw new Error(`tensor: int32 data must be integers in [-2147483648, 2147483647], got ${v} at [${i}]`);
+        }
       });
       return Int32Array.from(flat, Number);
     case 'bool':
-      return Uint8Array.from(flat, (v) => (v ? 1 : 0));
+      // Nonzero is true, NaN included (Python's bool(nan)).
+      return Uint8Array.from(flat, (v) => (v === false || v === 0 ? 0 : 1));
     default:
-      throw new Error(`tensor: dtype must be one of ${DTYPES.join(', ')}, got ${JSON.stringify(dtype)}`);
+      throw new Error(`tensor: dtype must be one of ${DTYPES.join(', ')}, got ${describe(dtype)}`);
   }
 }
 
@@ -173,12 +178,12 @@ export function tensor(data, options = {}) {
     const kind = dtype ?? (flat.length > 0 && flat.every((v) => typeof v === 'boolean') ? 'bool' : 'float32');
     t = raw.Tensor.fromData(typed(flat, kind), shape ?? inferred, { device });
   } else {
-    const what = data === null ? 'null' : data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : typeof data;
+    const what = data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : describe(data);
     throw new Error(`tensor: data must be a number, a (nested) array or a typed array, got ${what}`);
   }
   if (typeof requiresGrad !== 'boolean') {
     t.dispose();
-    throw new Error(`tensor: option requiresGrad must be a boolean, got ${JSON.stringify(requiresGrad)}`);
+    throw new Error(`tensor: option requiresGrad must be a boolean, got ${describe(requiresGrad)}`);
   }
   if (requiresGrad) t.requiresGrad_(true);
   return t;
@@ -228,6 +233,9 @@ const proto = raw.Tensor.prototype;
 
 /** The values as nested arrays (numbers; booleans for bool tensors). */
 proto.array = async function array() {
+  if (liveId(this) === null) {
+    throw new Error('array: the tensor was disposed (dispose(), the end of a tidy scope) or freed (free()) and cannot be used');
+  }
   const shape = Array.from(this.shape);
   const dtype = this.dtype;
   const data = await this.data();
@@ -248,6 +256,12 @@ raw.FunctionCtx.prototype.saveForBackward = function save(...ts) {
   return saveForBackward.call(this, ts.length === 1 && Array.isArray(ts[0]) ? ts[0] : ts);
 };
 
+// Calls on a freed handle name the member called (checks.js).
+nameFreedCalls(raw.Tensor, '');
+for (const cls of [raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle]) {
+  nameFreedCalls(cls, cls.name);
+}
+
 // ---- scopes ------------------------------------------------------------------
 
 /** Ids of every tensor handle reachable in `value` (arrays, plain objects, Maps). */
@@ -255,9 +269,11 @@ function handleIds(value, out = [], seen = new Set()) {
   if (value === null || typeof value !== 'object' || seen.has(value)) return out;
   seen.add(value);
   if (value instanceof raw.Tensor) {
-    if (!value.isDisposed) out.push(value._skiffId);
+    const id = liveId(value);
+    if (id !== null) out.push(id);
   } else if (Array.isArray(value)) {
-    for (const v of value) handleIds(v, out, seen);
+    // Object.values visits the entries that exist: a sparse new Array(2 ** 32 - 1) has none.
+    for (const v of Object.values(value)) handleIds(v, out, seen);
   } else if (value instanceof Map) {
     for (const v of value.values()) handleIds(v, out, seen);
   } else if (Object.getPrototypeOf(value) === Object.prototype) {
@@ -274,7 +290,10 @@ function handleIds(value, out = [], seen = new Set()) {
  */
 export function tidy(nameOrFn, maybeFn) {
   const fn = typeof nameOrFn === 'function' ? nameOrFn : maybeFn;
-  if (typeof fn !== 'function') throw new Error('tidy: expects a function');
+  if (typeof fn !== 'function') throw new Error(`tidy: expects a function, got ${describe(fn)}`);
+  if (fn === maybeFn && typeof nameOrFn !== 'string') {
+    throw new Error(`tidy: the name before the function must be a string, got ${describe(nameOrFn)}`);
+  }
   ready('tidy');
   raw.beginScope();
   let result;
@@ -306,8 +325,9 @@ export function dispose(value) {
   const walk = (v) => {
     if (v === null || typeof v !== 'object' || seen.has(v)) return;
     seen.add(v);
-    if (v instanceof raw.Tensor) v.dispose();
-    else if (Array.isArray(v)) v.forEach(walk);
+    if (v instanceof raw.Tensor) {
+      if (liveId(v) !== null) v.dispose();
+    } else if (Array.isArray(v)) Object.values(v).forEach(walk);
     else if (v instanceof Map) [...v.values()].forEach(walk);
     else if (Object.getPrototypeOf(v) === Object.prototype) Object.values(v).forEach(walk);
   };
@@ -326,7 +346,7 @@ export function memory() {
 }
 
 function withGrad(on, fn) {
-  if (typeof fn !== 'function') throw new Error(`${on ? 'enableGrad' : 'noGrad'}: expects a function`);
+  if (typeof fn !== 'function') throw new Error(`${on ? 'enableGrad' : 'noGrad'}: expects a function, got ${describe(fn)}`);
   ready(on ? 'enableGrad' : 'noGrad');
   const was = raw.setGradEnabled(on);
   let result;
@@ -365,12 +385,20 @@ export const grad = (...a) => raw.grad(...a);
  */
 class SkiffFunction {
   constructor(definition = {}) {
+    if (definition === null || typeof definition !== 'object' || Array.isArray(definition)) {
+      throw new Error(`Function: the definition must be an object { forward, backward, name? }, got ${describe(definition)}`);
+    }
     const { forward, backward, name } = definition;
-    if (forward) this.forward = forward;
-    if (backward) this.backward = backward;
+    if (forward !== undefined) this.forward = forward;
+    if (backward !== undefined) this.backward = backward;
+    if (name !== undefined && typeof name !== 'string') {
+      throw new Error(`Function: name must be a string, got ${describe(name)}`);
+    }
     this.name = name ?? (this.constructor !== SkiffFunction ? this.constructor.name : 'CustomFunction');
     if (typeof this.forward !== 'function' || typeof this.backward !== 'function') {
-      throw new Error('Function: needs forward(ctx, ...inputs) and backward(ctx, ...grads) functions');
+      throw new Error(
+        `Function: needs forward(ctx, ...inputs) and backward(ctx, ...grads) functions, got forward: ${describe(this.forward)}, backward: ${describe(this.backward)}`,
+      );
     }
   }
 

@@ -92,7 +92,8 @@ export type TensorData = number | boolean | NestedArray | Float32Array | Float64
 export function tensor(data: TensorData, options?: TensorOptions): Tensor;
 export function zeros(shape: number[], options?: CreateOptions): Tensor;
 export function ones(shape: number[], options?: CreateOptions): Tensor;
-export function full(shape: number[], value: number, options?: CreateOptions): Tensor;
+/** `value` everywhere: a number (int32 tensors take integers in range only), or a boolean (a bool tensor unless `dtype` says otherwise). */
+export function full(shape: number[], value: number | boolean, options?: CreateOptions): Tensor;
 export function randn(shape: number[], options?: CreateOptions): Tensor;
 export function rand(shape: number[], options?: CreateOptions): Tensor;
 export function randint(low: number, high: number, shape: number[], options?: { device?: DeviceName }): Tensor;

@@ -3,7 +3,7 @@
 //! PyLayer, PyTorch's autograd.Function).
 
 use super::args::{self, js_call, Opts};
-use super::{js_error, JsResult, JsTensor, SingleThreaded};
+use super::{js_error, JsResult, JsTensor, Named, SingleThreaded};
 use crate::autograd::{BackwardOptions, Function, FunctionCtx, GradOptions};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -20,9 +20,10 @@ thread_local! {
     static HOOK_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
-fn take_hook_error() -> JsResult<()> {
+/// The error a gradient hook threw during `op` (backward or grad), if any.
+fn take_hook_error(op: &str) -> JsResult<()> {
     match HOOK_ERROR.with(|e| e.borrow_mut().take()) {
-        Some(e) => Err(e.into()),
+        Some(e) => Err(e).within(op),
         None => Ok(()),
     }
 }
@@ -59,13 +60,8 @@ impl JsTensor {
     ) -> JsResult<()> {
         const OP: &str = "requiresGrad_";
         let t = self.get(OP)?;
-        let on = match on {
-            Some(v) if !(v.is_undefined() || v.is_null()) => {
-                v.as_bool().ok_or_else(|| js_error(OP, format!("on must be a boolean, got {}", args::describe(&v))))?
-            }
-            _ => true,
-        };
-        t.requires_grad_(on)?;
+        let on = args::opt_bool(OP, "on", &on.unwrap_or_default(), true)?;
+        t.requires_grad_(on).named(OP)?;
         Ok(())
     }
 
@@ -94,15 +90,21 @@ impl JsTensor {
         let g = if g.is_undefined() || g.is_null() { None } else { Some(args::tensor("grad", "grad", &g)?) };
         if let Some(g) = &g {
             // Named for the JS setter: `t.grad = g`.
-            t.check_grad_fits("grad", g)?;
+            t.check_grad_fits("grad", g).named("grad")?;
         }
-        Ok(t.set_grad(g)?)
+        t.set_grad(g).named("grad")
     }
 
     /// Keeps `.grad` on this non-leaf after backward.
     #[wasm_bindgen(js_name = retainGrad)]
     pub fn retain_grad(&self) -> JsResult<()> {
-        Ok(self.get("retainGrad")?.retain_grad()?)
+        const OP: &str = "retainGrad";
+        let t = self.get(OP)?;
+        // PyTorch: "can't retain_grad on Tensor that has requires_grad=False".
+        if !t.requires_grad() {
+            return Err(js_error(OP, format!("the tensor (shape {:?}) does not require grad", t.shape())));
+        }
+        t.retain_grad().named(OP)
     }
 
     /// Backpropagates from this tensor (a scalar, or pass `grad` of its
@@ -125,8 +127,8 @@ impl JsTensor {
         let opts = BackwardOptions { retain_graph: o.bool("retainGraph", create_graph)?, create_graph };
         HOOK_ERROR.with(|e| e.borrow_mut().take());
         let r = t.backward_with(grad.as_ref(), opts);
-        take_hook_error()?;
-        Ok(r?)
+        take_hook_error(OP)?;
+        r.within(OP)
     }
 
     /// Runs `hook(grad)` on the gradient flowing into this tensor; a returned
@@ -134,11 +136,12 @@ impl JsTensor {
     #[wasm_bindgen(js_name = registerHook)]
     pub fn register_hook(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "(grad: Tensor) => Tensor | undefined | void")] hook: js_sys::Function,
+        #[wasm_bindgen(unchecked_param_type = "(grad: Tensor) => Tensor | undefined | void")] hook: JsValue,
     ) -> JsResult<HookHandle> {
-        let t = self.get("registerHook")?;
-        let hook = SingleThreaded(hook);
-        let handle = t.register_hook(move |g| run_hook(&hook.0, g))?;
+        const OP: &str = "registerHook";
+        let t = self.get(OP)?;
+        let hook = SingleThreaded(args::function_arg(OP, "hook", &hook)?);
+        let handle = t.register_hook(move |g| run_hook(&hook.0, g)).named(OP)?;
         Ok(HookHandle { inner: RefCell::new(Some(handle)) })
     }
 }
@@ -202,8 +205,8 @@ pub fn grad_fn(
     };
     HOOK_ERROR.with(|e| e.borrow_mut().take());
     let r = crate::autograd::grad(&outputs, &inputs, grad_outputs.as_deref(), opts);
-    take_hook_error()?;
-    Ok(r?.into_iter().map(|g| g.map_or(JsValue::UNDEFINED, |t| JsTensor::wrap(t).into())).collect())
+    take_hook_error(OP)?;
+    Ok(r.within(OP)?.into_iter().map(|g| g.map_or(JsValue::UNDEFINED, |t| JsTensor::wrap(t).into())).collect())
 }
 
 /// The `ctx` a custom function's forward and backward share: tensors saved
@@ -278,8 +281,8 @@ fn returned(op: &'static str, v: &JsValue, optional: bool) -> Result<Vec<Option<
             )
         })
     };
-    if Array::is_array(v) {
-        Array::from(v).iter().enumerate().map(|(i, x)| one(&x, &format!("returned value [{i}]"))).collect()
+    if let Some(list) = args::as_array(v) {
+        list.iter().enumerate().map(|(i, x)| one(&x, &format!("returned value [{i}]"))).collect()
     } else {
         Ok(vec![one(v, "the returned value")?])
     }
@@ -315,13 +318,17 @@ impl Function for JsFunction {
 /// Returns the outputs as an array.
 #[wasm_bindgen(js_name = applyFunction, skip_typescript)]
 pub fn apply_function(
-    name: String,
+    name: JsValue,
     ctx: &JsFunctionCtx,
-    forward: js_sys::Function,
-    backward: js_sys::Function,
+    forward: JsValue,
+    backward: JsValue,
     inputs: JsValue,
 ) -> JsResult<Array> {
-    let inputs = args::tensors("Function.apply", "inputs", &inputs)?;
+    const OP: &str = "Function.apply";
+    let name = args::string_arg(OP, "name", &name)?;
+    let (forward, backward) =
+        (args::function_arg(OP, "forward", &forward)?, args::function_arg(OP, "backward", &backward)?);
+    let inputs = args::tensors(OP, "inputs", &inputs)?;
     let f = JsFunction {
         name,
         forward: SingleThreaded(forward),
@@ -329,6 +336,6 @@ pub fn apply_function(
         saved: SingleThreaded(ctx.saved.clone()),
         needs: SingleThreaded(ctx.needs.clone()),
     };
-    let outs = crate::autograd::function::apply_function(Arc::new(f), &inputs)?;
+    let outs = crate::autograd::function::apply_function(Arc::new(f), &inputs).within(OP)?;
     Ok(args::handles(outs))
 }

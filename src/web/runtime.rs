@@ -2,7 +2,7 @@
 //! `tidy` scopes, grad mode, seeding and the memory report.
 
 use super::args::{self, object};
-use super::{js_error, JsResult};
+use super::{js_error, JsResult, Named};
 use crate::device::Device;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -19,7 +19,7 @@ pub fn default_device() -> Device {
 }
 
 /// The initialised GPU, or an error saying `init` must open it first.
-pub fn gpu_device(op: &'static str) -> JsResult<Device> {
+pub fn gpu_device(op: &str) -> JsResult<Device> {
     GPU.with(|g| g.borrow().clone())
         .ok_or_else(|| js_error(op, "no WebGPU device: call init({ device: 'webgpu' }) (or 'auto') first"))
 }
@@ -32,18 +32,22 @@ pub fn gpu_device(op: &'static str) -> JsResult<Device> {
 /// otherwise; skiff then uses its kernels for CPU adapters.
 #[wasm_bindgen(js_name = initBackend)]
 pub async fn init_backend(
-    kind: String,
-    #[wasm_bindgen(js_name = softwareAdapter)] software_adapter: Option<bool>,
+    #[wasm_bindgen(unchecked_param_type = "'cpu' | 'webgpu'")] kind: JsValue,
+    #[wasm_bindgen(js_name = softwareAdapter, unchecked_optional_param_type = "boolean")] software_adapter: Option<
+        JsValue,
+    >,
 ) -> JsResult<JsValue> {
+    let kind = args::string_arg("init", "device", &kind)?;
+    let software_adapter = args::opt_bool("init", "softwareAdapter", &software_adapter.unwrap_or_default(), false)?;
     let device = match kind.as_str() {
         "cpu" => Device::Cpu,
         "webgpu" | "gpu" => {
             #[cfg(feature = "gpu")]
-            let d = Device::Gpu(crate::backend::gpu::init_default_async_with(software_adapter.unwrap_or(false)).await?);
+            let d = Device::Gpu(crate::backend::gpu::init_default_async_with(software_adapter).await.within("init")?);
             #[cfg(not(feature = "gpu"))]
             let d = {
                 let _ = software_adapter;
-                Device::gpu_async().await?
+                Device::gpu_async().await.within("init")?
             };
             GPU.with(|g| *g.borrow_mut() = Some(d.clone()));
             d
@@ -108,15 +112,16 @@ pub fn begin_scope() {
 /// Closes the innermost tidy scope, disposing its tensors except those whose
 /// handle ids are in `keep` (they move to the enclosing scope).
 #[wasm_bindgen(js_name = endScope)]
-pub fn end_scope(keep: Vec<u32>) -> JsResult<()> {
-    super::end_scope(&keep)
+pub fn end_scope(#[wasm_bindgen(unchecked_param_type = "number[]")] keep: JsValue) -> JsResult<()> {
+    let ids = args::sizes("tidy", "keep", &keep)?;
+    super::end_scope(&ids.into_iter().map(|i| i as u32).collect::<Vec<_>>())
 }
 
 /// Keeps a tensor out of every open tidy scope (it lives until disposed).
 #[wasm_bindgen(js_name = keep)]
 pub fn keep(#[wasm_bindgen(unchecked_param_type = "Tensor")] t: JsValue) -> JsResult<JsValue> {
     args::tensor("keep", "tensor", &t)?;
-    if let Some(id) = args::handle_id(&t, args::ID_PROPERTY) {
+    if let Some(id) = args::tensor_id(&t) {
         super::keep_handle(id);
     }
     Ok(t)

@@ -2,10 +2,9 @@
 //! Op methods live in `ops.rs`, autodiff in `autograd.rs`.
 
 use super::args::{self, describe, device_name, dtype_name, Opts};
-use super::{js_error, JsResult, Slot};
+use super::{js_error, rejection, JsResult, Named, Slot};
 use crate::backend::cpu::CpuBuffer;
 use crate::dtype::DType;
-use crate::shape::MAX_ELEMENTS;
 use crate::tensor::Tensor;
 use js_sys::{Float32Array, Float64Array, Int32Array, Uint8Array};
 use std::rc::Rc;
@@ -18,19 +17,39 @@ pub struct JsTensor {
     pub(super) slot: Rc<Slot>,
 }
 
-/// A creation function's `{ dtype, device }` options.
-fn placement(op: &'static str, options: &Option<JsValue>) -> JsResult<(DType, crate::device::Device)> {
+/// A creation function's `{ dtype, device }` options (`dtype` defaults to `default`).
+fn placement(op: &str, options: &Option<JsValue>, default: DType) -> JsResult<(DType, crate::device::Device)> {
     let bag = options.clone().unwrap_or(JsValue::UNDEFINED);
     let o = Opts::known(op, &bag, &["dtype", "device"])?;
     let dtype = match o.get("dtype") {
-        v if v.is_undefined() || v.is_null() => DType::F32,
+        v if v.is_undefined() || v.is_null() => default,
         v => args::dtype(op, &v)?,
     };
     Ok((dtype, args::device(op, &o.get("device"))?))
 }
 
-fn place(t: Tensor, device: &crate::device::Device) -> JsResult<JsTensor> {
-    Ok(JsTensor::wrap(if device.is_gpu() { t.to(device)? } else { t }))
+fn place(op: &str, t: Tensor, device: &crate::device::Device) -> JsResult<JsTensor> {
+    Ok(JsTensor::wrap(if device.is_gpu() { t.to(device).named(op)? } else { t }))
+}
+
+/// Refuses a dtype that sampling cannot produce (PyTorch: "normal_kernel_cpu"
+/// not implemented for 'Int'): samples are floating point.
+fn float_only(op: &str, dtype: DType) -> JsResult<()> {
+    if !dtype.is_float() {
+        return Err(js_error(
+            op,
+            format!("dtype {} is not supported: samples are floating point (float32 or float64)", dtype_name(dtype)),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses float values that an int32 conversion would round or saturate.
+fn check_int32(op: &str, values: impl Iterator<Item = f64>) -> JsResult<()> {
+    for (i, v) in values.enumerate() {
+        args::value_for(op, &format!("data[{i}]"), v, DType::I32)?;
+    }
+    Ok(())
 }
 
 #[wasm_bindgen(js_class = Tensor)]
@@ -42,7 +61,8 @@ impl JsTensor {
     }
 
     /// A tensor from a typed array (Float32Array, Float64Array, Int32Array or
-    /// Uint8Array for bool) and a shape; `options.dtype` converts, and
+    /// Uint8Array for bool) and a shape; `options.dtype` converts (float
+    /// values to int32 only when they are integers in range), and
     /// `options.device` places it ('cpu' | 'webgpu'; default: init's choice).
     #[wasm_bindgen(js_name = fromData)]
     pub fn from_data(
@@ -56,25 +76,40 @@ impl JsTensor {
         let shape = args::dims(OP, "shape", &shape)?;
         let options = options.unwrap_or(JsValue::UNDEFINED);
         let o = Opts::known(OP, &options, &["dtype", "device"])?;
+        let dtype = match o.get("dtype") {
+            v if v.is_undefined() || v.is_null() => None,
+            v => Some(args::dtype(OP, &v)?),
+        };
+        let device = args::device(OP, &o.get("device"))?;
+        let to_int = dtype == Some(DType::I32);
         let t = if let Some(a) = data.dyn_ref::<Float32Array>() {
-            Tensor::from_vec(a.to_vec(), &shape)?
+            let v = a.to_vec();
+            if to_int {
+                check_int32(OP, v.iter().map(|&x| x as f64))?;
+            }
+            Tensor::from_vec(v, &shape)
         } else if let Some(a) = data.dyn_ref::<Float64Array>() {
-            Tensor::from_vec(a.to_vec(), &shape)?
+            let v = a.to_vec();
+            if to_int {
+                check_int32(OP, v.iter().copied())?;
+            }
+            Tensor::from_vec(v, &shape)
         } else if let Some(a) = data.dyn_ref::<Int32Array>() {
-            Tensor::from_vec(a.to_vec(), &shape)?
+            Tensor::from_vec(a.to_vec(), &shape)
         } else if let Some(a) = data.dyn_ref::<Uint8Array>() {
-            Tensor::from_vec(a.to_vec().into_iter().map(|b| (b != 0) as u8).collect::<Vec<u8>>(), &shape)?
+            Tensor::from_vec(a.to_vec().into_iter().map(|b| (b != 0) as u8).collect::<Vec<u8>>(), &shape)
         } else {
             return Err(js_error(
                 OP,
                 format!("data must be a Float32Array, Float64Array, Int32Array or Uint8Array, got {}", describe(&data)),
             ));
         };
-        let t = match o.get("dtype") {
-            v if v.is_undefined() || v.is_null() => t,
-            v => t.to_dtype(args::dtype(OP, &v)?)?,
+        let t = t.named(OP)?;
+        let t = match dtype {
+            Some(d) => t.to_dtype(d).named(OP)?,
+            None => t,
         };
-        place(t, &args::device(OP, &o.get("device"))?)
+        place(OP, t, &device)
     }
 
     /// Zeros of `shape`.
@@ -84,9 +119,10 @@ impl JsTensor {
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("zeros", "shape", &shape)?;
-        let (dtype, device) = placement("zeros", &options)?;
-        Ok(JsTensor::wrap(Tensor::full_on(&shape, 0.0, dtype, &device).map_err(|e| e.renamed("zeros"))?))
+        const OP: &str = "zeros";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 0.0, dtype, &device).named(OP)?))
     }
 
     /// Ones of `shape`.
@@ -96,50 +132,59 @@ impl JsTensor {
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("ones", "shape", &shape)?;
-        let (dtype, device) = placement("ones", &options)?;
-        Ok(JsTensor::wrap(Tensor::full_on(&shape, 1.0, dtype, &device).map_err(|e| e.renamed("ones"))?))
+        const OP: &str = "ones";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, 1.0, dtype, &device).named(OP)?))
     }
 
-    /// `value` everywhere in `shape`.
+    /// `value` everywhere in `shape`: a number (NaN and infinities too; an
+    /// int32 tensor takes integers in its range only), or a boolean (a bool
+    /// tensor unless `options.dtype` says otherwise, as in PyTorch).
     pub fn full(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number")] value: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number | boolean")] value: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("full", "shape", &shape)?;
-        // Any number (NaN and infinities too), but not a string or undefined.
-        let value = value
-            .as_f64()
-            .ok_or_else(|| js_error("full", format!("value must be a number, got {}", describe(&value))))?;
-        let (dtype, device) = placement("full", &options)?;
-        Ok(JsTensor::wrap(Tensor::full_on(&shape, value, dtype, &device)?))
+        const OP: &str = "full";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let (number, default) = match value.as_bool() {
+            Some(b) => (b as u8 as f64, DType::Bool),
+            None => (args::number(OP, "value", &value)?, DType::F32),
+        };
+        let (dtype, device) = placement(OP, &options, default)?;
+        let number = args::value_for(OP, "value", number, dtype)?;
+        Ok(JsTensor::wrap(Tensor::full_on(&shape, number, dtype, &device).named(OP)?))
     }
 
-    /// Standard normal samples (seeded by `manualSeed`).
+    /// Standard normal samples (seeded by `manualSeed`); float dtypes only.
     pub fn randn(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("randn", "shape", &shape)?;
-        let (dtype, device) = placement("randn", &options)?;
-        place(Tensor::randn(&shape, dtype)?, &device)
+        const OP: &str = "randn";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        float_only(OP, dtype)?;
+        place(OP, Tensor::randn(&shape, dtype).named(OP)?, &device)
     }
 
-    /// Uniform samples in [0, 1).
+    /// Uniform samples in [0, 1); float dtypes only.
     pub fn rand(
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ dtype?: DType, device?: DeviceName }")] options: Option<
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        let shape = args::dims("rand", "shape", &shape)?;
-        let (dtype, device) = placement("rand", &options)?;
-        place(Tensor::rand(&shape, dtype)?, &device)
+        const OP: &str = "rand";
+        let shape = args::dims(OP, "shape", &shape)?;
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        float_only(OP, dtype)?;
+        place(OP, Tensor::rand(&shape, dtype).named(OP)?, &device)
     }
 
     /// Integers uniform in [low, high) (int32).
@@ -150,20 +195,19 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_optional_param_type = "{ device?: DeviceName }")] options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
         const OP: &str = "randint";
-        let bound = |name: &str, v: &JsValue| -> JsResult<i32> {
-            match v.as_f64() {
-                Some(n) if n.fract() == 0.0 && n >= i32::MIN as f64 && n <= i32::MAX as f64 => Ok(n as i32),
-                _ => Err(js_error(OP, format!("{name} must be an int32 integer, got {}", describe(v)))),
-            }
-        };
-        let (low, high) = (bound("low", &low)?, bound("high", &high)?);
+        let (low, high) = (args::int32_arg(OP, "low", &low)?, args::int32_arg(OP, "high", &high)?);
         let shape = args::dims(OP, "shape", &shape)?;
         let bag = options.unwrap_or(JsValue::UNDEFINED);
         let device = args::device(OP, &Opts::known(OP, &bag, &["device"])?.get("device"))?;
-        place(Tensor::randint(low, high, &shape)?, &device)
+        if high <= low {
+            return Err(js_error(OP, format!("low must be below high, got low={low} >= high={high}")));
+        }
+        place(OP, Tensor::randint(low, high, &shape).named(OP)?, &device)
     }
 
-    /// start, start + step, ... below end.
+    /// start, start + step, ... below end (above it for a negative step).
+    /// float32 by default; int32 needs integer start and step with every
+    /// value in its range; bool is refused (as in PyTorch).
     pub fn arange(
         #[wasm_bindgen(unchecked_param_type = "number")] start: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] end: JsValue,
@@ -175,19 +219,27 @@ impl JsTensor {
         const OP: &str = "arange";
         let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
         let step = args::finite_arg(OP, "step", &step)?;
-        // The length skiff would allocate, checked first: a failed allocation aborts the module.
-        let n = ((end - start) / step).ceil();
-        if step != 0.0 && n > MAX_ELEMENTS as f64 {
-            return Err(js_error(
-                OP,
-                format!("[{start}, {end}) in steps of {step} has {n} elements, more than one tensor may hold here ({MAX_ELEMENTS})"),
-            ));
+        if step == 0.0 {
+            return Err(js_error(OP, "step must be nonzero"));
         }
-        let (dtype, device) = placement(OP, &options)?;
-        place(Tensor::arange(start, end, step, dtype)?, &device)
+        // The count is checked (in f64, before anything is allocated) by Tensor::arange.
+        let n = ((end - start) / step).ceil().max(0.0);
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        match dtype {
+            DType::Bool => return Err(js_error(OP, "dtype bool is not supported (use int32 or a float dtype)")),
+            DType::I32 => {
+                args::value_for(OP, "start", start, DType::I32)?;
+                args::value_for(OP, "step", step, DType::I32)?;
+                if n > 0.0 {
+                    args::value_for(OP, "the last value", start + (n - 1.0) * step, DType::I32)?;
+                }
+            }
+            _ => {}
+        }
+        place(OP, Tensor::arange(start, end, step, dtype).named(OP)?, &device)
     }
 
-    /// `steps` evenly spaced values from start to end.
+    /// `steps` evenly spaced values from start to end (float dtypes).
     pub fn linspace(
         #[wasm_bindgen(unchecked_param_type = "number")] start: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] end: JsValue,
@@ -199,9 +251,8 @@ impl JsTensor {
         const OP: &str = "linspace";
         let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
         let steps = args::usize_arg(OP, "steps", &steps)?;
-        args::fits(OP, "steps", &[steps])?;
-        let (dtype, device) = placement(OP, &options)?;
-        place(Tensor::linspace(start, end, steps, dtype)?, &device)
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        place(OP, Tensor::linspace(start, end, steps, dtype).named(OP)?, &device)
     }
 
     /// The n x n identity.
@@ -213,9 +264,8 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         const OP: &str = "eye";
         let n = args::usize_arg(OP, "n", &n)?;
-        args::fits(OP, "the shape", &[n, n])?;
-        let (dtype, device) = placement(OP, &options)?;
-        place(Tensor::eye(n, dtype)?, &device)
+        let (dtype, device) = placement(OP, &options, DType::F32)?;
+        place(OP, Tensor::eye(n, dtype).named(OP)?, &device)
     }
 
     /// The shape, as an array of numbers.
@@ -267,7 +317,7 @@ impl JsTensor {
     pub fn data(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("data")?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
-            let host = crate::backend::host_copy_async(&t).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            let host = crate::backend::host_copy_async(&t).await.map_err(|e| rejection("data", e))?;
             Ok(match host {
                 CpuBuffer::F32(v) => Float32Array::from(&v[..]).into(),
                 CpuBuffer::F64(v) => Float64Array::from(&v[..]).into(),
@@ -285,7 +335,7 @@ impl JsTensor {
             return Err(js_error("item", format!("needs a one-element tensor, got shape {:?}", t.shape())));
         }
         Ok(wasm_bindgen_futures::future_to_promise(async move {
-            let host = crate::backend::host_copy_async(&t).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            let host = crate::backend::host_copy_async(&t).await.map_err(|e| rejection("item", e))?;
             let first =
                 crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
             Ok(JsValue::from_f64(first.unwrap_or(f64::NAN)))
@@ -307,7 +357,7 @@ impl JsTensor {
                 ),
             ));
         }
-        Ok(JsTensor::wrap(t.to(&device)?))
+        Ok(JsTensor::wrap(t.to(&device).named("to")?))
     }
 
     /// A copy on `device` without blocking (moving off the GPU awaits a
@@ -320,7 +370,7 @@ impl JsTensor {
         let t = self.get("toAsync")?;
         let device = args::device("toAsync", &device)?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
-            let moved = t.to_async(&device).await.map_err(|e| JsValue::from(JsError::from(e)))?;
+            let moved = t.to_async(&device).await.map_err(|e| rejection("toAsync", e))?;
             Ok(JsTensor::wrap(moved).into())
         }))
     }

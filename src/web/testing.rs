@@ -75,9 +75,10 @@ pub async fn check_case(
     // an error of the call, not a skipped check.
     let device = if gpu { Some(super::runtime::gpu_device(OP)?) } else { None };
     let case = crate::testing::case_of(def, k).map_err(|e| js_error(OP, e.to_string()))?;
-    let mut checks = check_cpu(def, k).map_err(|e| JsError::new(&e.to_string()))?;
+    // A failing check's message names the op, the case and the element: kept whole.
+    let mut checks = check_cpu(def, k).map_err(|e| js_error(OP, e))?;
     if let Some(device) = device {
-        checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| JsError::new(&e.to_string()))?);
+        checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| js_error(OP, e))?);
     }
     let names: Array = checks.iter().map(|c| JsValue::from_str(c.name())).collect();
     Ok(object(&[
@@ -91,7 +92,7 @@ pub async fn check_case(
 /// The registry op named by `op` and the case index `case_index` (checked
 /// JS arguments of `checkCase` and `caseData`).
 pub(super) fn registry_case_arg(
-    call: &'static str,
+    call: &str,
     op: &JsValue,
     case_index: &JsValue,
 ) -> JsResult<(&'static crate::ops::OpDef, usize)> {

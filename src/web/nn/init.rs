@@ -6,11 +6,11 @@
 use super::bag;
 use crate::nn::init::{self, FanMode, Nonlinearity};
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult};
+use crate::web::{js_error, JsResult, Named};
 use wasm_bindgen::prelude::*;
 
 /// A nonlinearity name with leaky ReLU's negative slope `a`.
-fn nonlinearity(op: &'static str, name: &str, a: f64) -> JsResult<Nonlinearity> {
+fn nonlinearity(op: &str, name: &str, a: f64) -> JsResult<Nonlinearity> {
     Ok(match name {
         "linear" | "conv1d" | "conv2d" | "conv3d" => Nonlinearity::Linear,
         "sigmoid" => Nonlinearity::Sigmoid,
@@ -29,7 +29,7 @@ fn nonlinearity(op: &'static str, name: &str, a: f64) -> JsResult<Nonlinearity> 
 }
 
 /// Kaiming's `{ a, mode, nonlinearity }` (PyTorch's defaults: 0, 'fan_in', 'leaky_relu').
-fn kaiming(op: &'static str, o: &Opts) -> JsResult<(FanMode, Nonlinearity)> {
+fn kaiming(op: &str, o: &Opts) -> JsResult<(FanMode, Nonlinearity)> {
     let mode = match o.string("mode", "fan_in")?.as_str() {
         "fan_in" => FanMode::FanIn,
         "fan_out" => FanMode::FanOut,
@@ -75,7 +75,7 @@ pub fn kaiming_uniform_(
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let (mode, nl) = kaiming(OP, &bag(OP, &options, KAIMING)?)?;
-    init::kaiming_uniform_(&t, mode, nl)?;
+    init::kaiming_uniform_(&t, mode, nl).named(OP)?;
     Ok(tensor)
 }
 
@@ -92,7 +92,7 @@ pub fn kaiming_normal_(
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let (mode, nl) = kaiming(OP, &bag(OP, &options, KAIMING)?)?;
-    init::kaiming_normal_(&t, mode, nl)?;
+    init::kaiming_normal_(&t, mode, nl).named(OP)?;
     Ok(tensor)
 }
 
@@ -105,7 +105,7 @@ pub fn xavier_uniform_(
     const OP: &str = "xavierUniform_";
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
-    init::xavier_uniform_(&t, bag(OP, &options, &["gain"])?.f64("gain", 1.0)?)?;
+    init::xavier_uniform_(&t, bag(OP, &options, &["gain"])?.f64("gain", 1.0)?).named(OP)?;
     Ok(tensor)
 }
 
@@ -118,7 +118,7 @@ pub fn xavier_normal_(
     const OP: &str = "xavierNormal_";
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
-    init::xavier_normal_(&t, bag(OP, &options, &["gain"])?.f64("gain", 1.0)?)?;
+    init::xavier_normal_(&t, bag(OP, &options, &["gain"])?.f64("gain", 1.0)?).named(OP)?;
     Ok(tensor)
 }
 
@@ -132,7 +132,7 @@ pub fn uniform_(
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let o = bag(OP, &options, &["a", "b"])?;
-    init::uniform_(&t, o.f64("a", 0.0)?, o.f64("b", 1.0)?)?;
+    init::uniform_(&t, o.f64("a", 0.0)?, o.f64("b", 1.0)?).named(OP)?;
     Ok(tensor)
 }
 
@@ -146,7 +146,7 @@ pub fn normal_(
     let t = args::tensor(OP, "tensor", &tensor)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let o = bag(OP, &options, &["mean", "std"])?;
-    init::normal_(&t, o.f64("mean", 0.0)?, o.f64("std", 1.0)?)?;
+    init::normal_(&t, o.f64("mean", 0.0)?, o.f64("std", 1.0)?).named(OP)?;
     Ok(tensor)
 }
 
@@ -158,20 +158,22 @@ pub fn constant_(
 ) -> JsResult<JsValue> {
     const OP: &str = "constant_";
     let t = args::tensor(OP, "tensor", &tensor)?;
-    init::constant_(&t, args::finite_arg(OP, "value", &value)?)?;
+    init::constant_(&t, args::finite_arg(OP, "value", &value)?).named(OP)?;
     Ok(tensor)
 }
 
 /// Sets every element to 0, in place.
 #[wasm_bindgen(js_name = initZeros_, unchecked_return_type = "Tensor")]
 pub fn zeros_(#[wasm_bindgen(unchecked_param_type = "Tensor")] tensor: JsValue) -> JsResult<JsValue> {
-    init::constant_(&args::tensor("zeros_", "tensor", &tensor)?, 0.0)?;
+    const OP: &str = "zeros_";
+    init::constant_(&args::tensor(OP, "tensor", &tensor)?, 0.0).named(OP)?;
     Ok(tensor)
 }
 
 /// Sets every element to 1, in place.
 #[wasm_bindgen(js_name = initOnes_, unchecked_return_type = "Tensor")]
 pub fn ones_(#[wasm_bindgen(unchecked_param_type = "Tensor")] tensor: JsValue) -> JsResult<JsValue> {
-    init::constant_(&args::tensor("ones_", "tensor", &tensor)?, 1.0)?;
+    const OP: &str = "ones_";
+    init::constant_(&args::tensor(OP, "tensor", &tensor)?, 1.0).named(OP)?;
     Ok(tensor)
 }

@@ -14,18 +14,26 @@ use crate::error::{Error, Result};
 use crate::io::safetensors;
 use crate::tensor::Tensor;
 use crate::web::args::{self, describe};
-use crate::web::{js_error, JsResult, JsTensor};
-use js_sys::{Array, ArrayBuffer, Promise, Uint8Array};
+use crate::web::{js_error, rejection, JsResult, JsTensor, Named};
+use js_sys::{Array, ArrayBuffer, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 const OP: &str = "safetensors";
 
 /// `(key, value)` pairs of a plain object or of an array of `[key, value]` pairs.
-pub(crate) fn pairs(op: &'static str, name: &str, v: &JsValue, what: &str) -> JsResult<Vec<(String, JsValue)>> {
-    let list: Array = if Array::is_array(v) {
-        Array::from(v)
+pub(crate) fn pairs(op: &str, name: &str, v: &JsValue, what: &str) -> JsResult<Vec<(String, JsValue)>> {
+    let list: Array = if let Some(a) = args::as_array(v) {
+        a.clone()
     } else if v.is_object() && !v.is_function() {
-        js_sys::Object::entries(v.unchecked_ref())
+        // Keys, then each value through Reflect (which catches): a getter that
+        // throws is an error of the op, not an exception unwinding through wasm.
+        let pairs = Array::new();
+        for key in js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>()).iter() {
+            let value = Reflect::get(v, &key)
+                .map_err(|e| js_error(op, format!("{name}[{}] could not be read: {}", describe(&key), describe(&e))))?;
+            pairs.push(&Array::of2(&key, &value));
+        }
+        pairs
     } else {
         return Err(js_error(
             op,
@@ -38,8 +46,10 @@ pub(crate) fn pairs(op: &'static str, name: &str, v: &JsValue, what: &str) -> Js
     list.iter()
         .enumerate()
         .map(|(i, p)| {
-            let pair = if Array::is_array(&p) { Some(Array::from(&p)) } else { None };
-            match pair.filter(|a| a.length() == 2).and_then(|a| a.get(0).as_string().map(|k| (k, a.get(1)))) {
+            match args::as_array(&p)
+                .filter(|a| a.length() == 2)
+                .and_then(|a| a.get(0).as_string().map(|k| (k, a.get(1))))
+            {
                 Some(kv) => Ok(kv),
                 None => Err(js_error(op, format!("{name}[{i}] must be a [string, {what}] pair, got {}", describe(&p)))),
             }
@@ -49,9 +59,9 @@ pub(crate) fn pairs(op: &'static str, name: &str, v: &JsValue, what: &str) -> Js
 
 /// Named tensors from safetensors bytes (read onto the cpu) or from a
 /// `{ name: Tensor }` record / `[name, Tensor][]` array.
-pub(crate) fn read_entries(op: &'static str, v: &JsValue) -> JsResult<Vec<(String, Tensor)>> {
+pub(crate) fn read_entries(op: &str, v: &JsValue) -> JsResult<Vec<(String, Tensor)>> {
     if let Some(bytes) = as_bytes(v) {
-        return Ok(safetensors::from_bytes(&bytes, &Device::Cpu)?);
+        return safetensors::from_bytes(&bytes, &Device::Cpu).named(op);
     }
     pairs(op, "state", v, "Tensor")?
         .into_iter()
@@ -83,7 +93,7 @@ fn piece(host: &CpuBuffer, off: usize, shape: &[usize]) -> Result<Tensor> {
 /// Safetensors bytes of `entries`, as a promise (see the module note).
 pub(crate) fn serialize_promise(op: &'static str, entries: Vec<(String, Tensor)>) -> JsResult<Promise> {
     if entries.iter().all(|(_, t)| !t.device().is_gpu()) {
-        let bytes = safetensors::to_bytes(&entries)?;
+        let bytes = safetensors::to_bytes(&entries).named(op)?;
         return Ok(Promise::resolve(&JsValue::from(Uint8Array::from(&bytes[..]))));
     }
     let mut seen = std::collections::HashSet::new();
@@ -111,11 +121,13 @@ pub(crate) fn serialize_promise(op: &'static str, entries: Vec<(String, Tensor)>
             }
         }
         Ok(())
-    })?;
+    })
+    .named(op)?;
     let flats = no_grad(|| -> Result<Vec<(Tensor, Vec<usize>)>> {
         groups.into_iter().map(|(_, parts, idx)| Ok((Tensor::concat(&parts, 0)?, idx))).collect()
-    })?;
-    let js = |e: Error| JsValue::from(JsError::from(e));
+    })
+    .named(op)?;
+    let js = move |e: Error| rejection(op, e);
     Ok(wasm_bindgen_futures::future_to_promise(async move {
         for (flat, idx) in flats {
             let host = crate::backend::host_copy_async(&flat).await.map_err(js)?;
@@ -169,7 +181,7 @@ pub fn load_safetensors(
     };
     let explicit = !(o.get("device").is_undefined() || o.get("device").is_null());
     let mut tensors = Vec::new();
-    for (name, t) in safetensors::from_bytes(&bytes, &Device::Cpu)? {
+    for (name, t) in safetensors::from_bytes(&bytes, &Device::Cpu).named(OP)? {
         let t = match (device.is_gpu(), t.dtype() == DType::F64) {
             (true, true) if explicit => {
                 return Err(js_error(
@@ -177,7 +189,7 @@ pub fn load_safetensors(
                     format!("tensor {name:?} is float64, which WebGPU cannot hold: load it with {{ device: 'cpu' }}"),
                 ))
             }
-            (true, false) => t.to(&device)?,
+            (true, false) => t.to(&device).named(OP)?,
             _ => t,
         };
         tensors.push((name, t));

@@ -12,8 +12,7 @@ use crate::nn::{
     ReLU, Sequential, SiLU, Sigmoid, Softmax, Tanh, GELU,
 };
 use crate::web::args::{self, describe};
-use crate::web::{js_error, JsResult};
-use js_sys::Array;
+use crate::web::{js_error, JsResult, Named};
 use std::rc::Rc;
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
@@ -22,12 +21,12 @@ use wasm_bindgen::prelude::*;
 /// initialisation also draws them as f64 on the host).
 const MAX_ELEMENTS: usize = 1 << 26;
 
-fn size(op: &'static str, name: &str, v: &JsValue) -> JsResult<usize> {
+fn size(op: &str, name: &str, v: &JsValue) -> JsResult<usize> {
     args::usize_arg(op, name, v)
 }
 
 /// Errors when `dims` multiply to more than `MAX_ELEMENTS`.
-fn budget(op: &'static str, dims: &[usize]) -> JsResult<()> {
+fn budget(op: &str, dims: &[usize]) -> JsResult<()> {
     let n = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     match n {
         Some(n) if n <= MAX_ELEMENTS => Ok(()),
@@ -39,7 +38,7 @@ fn budget(op: &'static str, dims: &[usize]) -> JsResult<()> {
 }
 
 /// An option given as one integer or `[a, b]`, with a default.
-fn opt_pair(op: &'static str, o: &args::Opts, key: &str, default: [usize; 2]) -> JsResult<[usize; 2]> {
+fn opt_pair(op: &str, o: &args::Opts, key: &str, default: [usize; 2]) -> JsResult<[usize; 2]> {
     let v = o.get(key);
     if v.is_undefined() || v.is_null() {
         Ok(default)
@@ -61,11 +60,11 @@ fn py_shape(dims: &[usize]) -> String {
 }
 
 /// The modules of a JS array (each must be a live `Module`).
-fn modules_arg(op: &'static str, v: &JsValue) -> JsResult<Vec<Rc<Entry>>> {
-    if !Array::is_array(v) {
+fn modules_arg(op: &str, v: &JsValue) -> JsResult<Vec<Rc<Entry>>> {
+    let Some(list) = args::as_array(v) else {
         return Err(js_error(op, format!("modules must be an array of Modules, got {}", describe(v))));
-    }
-    Array::from(v).iter().enumerate().map(|(i, m)| module_arg(op, &format!("modules[{i}]"), &m)).collect()
+    };
+    list.iter().enumerate().map(|(i, m)| module_arg(op, &format!("modules[{i}]"), &m)).collect()
 }
 
 fn boxed(entries: &[Rc<Entry>]) -> Vec<Box<dyn Layer>> {
@@ -95,7 +94,7 @@ impl JsModule {
         let bias = o.bool("bias", true)?;
         budget(OP, &[n, i])?;
         let extra = format!("in_features={i}, out_features={n}, bias={}", py_bool(bias));
-        Ok(Spec::layer(Linear::with_bias(i, n, bias)?, "Linear", extra).build())
+        Ok(Spec::layer(Linear::with_bias(i, n, bias).named("Linear")?, "Linear", extra).build())
     }
 
     /// 2-D convolution over [N, C, H, W] (PyTorch's `nn.Conv2d`); sizes are
@@ -135,7 +134,7 @@ impl JsModule {
         if !c.bias {
             extra += ", bias=False";
         }
-        Ok(Spec::layer(Conv2d::with_config(ci, co, k, c)?, "Conv2d", extra).build())
+        Ok(Spec::layer(Conv2d::with_config(ci, co, k, c).named("Conv2d")?, "Conv2d", extra).build())
     }
 
     /// Max over windows of [N, C, H, W] (stride defaults to the kernel size).
@@ -153,7 +152,7 @@ impl JsModule {
         let k = args::pair(OP, "kernelSize", &kernel_size)?;
         let (s, p) = (opt_pair(OP, &o, "stride", k)?, opt_pair(OP, &o, "padding", [0, 0])?);
         let extra = format!("kernel_size={}, stride={}, padding={}", py_pair(k), py_pair(s), py_pair(p));
-        Ok(Spec::layer(MaxPool2d::with_options(k, s, p)?, "MaxPool2d", extra).build())
+        Ok(Spec::layer(MaxPool2d::with_options(k, s, p).named("MaxPool2d")?, "MaxPool2d", extra).build())
     }
 
     /// Mean over windows of [N, C, H, W] (stride defaults to the kernel size;
@@ -172,7 +171,7 @@ impl JsModule {
         let k = args::pair(OP, "kernelSize", &kernel_size)?;
         let (s, p) = (opt_pair(OP, &o, "stride", k)?, opt_pair(OP, &o, "padding", [0, 0])?);
         let extra = format!("kernel_size={}, stride={}, padding={}", py_pair(k), py_pair(s), py_pair(p));
-        Ok(Spec::layer(AvgPool2d::with_options(k, s, p)?, "AvgPool2d", extra).build())
+        Ok(Spec::layer(AvgPool2d::with_options(k, s, p).named("AvgPool2d")?, "AvgPool2d", extra).build())
     }
 
     /// Averages [N, C, H, W] down to [N, C, outH, outW] (PyTorch's cell rule).
@@ -183,7 +182,7 @@ impl JsModule {
         const OP: &str = "AdaptiveAvgPool2d";
         let s = args::pair(OP, "outputSize", &output_size)?;
         let extra = format!("output_size={}", py_pair(s));
-        Ok(Spec::layer(AdaptiveAvgPool2d::new(s)?, "AdaptiveAvgPool2d", extra).build())
+        Ok(Spec::layer(AdaptiveAvgPool2d::new(s).named("AdaptiveAvgPool2d")?, "AdaptiveAvgPool2d", extra).build())
     }
 
     /// Batch normalisation of [N, C] or [N, C, L] over the channel axis.
@@ -196,7 +195,7 @@ impl JsModule {
         options: Option<JsValue>,
     ) -> JsResult<JsModule> {
         let (n, c, extra) = batch_norm_args("BatchNorm1d", &num_features, options)?;
-        Ok(Spec::layer(BatchNorm1d::with_config(n, c)?, "BatchNorm1d", extra).build())
+        Ok(Spec::layer(BatchNorm1d::with_config(n, c).named("BatchNorm1d")?, "BatchNorm1d", extra).build())
     }
 
     /// Batch normalisation of [N, C, H, W] over the channel axis.
@@ -209,7 +208,7 @@ impl JsModule {
         options: Option<JsValue>,
     ) -> JsResult<JsModule> {
         let (n, c, extra) = batch_norm_args("BatchNorm2d", &num_features, options)?;
-        Ok(Spec::layer(BatchNorm2d::with_config(n, c)?, "BatchNorm2d", extra).build())
+        Ok(Spec::layer(BatchNorm2d::with_config(n, c).named("BatchNorm2d")?, "BatchNorm2d", extra).build())
     }
 
     /// Layer normalisation over the trailing `normalizedShape` axes.
@@ -227,7 +226,7 @@ impl JsModule {
         let (eps, affine) = (o.f64("eps", 1e-5)?, o.bool("elementwiseAffine", true)?);
         budget(OP, &shape)?;
         let extra = format!("{}, eps={}, elementwise_affine={}", py_shape(&shape), py_float(eps), py_bool(affine));
-        Ok(Spec::layer(LayerNorm::with_options(&shape, eps, affine)?, "LayerNorm", extra).build())
+        Ok(Spec::layer(LayerNorm::with_options(&shape, eps, affine).named("LayerNorm")?, "LayerNorm", extra).build())
     }
 
     /// Zeroes elements with probability `p` (default 0.5) in training mode.
@@ -236,7 +235,7 @@ impl JsModule {
             Some(v) if !v.is_undefined() => args::finite_arg("Dropout", "p", &v)?,
             _ => 0.5,
         };
-        Ok(Spec::layer(Dropout::new(p)?, "Dropout", format!("p={}", py_float(p))).build())
+        Ok(Spec::layer(Dropout::new(p).named("Dropout")?, "Dropout", format!("p={}", py_float(p))).build())
     }
 
     /// A lookup table [numEmbeddings, embeddingDim] (N(0, 1)) indexed by int32 tensors.
@@ -247,7 +246,7 @@ impl JsModule {
         const OP: &str = "Embedding";
         let (n, d) = (size(OP, "numEmbeddings", &num_embeddings)?, size(OP, "embeddingDim", &embedding_dim)?);
         budget(OP, &[n, d])?;
-        Ok(Spec::layer(Embedding::new(n, d)?, "Embedding", format!("{n}, {d}")).build())
+        Ok(Spec::layer(Embedding::new(n, d).named("Embedding")?, "Embedding", format!("{n}, {d}")).build())
     }
 
     /// Flattens axes startDim..=endDim (default 1..=-1) into one.
@@ -343,7 +342,7 @@ impl JsModule {
             return Err(js_error(OP, format!("dropout must be in [0, 1), got {dropout}")));
         }
         budget(OP, &[3, e, e])?;
-        let mha = Arc::new(MultiHeadAttention::with_options(e, h, bias, dropout)?.with_causal(causal));
+        let mha = Arc::new(MultiHeadAttention::with_options(e, h, bias, dropout).named(OP)?.with_causal(causal));
         let mut extra = format!("embed_dim={e}, num_heads={h}");
         if dropout != 0.0 {
             extra += &format!(", dropout={}", py_float(dropout));
@@ -396,7 +395,7 @@ impl JsModule {
         let mut children: Vec<(String, Rc<Entry>)> = Vec::new();
         for (key, v) in pairs {
             let e = module_arg(OP, &format!("modules[{key:?}]"), &v)?;
-            dict.insert_boxed(&key, Box::new(e.layer.clone()))?;
+            dict.insert_boxed(&key, Box::new(e.layer.clone())).named(OP)?;
             match children.iter_mut().find(|(k, _)| *k == key) {
                 Some(slot) => slot.1 = e,
                 None => children.push((key, e)),
@@ -408,7 +407,7 @@ impl JsModule {
 
 /// The size, config and repr of a batch-norm factory call.
 fn batch_norm_args(
-    op: &'static str,
+    op: &str,
     num_features: &JsValue,
     options: Option<JsValue>,
 ) -> JsResult<(usize, BatchNormConfig, String)> {

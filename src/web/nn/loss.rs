@@ -5,9 +5,8 @@
 use super::{bag, py_float};
 use crate::nn::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use crate::ops::composite::Reduction;
-use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Named};
 use wasm_bindgen::prelude::*;
 
 enum Kind {
@@ -27,7 +26,7 @@ pub struct JsLoss {
     extra: String,
 }
 
-fn reduction(op: &'static str, o: &Opts) -> JsResult<Reduction> {
+fn reduction(op: &str, o: &Opts) -> JsResult<Reduction> {
     match o.string("reduction", "mean")?.as_str() {
         "mean" => Ok(Reduction::Mean),
         "sum" => Ok(Reduction::Sum),
@@ -45,7 +44,7 @@ fn reduction_repr(r: Reduction) -> String {
 }
 
 /// A loss with only a `reduction` option.
-fn simple(op: &'static str, options: Option<JsValue>) -> JsResult<(Reduction, String)> {
+fn simple(op: &str, options: Option<JsValue>) -> JsResult<(Reduction, String)> {
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let r = reduction(op, &bag(op, &options, &["reduction"])?)?;
     Ok((r, reduction_repr(r)))
@@ -129,16 +128,17 @@ impl JsLoss {
         #[wasm_bindgen(unchecked_param_type = "Tensor")] input: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] target: JsValue,
     ) -> JsResult<JsTensor> {
-        let x = args::tensor(self.name, "input", &input)?;
-        let y = args::tensor(self.name, "target", &target)?;
-        let loss: Tensor = match &self.kind {
-            Kind::CrossEntropy(l) => l.forward(&x, &y)?,
-            Kind::Nll(l) => l.forward(&x, &y)?,
-            Kind::Mse(l) => l.forward(&x, &y)?,
-            Kind::L1(l) => l.forward(&x, &y)?,
-            Kind::BceWithLogits(l) => l.forward(&x, &y)?,
+        let op = format!("{}.forward", self.name);
+        let x = args::tensor(&op, "input", &input)?;
+        let y = args::tensor(&op, "target", &target)?;
+        let loss = match &self.kind {
+            Kind::CrossEntropy(l) => l.forward(&x, &y),
+            Kind::Nll(l) => l.forward(&x, &y),
+            Kind::Mse(l) => l.forward(&x, &y),
+            Kind::L1(l) => l.forward(&x, &y),
+            Kind::BceWithLogits(l) => l.forward(&x, &y),
         };
-        Ok(JsTensor::wrap(loss))
+        Ok(JsTensor::wrap(loss.named(&op)?))
     }
 
     /// PyTorch's class name: 'CrossEntropyLoss', 'MSELoss', ...

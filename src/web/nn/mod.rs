@@ -23,7 +23,7 @@ use super::JsResult;
 use wasm_bindgen::prelude::*;
 
 /// An options bag checked against its known names (`Opts::known`).
-pub(crate) fn bag<'a>(op: &'static str, v: &'a JsValue, allowed: &[&str]) -> JsResult<Opts<'a>> {
+pub(crate) fn bag<'a>(op: &'a str, v: &'a JsValue, allowed: &[&str]) -> JsResult<Opts<'a>> {
     Opts::known(op, v, allowed)
 }
 

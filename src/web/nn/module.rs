@@ -6,10 +6,12 @@ use crate::error::Error;
 use crate::nn::{HookHandle, Layer, MultiHeadAttention};
 use crate::tensor::Tensor;
 use crate::web::args::{self, describe, object};
+use crate::web::handles::{Class, Found};
 use crate::web::nn::read_entries;
 use crate::web::nn::serialize_promise;
-use crate::web::{js_error, JsResult, JsTensor, SingleThreaded};
-use js_sys::{Array, Function, Reflect};
+use crate::web::{js_error, JsResult, JsTensor, Named, SingleThreaded};
+use js_sys::Array;
+use std::cell::OnceCell;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
@@ -82,7 +84,7 @@ impl Spec {
     pub fn build(self) -> JsModule {
         MODULES.with(|m| {
             let mut m = m.borrow_mut();
-            m.next_id = m.next_id.wrapping_add(1);
+            m.next_id = m.next_id.wrapping_add(1).max(1); // 0 is the blank handle's
             let entry = Rc::new(Entry {
                 id: m.next_id,
                 layer: self.layer,
@@ -122,21 +124,39 @@ impl Entry {
     }
 }
 
-/// The module behind a JS `Module` argument.
-pub(crate) fn module_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Rc<Entry>> {
-    let Some(id) = args::handle_id(v, MODULE_ID_PROPERTY) else {
-        return Err(js_error(op, format!("{name} must be a Module, got {}", describe(v))));
+thread_local! {
+    /// The JS `Module` class (see `handles.rs`).
+    static MODULE_CLASS: OnceCell<Class> = const { OnceCell::new() };
+}
+
+/// A `Module` handle in no registry (id 0), made once to find the JS class.
+fn blank_module() -> JsValue {
+    let relu: Arc<dyn Layer> = Arc::new(crate::nn::ReLU::new());
+    let entry = Entry {
+        id: 0,
+        layer: relu,
+        kind: Kind::Layer,
+        name: "ReLU",
+        extra: String::new(),
+        children: Vec::new(),
+        fixed: Vec::new(),
+    };
+    JsModule { entry: Rc::new(entry) }.into()
+}
+
+/// The module behind a JS `Module` argument (a real handle: see `handles.rs`).
+pub(crate) fn module_arg(op: &str, name: &str, v: &JsValue) -> JsResult<Rc<Entry>> {
+    let found = MODULE_CLASS.with(|c| c.get_or_init(|| Class::of(&blank_module(), MODULE_ID_PROPERTY)).find(v));
+    let id = match found {
+        Found::Id(id) => id,
+        Found::Freed => {
+            return Err(js_error(op, format!("{name} must be a Module, got a freed Module (free() was called on it)")))
+        }
+        Found::Other => return Err(js_error(op, format!("{name} must be a Module, got {}", describe(v)))),
     };
     MODULES
         .with(|m| m.borrow().live.get(&id).and_then(Weak::upgrade))
         .ok_or_else(|| js_error(op, format!("{name} is a Module that was freed")))
-}
-
-/// A JS function argument.
-fn function(op: &'static str, v: &JsValue) -> JsResult<Function> {
-    v.dyn_ref::<Function>()
-        .cloned()
-        .ok_or_else(|| js_error(op, format!("hook must be a function, got {}", describe(v))))
 }
 
 /// A hook's return value: undefined/null keeps, a Tensor replaces.
@@ -144,7 +164,7 @@ fn hook_result(op: &'static str, what: &str, r: &JsValue) -> crate::error::Resul
     if r.is_undefined() || r.is_null() {
         return Ok(None);
     }
-    let is_handle = r.is_object() && Reflect::has(r, &args::js_key(args::ID_PROPERTY)).unwrap_or(false);
+    let is_handle = args::tensor_id(r).is_some();
     args::tensor(op, "value", r).map(Some).map_err(|_| {
         let got = if is_handle { "a disposed Tensor".to_string() } else { describe(r) };
         Error::value(op, format!("the {what} must return a Tensor or undefined, got {got}"))
@@ -200,8 +220,9 @@ impl JsModule {
 
     /// Runs the module on `x` (forward pre-hooks, the layer, forward hooks).
     pub fn forward(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] x: JsValue) -> JsResult<JsTensor> {
-        let x = args::tensor("forward", "x", &x)?;
-        Ok(JsTensor::wrap(self.entry.layer.forward(&x)?))
+        let op = format!("{}.forward", self.entry.name);
+        let x = args::tensor(&op, "x", &x)?;
+        Ok(JsTensor::wrap(self.entry.layer.forward(&x).within(&op)?))
     }
 
     /// The parameters (deduplicated, in registration order), as new handles.
@@ -267,11 +288,8 @@ impl JsModule {
         #[wasm_bindgen(unchecked_optional_param_type = "boolean")] mode: Option<JsValue>,
     ) -> JsResult<()> {
         let mode = match mode {
-            None => true,
-            Some(v) if v.is_undefined() => true,
-            Some(v) => {
-                v.as_bool().ok_or_else(|| js_error("train", format!("mode must be a boolean, got {}", describe(&v))))?
-            }
+            Some(v) if !v.is_undefined() => args::bool_arg("train", "mode", &v)?,
+            _ => true,
         };
         self.entry.layer.train(mode);
         Ok(())
@@ -297,8 +315,9 @@ impl JsModule {
     /// Moves every parameter and buffer to `device` ('cpu' | 'webgpu') in
     /// place. The parameters become new tensors: create optimizers after `to`.
     pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<()> {
-        let d = args::device("Module.to", &device)?;
-        Ok(self.entry.layer.to(&d)?)
+        const OP: &str = "Module.to";
+        let d = args::device(OP, &device)?;
+        self.entry.layer.to(&d).named(OP)
     }
 
     /// Number of parameter elements (shared parameters counted once).
@@ -318,7 +337,8 @@ impl JsModule {
         hook: JsValue,
     ) -> JsResult<JsHookHandle> {
         const OP: &str = "forward hook";
-        let captured = SingleThreaded((Rc::downgrade(&self.entry), function("registerForwardHook", &hook)?));
+        let hook = args::function_arg("registerForwardHook", "hook", &hook)?;
+        let captured = SingleThreaded((Rc::downgrade(&self.entry), hook));
         let h = self.entry.layer.register_forward_hook(Box::new(move |x, y| {
             let captured = &captured; // capture the whole Send + Sync wrapper
             let (w, f) = &captured.0;
@@ -338,7 +358,8 @@ impl JsModule {
         hook: JsValue,
     ) -> JsResult<JsHookHandle> {
         const OP: &str = "forward pre-hook";
-        let captured = SingleThreaded((Rc::downgrade(&self.entry), function("registerForwardPreHook", &hook)?));
+        let hook = args::function_arg("registerForwardPreHook", "hook", &hook)?;
+        let captured = SingleThreaded((Rc::downgrade(&self.entry), hook));
         let h = self.entry.layer.register_forward_pre_hook(Box::new(move |x| {
             let captured = &captured; // capture the whole Send + Sync wrapper
             let (w, f) = &captured.0;
@@ -379,11 +400,11 @@ impl JsModule {
         for (name, t) in entries.iter_mut() {
             if let Some(dst) = mine.get(name.as_str()) {
                 if dst.dtype() != t.dtype() && !t.device().is_gpu() && dst.shape() == t.shape() {
-                    *t = t.to_dtype(dst.dtype())?;
+                    *t = t.to_dtype(dst.dtype()).named(OP)?;
                 }
             }
         }
-        let report = self.entry.layer.load_state_dict(&entries, strict)?;
+        let report = self.entry.layer.load_state_dict(&entries, strict).named(OP)?;
         let list = |v: Vec<String>| JsValue::from(v.into_iter().map(JsValue::from).collect::<Array>());
         Ok(object(&[("missingKeys", list(report.missing_keys)), ("unexpectedKeys", list(report.unexpected_keys))]))
     }
@@ -411,7 +432,7 @@ impl JsModule {
             (args::tensor(OP, "query", &query)?, args::tensor(OP, "key", &key)?, args::tensor(OP, "value", &value)?);
         let mask = o.opt_tensor("keyPaddingMask")?;
         let causal = o.bool("causal", mha.causal)?;
-        let (out, weights) = mha.attend(&q, &k, &v, mask.as_ref(), causal)?;
+        let (out, weights) = mha.attend(&q, &k, &v, mask.as_ref(), causal).within(OP)?;
         Ok(Array::of2(&JsTensor::wrap(out).into(), &JsTensor::wrap(weights).into()))
     }
 

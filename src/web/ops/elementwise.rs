@@ -2,12 +2,12 @@
 //! `Tensor | number` right-hand side, comparisons (bool results), `where`,
 //! casts, `detach`/`clone`, and the in-place ops (`add_`, `fill_`, ...).
 
-use super::{is_absent, number, renamed, undef, wrap};
+use super::{is_absent, out, undef};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::web::args::{self, Operand, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::args::{self, number, Operand, Opts};
+use crate::web::{js_error, JsResult, JsTensor, Named};
 use wasm_bindgen::prelude::*;
 
 /// Methods without arguments that call the skiff method of the same name.
@@ -18,7 +18,8 @@ macro_rules! unary_methods {
             $(
                 #[doc = $doc]
                 pub fn $name(&self) -> JsResult<JsTensor> {
-                    wrap(self.get(stringify!($name))?.$name()?)
+                    const OP: &str = stringify!($name);
+                    out(OP, self.get(OP)?.$name())
                 }
             )*
         }
@@ -43,8 +44,8 @@ unary_methods! {
     softplus: "log(1 + e^x), computed stably, elementwise.";
 }
 
-/// Methods taking a Tensor (broadcast) or a number (which runs `$scalar`):
-/// the binary ops and their in-place forms.
+/// Methods taking a Tensor (broadcast) or a number (which runs `$scalar`, a
+/// `JsResult`): the binary ops and their in-place forms.
 macro_rules! operand_methods {
     ($($name:ident: $doc:literal, |$x:ident, $c:ident| $scalar:expr;)*) => {
         #[wasm_bindgen(js_class = Tensor)]
@@ -57,10 +58,10 @@ macro_rules! operand_methods {
                 ) -> JsResult<JsTensor> {
                     const OP: &str = stringify!($name);
                     let $x = self.get(OP)?;
-                    wrap(match Operand::parse(OP, "other", &other)? {
-                        Operand::Scalar($c) => ($scalar).map_err(|e| renamed(OP, e))?,
-                        Operand::Tensor(t) => $x.$name(&t)?,
-                    })
+                    Ok(JsTensor::wrap(match Operand::parse(OP, "other", &other)? {
+                        Operand::Scalar($c) => ($scalar)?,
+                        Operand::Tensor(t) => $x.$name(&t).named(OP)?,
+                    }))
                 }
             )*
         }
@@ -68,15 +69,15 @@ macro_rules! operand_methods {
 }
 
 operand_methods! {
-    add: "this + other (a Tensor, broadcast, or a number).", |x, c| x.add_scalar(c);
-    sub: "this - other (a Tensor, broadcast, or a number).", |x, c| x.sub_scalar(c);
-    mul: "this * other (a Tensor, broadcast, or a number).", |x, c| x.mul_scalar(c);
-    div: "this / other (a Tensor, broadcast, or a number).", |x, c| x.div_scalar(c);
-    pow: "this ** exponent (a Tensor, broadcast, or a number).", |x, c| x.pow_scalar(c);
+    add: "this + other (a Tensor, broadcast, or a number).", |x, c| x.add_scalar(c).named(OP);
+    sub: "this - other (a Tensor, broadcast, or a number).", |x, c| x.sub_scalar(c).named(OP);
+    mul: "this * other (a Tensor, broadcast, or a number).", |x, c| x.mul_scalar(c).named(OP);
+    div: "this / other (a Tensor, broadcast, or a number).", |x, c| x.div_scalar(c).named(OP);
+    pow: "this ** exponent (a Tensor, broadcast, or a number).", |x, c| x.pow_scalar(c).named(OP);
     maximum: "The elementwise larger of this and other (a Tensor, broadcast, or a number).",
-        |x, c| x.maximum(&x.scalar_like(c)?);
+        |x, c| x.maximum(&args::scalar_like(OP, "other", &x, c)?).named(OP);
     minimum: "The elementwise smaller of this and other (a Tensor, broadcast, or a number).",
-        |x, c| x.minimum(&x.scalar_like(c)?);
+        |x, c| x.minimum(&args::scalar_like(OP, "other", &x, c)?).named(OP);
 }
 
 /// `x OP c` for a number `c`: integer and bool tensors are compared as floats
@@ -107,9 +108,9 @@ macro_rules! compare_methods {
                 ) -> JsResult<JsTensor> {
                     const OP: &str = stringify!($name);
                     let x = self.get(OP)?;
-                    wrap(match Operand::parse(OP, "other", &other)? {
-                        Operand::Scalar(c) => compare_scalar(&x, c, Tensor::$name)?,
-                        Operand::Tensor(t) => x.$name(&t)?,
+                    out(OP, match Operand::parse(OP, "other", &other)? {
+                        Operand::Scalar(c) => compare_scalar(&x, c, Tensor::$name),
+                        Operand::Tensor(t) => x.$name(&t),
                     })
                 }
             )*
@@ -126,19 +127,20 @@ compare_methods! {
     ge: "this >= other, elementwise (a bool tensor).";
 }
 
-/// `cond ? a : b` where a number takes the other operand's dtype (float32 when both are numbers).
-fn select(cond: &Tensor, a: Operand, b: Operand) -> JsResult<Tensor> {
-    let num = |c: f64| Tensor::full_on(&[], c, DType::F32, &cond.device());
+/// `cond ? a : b` where a number takes the other operand's dtype (checked to
+/// fit it) and float32 when both are numbers. `names`: the JS names of a and b.
+fn select(op: &str, cond: &Tensor, a: Operand, b: Operand, names: [&str; 2]) -> JsResult<Tensor> {
+    let num = |c: f64| Tensor::full_on(&[], c, DType::F32, &cond.device()).named(op);
     let (a, b) = match (a, b) {
         (Operand::Tensor(a), Operand::Tensor(b)) => (a, b),
         (Operand::Tensor(a), Operand::Scalar(c)) => {
-            let b = a.scalar_like(c)?;
+            let b = args::scalar_like(op, names[1], &a, c)?;
             (a, b)
         }
-        (Operand::Scalar(c), Operand::Tensor(b)) => (b.scalar_like(c)?, b),
+        (Operand::Scalar(c), Operand::Tensor(b)) => (args::scalar_like(op, names[0], &b, c)?, b),
         (Operand::Scalar(c), Operand::Scalar(d)) => (num(c)?, num(d)?),
     };
-    Ok(Tensor::where_(cond, &a, &b)?)
+    Tensor::where_(cond, &a, &b).named(op)
 }
 
 /// Elementwise `condition ? input : other` with broadcasting (`condition` is a bool tensor).
@@ -152,7 +154,7 @@ pub fn where_(
     let cond = args::tensor(OP, "condition", &condition)?;
     let a = Operand::parse(OP, "input", &input)?;
     let b = Operand::parse(OP, "other", &other)?;
-    wrap(select(&cond, a, b)?)
+    Ok(JsTensor::wrap(select(OP, &cond, a, b, ["input", "other"])?))
 }
 
 #[wasm_bindgen(js_class = Tensor)]
@@ -165,11 +167,11 @@ impl JsTensor {
             JsValue,
         >,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "leaky_relu";
+        const OP: &str = "leakyRelu";
         let x = self.get(OP)?;
         let slope = undef(negative_slope);
         let slope = if is_absent(&slope) { 0.01 } else { args::finite_arg(OP, "negativeSlope", &slope)? };
-        wrap(x.leaky_relu(slope)?)
+        out(OP, x.leaky_relu(slope))
     }
 
     /// GELU: exact (erf) by default, the tanh approximation with `{ approximate: 'tanh' }`.
@@ -181,8 +183,8 @@ impl JsTensor {
         let x = self.get(OP)?;
         let options = undef(options);
         match Opts::known(OP, &options, &["approximate"])?.string("approximate", "none")?.as_str() {
-            "none" => wrap(x.gelu_erf()?),
-            "tanh" => wrap(x.gelu()?),
+            "none" => out(OP, x.gelu_erf()),
+            "tanh" => out(OP, x.gelu()),
             other => Err(js_error(OP, format!("option approximate must be 'none' or 'tanh', got {other:?}"))),
         }
     }
@@ -208,7 +210,7 @@ impl JsTensor {
         if lo.is_none() && hi.is_none() {
             return Err(js_error(OP, "at least one of min and max must be given"));
         }
-        wrap(x.clamp(lo, hi)?)
+        out(OP, x.clamp(lo, hi))
     }
 
     /// `condition ? this : other`, elementwise with broadcasting (PyTorch's `Tensor.where`).
@@ -222,7 +224,7 @@ impl JsTensor {
         let x = self.get(OP)?;
         let cond = args::tensor(OP, "condition", &condition)?;
         let b = Operand::parse(OP, "other", &other)?;
-        wrap(select(&cond, Operand::Tensor(x), b)?)
+        Ok(JsTensor::wrap(select(OP, &cond, Operand::Tensor(x), b, ["this", "other"])?))
     }
 
     /// `value` where the bool `mask` is true, this elsewhere (`mask` broadcasts).
@@ -232,91 +234,94 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "Tensor")] mask: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Tensor | number")] value: JsValue,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "masked_fill";
+        const OP: &str = "maskedFill";
         let x = self.get(OP)?;
         let mask = args::tensor(OP, "mask", &mask)?;
         if mask.dtype() != DType::Bool {
-            return Err(js_error(OP, format!("mask must be bool, got {} of shape {:?}", mask.dtype(), mask.shape())));
+            let dtype = args::dtype_name(mask.dtype());
+            return Err(js_error(OP, format!("mask must be bool, got {dtype} of shape {:?}", mask.shape())));
         }
         let v = Operand::parse(OP, "value", &value)?;
-        let out = select(&mask, v, Operand::Tensor(x.clone()))?;
-        if out.shape() != x.shape() {
+        let filled = select(OP, &mask, v, Operand::Tensor(x.clone()), ["value", "this"])?;
+        if filled.shape() != x.shape() {
             return Err(js_error(
                 OP,
                 format!("mask of shape {:?} must broadcast to the tensor's shape {:?}", mask.shape(), x.shape()),
             ));
         }
-        wrap(out)
+        Ok(JsTensor::wrap(filled))
     }
 
     /// A copy converted to `dtype` ('float32' | 'float64' | 'int32' | 'bool'); gradients flow between float dtypes.
     #[wasm_bindgen(js_name = toDtype)]
     pub fn to_dtype(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "to_dtype";
+        const OP: &str = "toDtype";
         let x = self.get(OP)?;
-        wrap(x.to_dtype(args::dtype(OP, &dtype)?)?)
+        out(OP, x.to_dtype(args::dtype(OP, &dtype)?))
     }
 
     /// This as float32 (`toDtype('float32')`).
     pub fn float(&self) -> JsResult<JsTensor> {
-        wrap(self.get("float")?.to_dtype(DType::F32)?)
+        out("float", self.get("float")?.to_dtype(DType::F32))
     }
 
     /// This as float64 (`toDtype('float64')`; cpu only).
     pub fn double(&self) -> JsResult<JsTensor> {
-        wrap(self.get("double")?.to_dtype(DType::F64)?)
+        out("double", self.get("double")?.to_dtype(DType::F64))
     }
 
     /// This as int32 (`toDtype('int32')`; floats truncate toward zero).
     pub fn int(&self) -> JsResult<JsTensor> {
-        wrap(self.get("int")?.to_dtype(DType::I32)?)
+        out("int", self.get("int")?.to_dtype(DType::I32))
     }
 
     /// This as bool (`toDtype('bool')`: nonzero is true).
     #[wasm_bindgen(js_name = bool)]
     pub fn to_bool(&self) -> JsResult<JsTensor> {
-        wrap(self.get("bool")?.to_dtype(DType::Bool)?)
+        out("bool", self.get("bool")?.to_dtype(DType::Bool))
     }
 
     /// The same values, cut from the autograd graph (shares memory).
     pub fn detach(&self) -> JsResult<JsTensor> {
-        wrap(self.get("detach")?.detach())
+        Ok(JsTensor::wrap(self.get("detach")?.detach()))
     }
 
     /// A contiguous copy with its own memory; differentiable (PyTorch's `clone`).
     #[wasm_bindgen(js_name = clone)]
     pub fn clone_tensor(&self) -> JsResult<JsTensor> {
-        wrap(self.get("clone")?.contiguous_copy()?)
+        out("clone", self.get("clone")?.contiguous_copy())
     }
 }
 
 // In-place arithmetic: writes into this tensor and returns a handle to it.
 operand_methods! {
     add_: "In place: this += other (a Tensor broadcast to this shape, or a number); returns this tensor.",
-        |x, c| x.add_scalar_(c);
-    sub_: "In place: this -= other; returns this tensor.", |x, c| x.add_scalar_(-c);
-    mul_: "In place: this *= other; returns this tensor.", |x, c| x.mul_scalar_(c);
-    div_: "In place: this /= other; returns this tensor.", |x, c| x.mul_scalar_(1.0 / c);
+        |x, c| x.add_scalar_(c).named(OP);
+    sub_: "In place: this -= other; returns this tensor.", |x, c| x.add_scalar_(-c).named(OP);
+    mul_: "In place: this *= other; returns this tensor.", |x, c| x.mul_scalar_(c).named(OP);
+    div_: "In place: this /= other; returns this tensor.", |x, c| x.mul_scalar_(1.0 / c).named(OP);
 }
 
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
-    /// In place: sets every element to `value`; returns this tensor.
+    /// In place: sets every element to `value` (an int32 tensor takes
+    /// integers in its range only); returns this tensor.
     pub fn fill_(&self, #[wasm_bindgen(unchecked_param_type = "number")] value: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "fill_";
         let x = self.get(OP)?;
-        wrap(x.fill_(number(OP, "value", &value)?)?)
+        let value = args::value_for(OP, "value", number(OP, "value", &value)?, x.dtype())?;
+        out(OP, x.fill_(value))
     }
 
     /// In place: sets every element to zero; returns this tensor.
     pub fn zero_(&self) -> JsResult<JsTensor> {
-        wrap(self.get("zero_")?.zero_()?)
+        out("zero_", self.get("zero_")?.zero_())
     }
 
     /// In place: copies `src` (broadcast, converted to this dtype and device) into this tensor; returns it.
     pub fn copy_(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] src: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "copy_";
         let x = self.get(OP)?;
-        wrap(x.copy_(&args::tensor(OP, "src", &src)?)?)
+        out(OP, x.copy_(&args::tensor(OP, "src", &src)?))
     }
 }

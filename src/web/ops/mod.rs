@@ -19,11 +19,10 @@ mod reduce;
 mod shape;
 
 use super::args::{self, describe, Opts};
-use super::{js_error, JsResult, JsTensor};
-use crate::error::Error;
+use super::{js_error, JsResult, JsTensor, Named};
 use crate::ops::composite::Reduction;
 use crate::tensor::Tensor;
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 /// Registry op name -> the JS name that runs it (a `Tensor` method, or a
@@ -142,8 +141,9 @@ pub fn registry_coverage() -> JsValue {
 /// so any real tensor is far smaller; this only keeps size arithmetic from wrapping).
 const MAX_NUMEL: u64 = i32::MAX as u64;
 
-fn wrap(t: Tensor) -> JsResult<JsTensor> {
-    Ok(JsTensor::wrap(t))
+/// The result of a method as a new handle, its error named for the JS op `op`.
+fn out(op: &str, r: crate::error::Result<Tensor>) -> JsResult<JsTensor> {
+    Ok(JsTensor::wrap(r.named(op)?))
 }
 
 fn undef(v: Option<JsValue>) -> JsValue {
@@ -154,15 +154,10 @@ fn is_absent(v: &JsValue) -> bool {
     v.is_undefined() || v.is_null()
 }
 
-/// Any number, NaN and infinities included (fill values, comparison scalars).
-fn number(op: &'static str, name: &str, v: &JsValue) -> JsResult<f64> {
-    v.as_f64().ok_or_else(|| js_error(op, format!("{name} must be a number, got {}", describe(v))))
-}
-
 /// Rejects shapes too large for skiff's size arithmetic (32-bit `usize` on
 /// wasm32). Zero sizes count as 1: partial products such as strides must fit
 /// too, even when the tensor is empty.
-fn check_numel(op: &'static str, what: &str, dims: impl IntoIterator<Item = u64>) -> JsResult<()> {
+fn check_numel(op: &str, what: &str, dims: impl IntoIterator<Item = u64>) -> JsResult<()> {
     let mut n: u64 = 1;
     for d in dims {
         n = n.saturating_mul(d.max(1));
@@ -174,41 +169,21 @@ fn check_numel(op: &'static str, what: &str, dims: impl IntoIterator<Item = u64>
 }
 
 /// A shape as `dims` reads it, also checked for size.
-fn shape_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
+fn shape_arg(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
     let dims = args::dims(op, name, v)?;
     check_numel(op, name, dims.iter().map(|&d| d as u64))?;
     Ok(dims)
 }
 
 /// A shape that may hold -1 (reshape, view, expand): a number or an array of integers >= -1.
-fn signed_shape(op: &'static str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
-    let list: Vec<JsValue> = if v.as_f64().is_some() {
-        vec![v.clone()]
-    } else if Array::is_array(v) || v.is_instance_of::<js_sys::Int32Array>() {
-        Array::from(v).iter().collect()
-    } else {
-        return Err(js_error(op, format!("{name} must be an array of integers (one may be -1), got {}", describe(v))));
-    };
-    let mut out = Vec::with_capacity(list.len());
-    for (i, d) in list.iter().enumerate() {
-        let n = args::int_arg(op, &format!("{name}[{i}]"), d)?;
-        if n < -1 {
-            return Err(js_error(op, format!("{name}[{i}] must be a size or -1, got {n}")));
-        }
-        out.push(n);
-    }
+fn signed_shape(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
+    let out = args::signed_dims(op, name, v)?;
     check_numel(op, name, out.iter().filter(|&&d| d >= 0).map(|&d| d as u64))?;
     Ok(out)
 }
 
-/// Reports an error of the skiff op behind a number operand (`add_scalar`)
-/// under the name of the JS method that was called (`add`).
-fn renamed(op: &'static str, e: Error) -> Error {
-    e.renamed(op)
-}
-
 /// Refuses a 0-d tensor for ops that cut or index one axis.
-fn needs_axis(op: &'static str, t: &Tensor) -> JsResult<()> {
+fn needs_axis(op: &str, t: &Tensor) -> JsResult<()> {
     if t.ndim() == 0 {
         return Err(js_error(op, "needs a tensor with at least one axis, got a scalar (shape [])"));
     }
@@ -216,7 +191,7 @@ fn needs_axis(op: &'static str, t: &Tensor) -> JsResult<()> {
 }
 
 /// `{ reduction: 'mean' | 'sum' | 'none' }` (default 'mean').
-fn reduction(op: &'static str, o: &Opts) -> JsResult<Reduction> {
+fn reduction(op: &str, o: &Opts) -> JsResult<Reduction> {
     let v = o.get("reduction");
     match v.as_string().as_deref() {
         _ if is_absent(&v) => Ok(Reduction::Mean),

@@ -3,7 +3,7 @@
 //! embedding. PyTorch has most of these only in `torch.nn.functional`; here
 //! they are `Tensor` methods on the input (`x.conv2d(w)`, `logits.crossEntropy(labels)`).
 
-use super::{check_numel, is_absent, reduction, undef, wrap, MAX_NUMEL};
+use super::{check_numel, is_absent, out, reduction, undef, MAX_NUMEL};
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
 use crate::web::{js_error, JsResult, JsTensor};
@@ -21,7 +21,7 @@ struct Window {
 const WINDOW: &[&str] = &["stride", "padding", "dilation"];
 
 /// An optional `number | [number, number]` option.
-fn pair_opt(op: &'static str, o: &Opts, key: &str, default: [usize; 2]) -> JsResult<[usize; 2]> {
+fn pair_opt(op: &str, o: &Opts, key: &str, default: [usize; 2]) -> JsResult<[usize; 2]> {
     let v = o.get(key);
     if is_absent(&v) {
         Ok(default)
@@ -32,7 +32,7 @@ fn pair_opt(op: &'static str, o: &Opts, key: &str, default: [usize; 2]) -> JsRes
 
 impl Window {
     /// `{ stride, padding, dilation }` around a kernel; `stride` defaults to `default_stride`.
-    fn parse(op: &'static str, kernel: [usize; 2], o: &Opts, default_stride: [usize; 2]) -> JsResult<Window> {
+    fn parse(op: &str, kernel: [usize; 2], o: &Opts, default_stride: [usize; 2]) -> JsResult<Window> {
         Ok(Window {
             kernel,
             stride: pair_opt(op, o, "stride", default_stride)?,
@@ -44,7 +44,7 @@ impl Window {
     /// The output grid over an input of spatial size `size` (0 where the kernel
     /// does not fit: skiff then reports it), or an error when the sizes are too
     /// large for skiff's (32-bit on wasm32) size arithmetic.
-    fn grid(&self, op: &'static str, size: [usize; 2]) -> JsResult<[u64; 2]> {
+    fn grid(&self, op: &str, size: [usize; 2]) -> JsResult<[u64; 2]> {
         let mut out = [0u64; 2];
         for (i, o) in out.iter_mut().enumerate() {
             let span = self.dilation[i] as u64 * (self.kernel[i] as u64).saturating_sub(1) + 1;
@@ -64,7 +64,7 @@ impl Window {
     }
 
     /// Checks that the unfolded columns of a 4-D input (when it is one) fit.
-    fn check_unfold(&self, op: &'static str, x: &Tensor) -> JsResult<()> {
+    fn check_unfold(&self, op: &str, x: &Tensor) -> JsResult<()> {
         if let &[n, c, h, w] = x.shape() {
             let [oh, ow] = self.grid(op, [h, w])?;
             let taps = (self.kernel[0] as u64).saturating_mul(self.kernel[1] as u64);
@@ -75,7 +75,7 @@ impl Window {
 }
 
 /// Rejects pooling options skiff does not implement, rather than ignoring them.
-fn pool_unsupported(op: &'static str, o: &Opts, avg: bool) -> JsResult<()> {
+fn pool_unsupported(op: &str, o: &Opts, avg: bool) -> JsResult<()> {
     if pair_opt(op, o, "dilation", [1, 1])? != [1, 1] {
         return Err(js_error(op, "option dilation is not supported (only 1)"));
     }
@@ -89,7 +89,7 @@ fn pool_unsupported(op: &'static str, o: &Opts, avg: bool) -> JsResult<()> {
 }
 
 /// Kernel and window of a pool call (`stride` defaults to the kernel size, as in PyTorch).
-fn pool_args(op: &'static str, x: &Tensor, kernel: &JsValue, options: &JsValue, avg: bool) -> JsResult<Window> {
+fn pool_args(op: &str, x: &Tensor, kernel: &JsValue, options: &JsValue, avg: bool) -> JsResult<Window> {
     let kernel = args::pair(op, "kernelSize", kernel)?;
     let known: &[&str] = if avg {
         &["stride", "padding", "ceilMode", "countIncludePad"]
@@ -117,12 +117,12 @@ macro_rules! loss_methods {
                     #[wasm_bindgen(unchecked_optional_param_type = "{ reduction?: 'mean' | 'sum' | 'none' }")]
                     options: Option<JsValue>,
                 ) -> JsResult<JsTensor> {
-                    const OP: &str = stringify!($name);
+                    const OP: &str = stringify!($js);
                     let options = undef(options);
                     let x = self.get(OP)?;
                     let target = args::tensor(OP, "target", &target)?;
                     let r = reduction(OP, &Opts::known(OP, &options, &["reduction"])?)?;
-                    wrap(x.$name(&target, r)?)
+                    out(OP, x.$name(&target, r))
                 }
             )*
         }
@@ -162,7 +162,7 @@ impl JsTensor {
         let w = Window::parse(OP, kernel, &o, [1, 1])?;
         let groups = o.usize("groups", 1)?;
         w.check_unfold(OP, &x)?;
-        wrap(x.conv2d(&weight, bias.as_ref(), w.stride, w.padding, w.dilation, groups)?)
+        out(OP, x.conv2d(&weight, bias.as_ref(), w.stride, w.padding, w.dilation, groups))
     }
 
     /// Max over each kernelSize window of this [N, C, H, W] (`stride` defaults to the kernel size).
@@ -175,10 +175,10 @@ impl JsTensor {
         )]
         options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "max_pool2d";
+        const OP: &str = "maxPool2d";
         let x = self.get(OP)?;
         let w = pool_args(OP, &x, &kernel_size, &undef(options), false)?;
-        wrap(x.max_pool2d(w.kernel, w.stride, w.padding)?)
+        out(OP, x.max_pool2d(w.kernel, w.stride, w.padding))
     }
 
     /// Where each window's maximum is (PyTorch's `return_indices`): int32 flat indices into each H*W plane.
@@ -191,10 +191,10 @@ impl JsTensor {
         )]
         options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "max_pool2d_indices";
+        const OP: &str = "maxPool2dIndices";
         let x = self.get(OP)?;
         let w = pool_args(OP, &x, &kernel_size, &undef(options), false)?;
-        wrap(x.max_pool2d_indices(w.kernel, w.stride, w.padding)?)
+        out(OP, x.max_pool2d_indices(w.kernel, w.stride, w.padding))
     }
 
     /// Mean over each kernelSize window of this [N, C, H, W] (zero padding counts toward the mean).
@@ -207,25 +207,25 @@ impl JsTensor {
         )]
         options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "avg_pool2d";
+        const OP: &str = "avgPool2d";
         let x = self.get(OP)?;
         let w = pool_args(OP, &x, &kernel_size, &undef(options), true)?;
-        wrap(x.avg_pool2d(w.kernel, w.stride, w.padding)?)
+        out(OP, x.avg_pool2d(w.kernel, w.stride, w.padding))
     }
 
     /// exp(x) / sum(exp(x)) along `dim`.
     pub fn softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "softmax";
         let x = self.get(OP)?;
-        wrap(x.softmax(args::int_arg(OP, "dim", &dim)?)?)
+        out(OP, x.softmax(args::int_arg(OP, "dim", &dim)?))
     }
 
     /// log(softmax(x)) along `dim`, computed stably.
     #[wasm_bindgen(js_name = logSoftmax)]
     pub fn log_softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "log_softmax";
+        const OP: &str = "logSoftmax";
         let x = self.get(OP)?;
-        wrap(x.log_softmax(args::int_arg(OP, "dim", &dim)?)?)
+        out(OP, x.log_softmax(args::int_arg(OP, "dim", &dim)?))
     }
 
     /// Cross-entropy of [N, C] logits (this) against [N] int32 class labels, with optional label smoothing.
@@ -238,13 +238,13 @@ impl JsTensor {
         )]
         options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "cross_entropy";
+        const OP: &str = "crossEntropy";
         let options = undef(options);
         let x = self.get(OP)?;
         let target = args::tensor(OP, "target", &target)?;
         let o = Opts::known(OP, &options, &["reduction", "labelSmoothing"])?;
         let r = reduction(OP, &o)?;
-        wrap(x.cross_entropy(&target, r, o.f64("labelSmoothing", 0.0)?)?)
+        out(OP, x.cross_entropy(&target, r, o.f64("labelSmoothing", 0.0)?))
     }
 
     /// Normalises over the trailing `normalizedShape` dims (biased variance), then applies optional `weight`/`bias`.
@@ -257,14 +257,14 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_optional_param_type = "Tensor | null")] bias: Option<JsValue>,
         #[wasm_bindgen(unchecked_optional_param_type = "{ eps?: number }")] options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "layer_norm";
+        const OP: &str = "layerNorm";
         let (weight, bias, options) = (undef(weight), undef(bias), undef(options));
         let x = self.get(OP)?;
         let shape = args::dims(OP, "normalizedShape", &normalized_shape)?;
         let opt = |name: &str, v: &JsValue| if is_absent(v) { Ok(None) } else { args::tensor(OP, name, v).map(Some) };
         let (weight, bias) = (opt("weight", &weight)?, opt("bias", &bias)?);
         let eps = Opts::known(OP, &options, &["eps"])?.f64("eps", 1e-5)?;
-        wrap(x.layer_norm(&shape, weight.as_ref(), bias.as_ref(), eps)?)
+        out(OP, x.layer_norm(&shape, weight.as_ref(), bias.as_ref(), eps))
     }
 
     /// Zeroes elements with probability `p` (default 0.5) and scales the rest by 1/(1-p); the identity unless `training` (default true).
@@ -278,14 +278,14 @@ impl JsTensor {
         let x = self.get(OP)?;
         let p = if is_absent(&p) { 0.5 } else { args::finite_arg(OP, "p", &p)? };
         let training = Opts::known(OP, &options, &["training"])?.bool("training", true)?;
-        wrap(x.dropout(p, training)?)
+        out(OP, x.dropout(p, training))
     }
 
     /// Embedding lookup with this int32 tensor of indices into the rows of `weight` [V, D] (F.embedding(input, weight)).
     pub fn embedding(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] weight: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "embedding";
         let indices = self.get(OP)?;
-        wrap(args::tensor(OP, "weight", &weight)?.embedding(&indices)?)
+        out(OP, args::tensor(OP, "weight", &weight)?.embedding(&indices))
     }
 }
 
@@ -305,7 +305,7 @@ pub fn unfold(
     let kernel = args::pair(OP, "kernelSize", &kernel_size)?;
     let w = Window::parse(OP, kernel, &Opts::known(OP, &options, WINDOW)?, [1, 1])?;
     w.check_unfold(OP, &x)?;
-    wrap(x.unfold2d(w.kernel, w.stride, w.padding, w.dilation)?)
+    out(OP, x.unfold2d(w.kernel, w.stride, w.padding, w.dilation))
 }
 
 /// col2im (`F.fold`, the adjoint of `unfold`): [N, C*kh*kw, L] -> [N, C, H, W]; overlapping windows sum.
@@ -330,5 +330,5 @@ pub fn fold(
         let channels = rows as u64 / (w.kernel[0] as u64 * w.kernel[1] as u64).max(1);
         check_numel(OP, "the output", [n as u64, channels, size[0] as u64, size[1] as u64])?;
     }
-    wrap(cols.fold2d(size, w.kernel, w.stride, w.padding, w.dilation)?)
+    out(OP, cols.fold2d(size, w.kernel, w.stride, w.padding, w.dilation))
 }

@@ -1,7 +1,7 @@
 //! Reductions (`axes` optional: all axes when omitted; `{ keepdim }`), the
 //! arg-reductions, `sumTo`, and `matmul`.
 
-use super::{shape_arg, undef, wrap};
+use super::{out, shape_arg, undef};
 use crate::web::args::{self, Opts};
 use crate::web::{js_error, JsResult, JsTensor};
 use wasm_bindgen::prelude::*;
@@ -23,7 +23,7 @@ macro_rules! reduce_methods {
                     let x = self.get(OP)?;
                     let axes = args::axes(OP, "axes", &axes)?;
                     let keepdim = Opts::known(OP, &options, &["keepdim"])?.bool("keepdim", false)?;
-                    wrap(x.$name(&axes, keepdim)?)
+                    out(OP, x.$name(&axes, keepdim))
                 }
             )*
         }
@@ -39,7 +39,7 @@ reduce_methods! {
 }
 
 /// `{ correction?, unbiased?, keepdim? }` of var/std: the correction (1 unless given).
-fn correction(op: &'static str, o: &Opts) -> JsResult<f64> {
+fn correction(op: &str, o: &Opts) -> JsResult<f64> {
     let c = o.opt_f64("correction")?;
     let unbiased = o.get("unbiased");
     if unbiased.is_undefined() || unbiased.is_null() {
@@ -72,7 +72,7 @@ macro_rules! spread_methods {
                     let axes = args::axes(OP, "axes", &axes)?;
                     let o = Opts::known(OP, &options, &["correction", "unbiased", "keepdim"])?;
                     let c = correction(OP, &o)?;
-                    wrap(x.$name(&axes, c, o.bool("keepdim", false)?)?)
+                    out(OP, x.$name(&axes, c, o.bool("keepdim", false)?))
                 }
             )*
         }
@@ -104,7 +104,7 @@ macro_rules! arg_methods {
                         super::needs_axis(OP, &x)?;
                     }
                     let keepdim = Opts::known(OP, &options, &["keepdim"])?.bool("keepdim", false)?;
-                    wrap(x.$name(axis, keepdim)?)
+                    out(OP, x.$name(axis, keepdim))
                 }
             )*
         }
@@ -121,15 +121,15 @@ impl JsTensor {
     /// Sums broadcast dims away so the result has `shape` (the adjoint of `expand`).
     #[wasm_bindgen(js_name = sumTo)]
     pub fn sum_to(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "sum_to";
+        const OP: &str = "sumTo";
         let x = self.get(OP)?;
-        wrap(x.sum_to(&shape_arg(OP, "shape", &shape)?)?)
+        out(OP, x.sum_to(&shape_arg(OP, "shape", &shape)?))
     }
 
     /// Matrix product (NumPy/PyTorch `matmul`): batched, leading dims broadcast, 1-D operands promoted.
     pub fn matmul(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "matmul";
         let x = self.get(OP)?;
-        wrap(x.matmul(&args::tensor(OP, "other", &other)?)?)
+        out(OP, x.matmul(&args::tensor(OP, "other", &other)?))
     }
 }

@@ -2,16 +2,16 @@
 //! and cutting (`cat`, `stack`, `split`, `chunk`, `pad`) and the index ops
 //! (`indexSelect`, `indexAdd`, `gather`, `scatterAdd`).
 
-use super::{check_numel, is_absent, needs_axis, number, shape_arg, signed_shape, undef, wrap};
+use super::{check_numel, is_absent, needs_axis, out, shape_arg, signed_shape, undef};
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Named};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 /// An optional integer argument with a default.
-fn int_or(op: &'static str, name: &str, v: Option<JsValue>, default: isize) -> JsResult<isize> {
+fn int_or(op: &str, name: &str, v: Option<JsValue>, default: isize) -> JsResult<isize> {
     let v = undef(v);
     if is_absent(&v) {
         Ok(default)
@@ -23,14 +23,14 @@ fn int_or(op: &'static str, name: &str, v: Option<JsValue>, default: isize) -> J
 /// `axis` of a tensor with at least one axis, normalised.
 fn one_axis(op: &'static str, x: &Tensor, axis: isize) -> JsResult<usize> {
     needs_axis(op, x)?;
-    Ok(normalize_axis(op, axis, x.shape())?)
+    normalize_axis(op, axis, x.shape()).named(op)
 }
 
 /// Normalised, distinct axes (for squeeze and flip).
 fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usize>> {
     let mut out = Vec::new();
     for a in args::axes(op, "dims", v)? {
-        let n = normalize_axis(op, a, x.shape())?;
+        let n = normalize_axis(op, a, x.shape()).named(op)?;
         if out.contains(&n) {
             return Err(js_error(op, format!("axis {a} appears twice")));
         }
@@ -39,7 +39,7 @@ fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usiz
     Ok(out)
 }
 
-fn required(op: &'static str, name: &str, v: &JsValue) -> JsResult<()> {
+fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
     if is_absent(v) {
         return Err(js_error(op, format!("{name} is required, got {}", args::describe(v))));
     }
@@ -55,7 +55,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         const OP: &str = "reshape";
         let x = self.get(OP)?;
-        wrap(x.reshape(&signed_shape(OP, "shape", &shape)?)?)
+        out(OP, x.reshape(&signed_shape(OP, "shape", &shape)?))
     }
 
     /// Alias of `reshape` (one entry of `shape` may be -1).
@@ -65,7 +65,7 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         const OP: &str = "view";
         let x = self.get(OP)?;
-        wrap(x.view(&signed_shape(OP, "shape", &shape)?)?)
+        out(OP, x.view(&signed_shape(OP, "shape", &shape)?))
     }
 
     /// Reorders the axes: `dims` lists every axis once (a view).
@@ -73,7 +73,7 @@ impl JsTensor {
         const OP: &str = "permute";
         let x = self.get(OP)?;
         required(OP, "dims", &dims)?;
-        wrap(x.permute(&args::axes(OP, "dims", &dims)?)?)
+        out(OP, x.permute(&args::axes(OP, "dims", &dims)?))
     }
 
     /// Swaps axes `dim0` and `dim1` (a view).
@@ -86,7 +86,7 @@ impl JsTensor {
         let x = self.get(OP)?;
         let (a, b) = (args::int_arg(OP, "dim0", &dim0)?, args::int_arg(OP, "dim1", &dim1)?);
         needs_axis(OP, &x)?;
-        wrap(x.transpose(a, b)?)
+        out(OP, x.transpose(a, b))
     }
 
     /// The transpose of a matrix (0-D and 1-D tensors are returned as is).
@@ -94,8 +94,8 @@ impl JsTensor {
         const OP: &str = "t";
         let x = self.get(OP)?;
         match x.ndim() {
-            0 | 1 => wrap(x),
-            2 => wrap(x.transpose(0, 1)?),
+            0 | 1 => Ok(JsTensor::wrap(x)),
+            2 => out(OP, x.transpose(0, 1)),
             _ => Err(js_error(OP, format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()))),
         }
     }
@@ -112,16 +112,16 @@ impl JsTensor {
         let lead = shape.len().saturating_sub(x.ndim());
         let kept = |i: usize| i.checked_sub(lead).and_then(|j| x.shape().get(j)).map_or(1, |&d| d as u64);
         check_numel(OP, "shape", shape.iter().enumerate().map(|(i, &d)| if d < 0 { kept(i) } else { d as u64 }))?;
-        wrap(x.expand(&shape)?)
+        out(OP, x.expand(&shape))
     }
 
     /// `expand` to the shape of `other`.
     #[wasm_bindgen(js_name = expandAs)]
     pub fn expand_as(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "expand_as";
+        const OP: &str = "expandAs";
         let x = self.get(OP)?;
         let other = args::tensor(OP, "other", &other)?;
-        wrap(x.expand_dims(other.shape())?)
+        out(OP, x.expand_dims(other.shape()))
     }
 
     /// Broadcasts to `shape` (NumPy's `broadcast_to`; a view).
@@ -130,9 +130,9 @@ impl JsTensor {
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "broadcast_to";
+        const OP: &str = "broadcastTo";
         let x = self.get(OP)?;
-        wrap(x.broadcast_to(&shape_arg(OP, "shape", &shape)?)?)
+        out(OP, x.broadcast_to(&shape_arg(OP, "shape", &shape)?))
     }
 
     /// Elements start, start + step, ... below end along `dim` (Python slice bounds: negative counts from the end; a view).
@@ -155,7 +155,7 @@ impl JsTensor {
             return Err(js_error(OP, "step must be at least 1"));
         }
         // A step past the axis size selects at most one element either way; capping it keeps strides small.
-        wrap(x.slice(ax as isize, start, end, step.min(size.max(1)))?)
+        out(OP, x.slice(ax as isize, start, end, step.min(size.max(1))))
     }
 
     /// `length` elements from `start` (negative counts from the end) along `dim` (a view).
@@ -179,7 +179,7 @@ impl JsTensor {
                 format!("start {s} + length {len} is outside axis {ax} of size {size} (shape {:?})", x.shape()),
             ));
         }
-        wrap(x.narrow(ax as isize, s as usize, len)?)
+        out(OP, x.narrow(ax as isize, s as usize, len))
     }
 
     /// The slice at `index` (negative counts from the end) along `dim`, with that dim removed (a view).
@@ -197,7 +197,7 @@ impl JsTensor {
         if j < 0 || j >= size {
             return Err(js_error(OP, format!("index {i} is out of range for axis {ax} of size {size}")));
         }
-        wrap(x.narrow(ax as isize, j as usize, 1)?.squeeze(Some(ax as isize))?)
+        out(OP, x.narrow(ax as isize, j as usize, 1).and_then(|y| y.squeeze(Some(ax as isize))))
     }
 
     /// Removes size-1 axes: those in `dims` (a number or a list), or all of them when omitted.
@@ -209,22 +209,22 @@ impl JsTensor {
         let x = self.get(OP)?;
         let dims = undef(dims);
         if is_absent(&dims) {
-            return wrap(x.squeeze(None)?);
+            return out(OP, x.squeeze(None));
         }
         let mut axes = distinct_axes(OP, &x, &dims)?;
         axes.sort_unstable_by(|a, b| b.cmp(a));
         let mut y = x;
         for a in axes {
-            y = y.squeeze(Some(a as isize))?;
+            y = y.squeeze(Some(a as isize)).named(OP)?;
         }
-        wrap(y)
+        Ok(JsTensor::wrap(y))
     }
 
     /// Inserts a size-1 axis at `dim` (which may be ndim, or negative).
     pub fn unsqueeze(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "unsqueeze";
         let x = self.get(OP)?;
-        wrap(x.unsqueeze(args::int_arg(OP, "dim", &dim)?)?)
+        out(OP, x.unsqueeze(args::int_arg(OP, "dim", &dim)?))
     }
 
     /// Merges axes startDim..=endDim (default: all) into one.
@@ -235,12 +235,13 @@ impl JsTensor {
     ) -> JsResult<JsTensor> {
         const OP: &str = "flatten";
         let x = self.get(OP)?;
-        wrap(x.flatten(int_or(OP, "startDim", start_dim, 0)?, int_or(OP, "endDim", end_dim, -1)?)?)
+        out(OP, x.flatten(int_or(OP, "startDim", start_dim, 0)?, int_or(OP, "endDim", end_dim, -1)?))
     }
 
     /// The same values laid out row-major (a copy only when needed).
     pub fn contiguous(&self) -> JsResult<JsTensor> {
-        wrap(self.get("contiguous")?.contiguous()?)
+        const OP: &str = "contiguous";
+        out(OP, self.get(OP)?.contiguous())
     }
 
     /// Reverses the order of elements along `dims` (a number or a list); a copy.
@@ -259,11 +260,12 @@ impl JsTensor {
         for a in axes {
             let n = x.shape()[a];
             let top = i32::try_from(n).map_err(|_| js_error(OP, format!("axis {a} of size {n} is too long")))?;
-            let idx = Tensor::from_vec((0..top).rev().collect::<Vec<i32>>(), &[n])?.to(&x.device())?;
+            let idx = Tensor::from_vec((0..top).rev().collect::<Vec<i32>>(), &[n]).and_then(|i| i.to(&x.device()));
+            let idx = idx.named(OP)?;
             idx.storage().set_index_bound(n);
-            y = y.index_select(a as isize, &idx)?;
+            y = y.index_select(a as isize, &idx).named(OP)?;
         }
-        wrap(y)
+        Ok(JsTensor::wrap(y))
     }
 
     /// Pieces along `dim` (default 0): of `splitSize` each (the last may be smaller), or of the listed sizes.
@@ -279,14 +281,14 @@ impl JsTensor {
         let ax = one_axis(OP, &x, int_or(OP, "dim", dim, 0)?)? as isize;
         let v = &split_size_or_sections;
         let parts = if v.as_f64().is_some() {
-            x.split(args::usize_arg(OP, "splitSize", v)?, ax)?
+            x.split(args::usize_arg(OP, "splitSize", v)?, ax).named(OP)?
         } else if js_sys::Array::is_array(v) {
             let sizes = args::sizes(OP, "sections", v)?;
             let total = sizes.iter().try_fold(0usize, |s, &d| s.checked_add(d));
             if total.is_none() {
                 return Err(js_error(OP, format!("sections {sizes:?} add up to more than any axis")));
             }
-            x.split_sizes(&sizes, ax)?
+            x.split_sizes(&sizes, ax).named(OP)?
         } else {
             return Err(js_error(
                 OP,
@@ -306,7 +308,7 @@ impl JsTensor {
         const OP: &str = "chunk";
         let x = self.get(OP)?;
         let ax = one_axis(OP, &x, int_or(OP, "dim", dim, 0)?)? as isize;
-        Ok(args::handles(x.chunk(args::usize_arg(OP, "chunks", &chunks)?, ax)?))
+        Ok(args::handles(x.chunk(args::usize_arg(OP, "chunks", &chunks)?, ax).named(OP)?))
     }
 
     /// Constant padding, PyTorch's `F.pad` order: `[left, right]` pads the last dim, `[l, r, top, bottom]` the last two, ...
@@ -322,7 +324,8 @@ impl JsTensor {
             return Err(js_error(OP, format!("pad must hold (before, after) pairs, got {} numbers", flat.len())));
         }
         let value = undef(value);
-        let value = if is_absent(&value) { 0.0 } else { number(OP, "value", &value)? };
+        let value = if is_absent(&value) { 0.0 } else { args::number(OP, "value", &value)? };
+        let value = args::value_for(OP, "value", value, x.dtype())?;
         // F.pad lists the last dim first; skiff lists the padded trailing dims in order.
         let pairs: Vec<(usize, usize)> = flat.chunks(2).rev().map(|p| (p[0], p[1])).collect();
         if pairs.len() <= x.ndim() {
@@ -333,7 +336,7 @@ impl JsTensor {
             });
             check_numel(OP, "the padded tensor", sizes)?;
         }
-        wrap(x.pad(&pairs, value)?)
+        out(OP, x.pad(&pairs, value))
     }
 
     /// The slices along `dim` at the positions in the 1-D int32 `index`.
@@ -343,10 +346,10 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "index_select";
+        const OP: &str = "indexSelect";
         let x = self.get(OP)?;
         let dim = args::int_arg(OP, "dim", &dim)?;
-        wrap(x.index_select(dim, &args::tensor(OP, "index", &index)?)?)
+        out(OP, x.index_select(dim, &args::tensor(OP, "index", &index)?))
     }
 
     /// A copy of this with slice k of `source` (times `alpha`) added at position index[k] along `dim`.
@@ -358,15 +361,15 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "Tensor")] source: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ alpha?: number }")] options: Option<JsValue>,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "index_add";
+        const OP: &str = "indexAdd";
         let x = self.get(OP)?;
         let dim = args::int_arg(OP, "dim", &dim)?;
         let index = args::tensor(OP, "index", &index)?;
         let source = args::tensor(OP, "source", &source)?;
         let options = undef(options);
         let alpha = Opts::known(OP, &options, &["alpha"])?.f64("alpha", 1.0)?;
-        let source = if alpha == 1.0 { source } else { source.mul_scalar(alpha)? };
-        wrap(x.index_add(dim, &index, &source)?)
+        let source = if alpha == 1.0 { source } else { source.mul_scalar(alpha).named(OP)? };
+        out(OP, x.index_add(dim, &index, &source))
     }
 
     /// PyTorch's `gather`: out[p] = this[p with p[dim] replaced by index[p]] (int32 `index`).
@@ -378,7 +381,7 @@ impl JsTensor {
         const OP: &str = "gather";
         let x = self.get(OP)?;
         let dim = args::int_arg(OP, "dim", &dim)?;
-        wrap(x.gather(dim, &args::tensor(OP, "index", &index)?)?)
+        out(OP, x.gather(dim, &args::tensor(OP, "index", &index)?))
     }
 
     /// A copy of this with src[p] added at p with p[dim] replaced by index[p] (PyTorch's `scatter_add`).
@@ -389,11 +392,11 @@ impl JsTensor {
         #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] src: JsValue,
     ) -> JsResult<JsTensor> {
-        const OP: &str = "scatter_add";
+        const OP: &str = "scatterAdd";
         let x = self.get(OP)?;
         let dim = args::int_arg(OP, "dim", &dim)?;
         let index = args::tensor(OP, "index", &index)?;
-        wrap(x.scatter_add(dim, &index, &args::tensor(OP, "src", &src)?)?)
+        out(OP, x.scatter_add(dim, &index, &args::tensor(OP, "src", &src)?))
     }
 }
 
@@ -412,7 +415,7 @@ pub fn cat(
             format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
         ));
     }
-    wrap(Tensor::concat(&ts, dim)?)
+    out(OP, Tensor::concat(&ts, dim))
 }
 
 /// Joins same-shaped tensors along a new axis `dim` (default 0), as `torch.stack`.
@@ -423,5 +426,5 @@ pub fn stack(
 ) -> JsResult<JsTensor> {
     const OP: &str = "stack";
     let ts = args::tensors(OP, "tensors", &tensors)?;
-    wrap(Tensor::stack(&ts, int_or(OP, "dim", dim, 0)?)?)
+    out(OP, Tensor::stack(&ts, int_or(OP, "dim", dim, 0)?))
 }

@@ -2,7 +2,7 @@
 
 use crate::web::args::{self, describe, Opts};
 use crate::web::nn::bag;
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Named};
 use wasm_bindgen::prelude::*;
 
 /// Scales all gradients together so that their joint norm is at most
@@ -36,7 +36,7 @@ pub fn clip_grad_norm(
             }
         },
     };
-    Ok(crate::optim::clip_grad_norm_tensor_(&params, max_norm, norm_type)?.map(JsTensor::wrap))
+    Ok(crate::optim::clip_grad_norm_tensor_(&params, max_norm, norm_type).named(OP)?.map(JsTensor::wrap))
 }
 
 /// Clamps every gradient element into [-clipValue, clipValue], in place.
@@ -51,5 +51,5 @@ pub fn clip_grad_value(
     if clip < 0.0 {
         return Err(js_error(OP, format!("clipValue must be >= 0, got {clip}")));
     }
-    Ok(crate::optim::clip_grad_value_(&params, clip)?)
+    crate::optim::clip_grad_value_(&params, clip).named(OP)
 }

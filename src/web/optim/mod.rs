@@ -20,10 +20,11 @@ use crate::optim::{
     Adagrad, AdagradConfig, Adam, AdamConfig, AdamW, OptimState, Optimizer, RmsProp, RmsPropConfig, Sgd, SgdConfig,
 };
 use crate::web::args::{self, describe, object};
+use crate::web::handles::{Class, Found};
 use crate::web::nn::{bag, py_float, read_entries, serialize_promise};
-use crate::web::{js_error, JsResult};
+use crate::web::{js_error, JsResult, Named};
 use js_sys::Array;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
@@ -47,10 +48,10 @@ pub(crate) struct OptEntry {
 
 impl OptEntry {
     /// The optimizer, mutably (an error, not a panic, if it is already in use).
-    fn borrow_mut(&self, op: &'static str) -> JsResult<std::cell::RefMut<'_, Box<dyn Optimizer>>> {
+    fn borrow_mut(&self, op: &str) -> JsResult<std::cell::RefMut<'_, Box<dyn Optimizer>>> {
         self.opt.try_borrow_mut().map_err(|_| js_error(op, "the optimizer is in use"))
     }
-    fn borrow(&self, op: &'static str) -> JsResult<std::cell::Ref<'_, Box<dyn Optimizer>>> {
+    fn borrow(&self, op: &str) -> JsResult<std::cell::Ref<'_, Box<dyn Optimizer>>> {
         self.opt.try_borrow().map_err(|_| js_error(op, "the optimizer is in use"))
     }
 }
@@ -69,10 +70,35 @@ thread_local! {
     static OPTIMIZERS: RefCell<(u32, HashMap<u32, Weak<OptEntry>>)> = RefCell::new((0, HashMap::new()));
 }
 
-/// The optimizer behind a JS `Optimizer` argument.
-pub(crate) fn optimizer_arg(op: &'static str, name: &str, v: &JsValue) -> JsResult<Rc<OptEntry>> {
-    let Some(id) = args::handle_id(v, OPTIMIZER_ID_PROPERTY) else {
-        return Err(js_error(op, format!("{name} must be an Optimizer, got {}", describe(v))));
+thread_local! {
+    /// The JS `Optimizer` class (see `handles.rs`).
+    static OPTIMIZER_CLASS: OnceCell<Class> = const { OnceCell::new() };
+}
+
+/// An `Optimizer` handle in no registry (id 0; an SGD over one number), made
+/// once to find the JS class. None if skiff refused to build it.
+fn blank_optimizer() -> JsValue {
+    let w = crate::tensor::Tensor::scalar(0.0, crate::DType::F32).requires_grad_(true);
+    match w.and_then(|w| Sgd::new(vec![crate::optim::ParamGroup::new(vec![w])], SgdConfig::default())) {
+        Ok(sgd) => {
+            let opt: Box<dyn Optimizer> = Box::new(sgd);
+            JsOptimizer { entry: Rc::new(OptEntry { id: 0, opt: RefCell::new(opt), name: "SGD", spec: SGD }) }.into()
+        }
+        Err(_) => JsValue::UNDEFINED,
+    }
+}
+
+/// The optimizer behind a JS `Optimizer` argument (a real handle: see `handles.rs`).
+pub(crate) fn optimizer_arg(op: &str, name: &str, v: &JsValue) -> JsResult<Rc<OptEntry>> {
+    let found =
+        OPTIMIZER_CLASS.with(|c| c.get_or_init(|| Class::of(&blank_optimizer(), OPTIMIZER_ID_PROPERTY)).find(v));
+    let id = match found {
+        Found::Id(id) => id,
+        Found::Freed => {
+            let msg = format!("{name} must be an Optimizer, got a freed Optimizer (free() was called on it)");
+            return Err(js_error(op, msg));
+        }
+        Found::Other => return Err(js_error(op, format!("{name} must be an Optimizer, got {}", describe(v)))),
     };
     OPTIMIZERS
         .with(|m| m.borrow().1.get(&id).and_then(Weak::upgrade))
@@ -91,7 +117,7 @@ impl JsOptimizer {
     fn new(opt: Box<dyn Optimizer>, name: &'static str, spec: &'static [Opt]) -> JsOptimizer {
         OPTIMIZERS.with(|m| {
             let mut m = m.borrow_mut();
-            m.0 = m.0.wrapping_add(1);
+            m.0 = m.0.wrapping_add(1).max(1); // 0 is the blank handle's
             let entry = Rc::new(OptEntry { id: m.0, opt: RefCell::new(opt), name, spec });
             m.1.insert(entry.id, Rc::downgrade(&entry));
             JsOptimizer { entry }
@@ -125,7 +151,7 @@ impl JsOptimizer {
             weight_decay: pick(&m, "weight_decay", d.weight_decay),
             nesterov: pick(&m, "nesterov", d.nesterov as u8 as f64) != 0.0,
         };
-        Ok(JsOptimizer::new(Box::new(Sgd::new(groups, c)?), "SGD", SGD))
+        Ok(JsOptimizer::new(Box::new(Sgd::new(groups, c).named("SGD")?), "SGD", SGD))
     }
 
     /// Adam with L2 weight decay (PyTorch's `optim.Adam`; lr 1e-3, betas [0.9, 0.999], eps 1e-8).
@@ -138,7 +164,7 @@ impl JsOptimizer {
     ) -> JsResult<JsOptimizer> {
         let (groups, m) = setup("Adam", ADAM, &params, options)?;
         let c = adam_config(&m, AdamConfig::default());
-        Ok(JsOptimizer::new(Box::new(Adam::new(groups, c)?), "Adam", ADAM))
+        Ok(JsOptimizer::new(Box::new(Adam::new(groups, c).named("Adam")?), "Adam", ADAM))
     }
 
     /// Adam with decoupled weight decay (PyTorch's `optim.AdamW`; weightDecay 0.01).
@@ -151,7 +177,7 @@ impl JsOptimizer {
     ) -> JsResult<JsOptimizer> {
         let (groups, m) = setup("AdamW", ADAM, &params, options)?;
         let c = adam_config(&m, AdamW::default_config());
-        Ok(JsOptimizer::new(Box::new(AdamW::new(groups, c)?), "AdamW", ADAM))
+        Ok(JsOptimizer::new(Box::new(AdamW::new(groups, c).named("AdamW")?), "AdamW", ADAM))
     }
 
     /// RMSprop (PyTorch's `optim.RMSprop`; lr 1e-2, alpha 0.99, eps 1e-8).
@@ -172,7 +198,7 @@ impl JsOptimizer {
             momentum: pick(&m, "momentum", d.momentum),
             centered: pick(&m, "centered", d.centered as u8 as f64) != 0.0,
         };
-        Ok(JsOptimizer::new(Box::new(RmsProp::new(groups, c)?), "RMSprop", RMSPROP))
+        Ok(JsOptimizer::new(Box::new(RmsProp::new(groups, c).named("RMSprop")?), "RMSprop", RMSPROP))
     }
 
     /// Adagrad (PyTorch's `optim.Adagrad`; lr 1e-2, eps 1e-10).
@@ -192,7 +218,7 @@ impl JsOptimizer {
             initial_accumulator_value: pick(&m, "initial_accumulator_value", d.initial_accumulator_value),
             eps: pick(&m, "eps", d.eps),
         };
-        Ok(JsOptimizer::new(Box::new(Adagrad::new(groups, c)?), "Adagrad", ADAGRAD))
+        Ok(JsOptimizer::new(Box::new(Adagrad::new(groups, c).named("Adagrad")?), "Adagrad", ADAGRAD))
     }
 
     /// 'SGD' | 'Adam' | 'AdamW' | 'RMSprop' | 'Adagrad'.
@@ -203,7 +229,8 @@ impl JsOptimizer {
 
     /// Updates every parameter that has a gradient (on its device, no readback).
     pub fn step(&self) -> JsResult<()> {
-        Ok(self.entry.borrow_mut("step")?.step()?)
+        let op = format!("{}.step", self.entry.name);
+        self.entry.borrow_mut(&op)?.step().within(&op)
     }
 
     /// Clears every parameter's gradient.
@@ -222,10 +249,11 @@ impl JsOptimizer {
     /// Sets every group's learning rate.
     #[wasm_bindgen(setter)]
     pub fn set_lr(&self, #[wasm_bindgen(unchecked_param_type = "number")] lr: JsValue) -> JsResult<()> {
-        let lr = args::finite_arg("lr", "lr", &lr)?;
-        let mut opt = self.entry.borrow_mut("lr")?;
+        const OP: &str = "lr";
+        let lr = args::finite_arg(OP, "lr", &lr)?;
+        let mut opt = self.entry.borrow_mut(OP)?;
         for g in 0..opt.param_groups().len() {
-            opt.set_lr(g, lr)?;
+            opt.set_lr(g, lr).named(OP)?;
         }
         Ok(())
     }
@@ -235,13 +263,14 @@ impl JsOptimizer {
     #[wasm_bindgen(js_name = setOption)]
     pub fn set_option(
         &self,
-        name: String,
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
         #[wasm_bindgen(unchecked_param_type = "number | boolean | [number, number]")] value: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "{ group?: number }")] options: Option<JsValue>,
     ) -> JsResult<()> {
         const OP: &str = "setOption";
         let options = options.unwrap_or(JsValue::UNDEFINED);
         let o = bag(OP, &options, &["group"])?;
+        let name = args::string_arg(OP, "name", &name)?;
         let Some(opt) = self.entry.spec.iter().find(|o| o.js == name) else {
             let known: Vec<&str> = self.entry.spec.iter().map(|o| o.js).collect();
             return Err(js_error(
@@ -254,11 +283,14 @@ impl JsOptimizer {
         let n = optimizer.param_groups().len();
         let groups: Vec<usize> = match o.get("group") {
             v if v.is_undefined() || v.is_null() => (0..n).collect(),
-            v => vec![args::usize_arg(OP, "group", &v)?],
+            v => match args::usize_arg(OP, "option group", &v)? {
+                g if g < n => vec![g],
+                g => return Err(js_error(OP, format!("option group is {g}, but there are {n} parameter groups"))),
+            },
         };
         for g in groups {
             for &(k, x) in &values {
-                optimizer.set_option(g, k, x)?;
+                optimizer.set_option(g, k, x).named(OP)?;
             }
         }
         Ok(())
@@ -293,7 +325,7 @@ impl JsOptimizer {
     /// (PyTorch's layout: 'param_groups.0.lr', 'state.0.exp_avg', ...).
     #[wasm_bindgen(js_name = stateDict, unchecked_return_type = "Promise<Uint8Array>")]
     pub fn state_dict(&self) -> JsResult<js_sys::Promise> {
-        let state = self.entry.borrow("stateDict")?.state_dict()?;
+        let state = self.entry.borrow("stateDict")?.state_dict().named("Optimizer.stateDict")?;
         serialize_promise("Optimizer.stateDict", state.to_flat())
     }
 
@@ -306,8 +338,12 @@ impl JsOptimizer {
     ) -> JsResult<()> {
         const OP: &str = "Optimizer.loadStateDict";
         let entries = read_entries(OP, &state)?;
-        let state = OptimState::from_flat(&entries)?;
-        Ok(self.entry.borrow_mut(OP)?.load_state_dict(&state)?)
+        let state = OptimState::from_flat(&entries).named(OP)?;
+        // skiff's optimizers prefix their own checks with "load_state_dict: ".
+        self.entry.borrow_mut(OP)?.load_state_dict(&state).map_err(|e| {
+            let msg = crate::web::without_op(&e);
+            js_error(OP, msg.strip_prefix("load_state_dict: ").unwrap_or(&msg))
+        })
     }
 
     /// PyTorch's summary: `Adam (\nParameter Group 0\n    betas: (0.9, 0.999)\n ...)`.

@@ -64,7 +64,7 @@ pub(super) const ADAGRAD: &[Opt] = &[
 ];
 
 /// skiff option values of one JS option value.
-pub(super) fn option_values(op: &'static str, opt: &Opt, v: &JsValue) -> JsResult<Vec<(&'static str, f64)>> {
+pub(super) fn option_values(op: &str, opt: &Opt, v: &JsValue) -> JsResult<Vec<(&'static str, f64)>> {
     Ok(match opt.ty {
         Ty::Num => vec![(opt.keys[0], args::finite_arg(op, opt.js, v)?)],
         Ty::Bool => {
@@ -74,8 +74,7 @@ pub(super) fn option_values(op: &'static str, opt: &Opt, v: &JsValue) -> JsResul
             vec![(opt.keys[0], if b { 1.0 } else { 0.0 })]
         }
         Ty::Betas => {
-            let pair = if Array::is_array(v) { Some(Array::from(v)) } else { None };
-            let Some(pair) = pair.filter(|a| a.length() == 2) else {
+            let Some(pair) = args::as_array(v).filter(|a| a.length() == 2) else {
                 return Err(js_error(op, format!("option {} must be [beta1, beta2], got {}", opt.js, describe(v))));
             };
             vec![
@@ -88,7 +87,7 @@ pub(super) fn option_values(op: &'static str, opt: &Opt, v: &JsValue) -> JsResul
 
 /// The skiff options an options bag sets (absent ones are left out).
 pub(super) fn parse_options(
-    op: &'static str,
+    op: &str,
     spec: &[Opt],
     bag_value: &JsValue,
     also: &[&str],
@@ -109,14 +108,14 @@ pub(super) fn parse_options(
 }
 
 /// `params`: Tensor[] (one group) or `{ params: Tensor[], ...options }[]`.
-pub(super) fn param_groups(op: &'static str, spec: &[Opt], params: &JsValue) -> JsResult<Vec<ParamGroup>> {
+pub(super) fn param_groups(op: &str, spec: &[Opt], params: &JsValue) -> JsResult<Vec<ParamGroup>> {
     if !Array::is_array(params) {
         return Err(js_error(
             op,
             format!("params must be an array of Tensors or of parameter groups, got {}", describe(params)),
         ));
     }
-    let list = Array::from(params);
+    let list: &Array = params.unchecked_ref();
     let is_group = |v: &JsValue| {
         v.is_object() && !Array::is_array(v) && Reflect::has(v, &JsValue::from_str("params")).unwrap_or(false)
     };
@@ -157,7 +156,7 @@ pub(super) fn adam_config(m: &BTreeMap<String, f64>, d: AdamConfig) -> AdamConfi
 
 /// Parses `(params, options)` for an optimizer factory.
 pub(super) fn setup(
-    op: &'static str,
+    op: &str,
     spec: &[Opt],
     params: &JsValue,
     options: Option<JsValue>,

@@ -7,7 +7,7 @@ use super::{optimizer_arg, OptEntry};
 use crate::optim::{CosineAnnealing, ExponentialLR, LrSchedule, OneCycleLR, StepLR};
 use crate::web::args::{self, Opts};
 use crate::web::nn::bag;
-use crate::web::{js_error, JsResult};
+use crate::web::{js_error, JsResult, Named};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -22,7 +22,7 @@ pub struct JsLrScheduler {
 }
 
 /// A required option.
-fn required(op: &'static str, o: &Opts, key: &str) -> JsResult<JsValue> {
+fn required(op: &str, o: &Opts, key: &str) -> JsResult<JsValue> {
     let v = o.get(key);
     if v.is_undefined() || v.is_null() {
         return Err(js_error(op, format!("option {key} is required")));
@@ -31,7 +31,7 @@ fn required(op: &'static str, o: &Opts, key: &str) -> JsResult<JsValue> {
 }
 
 /// An error unless option `key` is at least `min` (naming the option and the value).
-fn at_least(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
+fn at_least(op: &str, key: &str, v: f64, min: f64) -> JsResult<()> {
     if v >= min {
         return Ok(());
     }
@@ -39,7 +39,7 @@ fn at_least(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
 }
 
 /// An error unless option `key` is above `min`.
-fn above(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
+fn above(op: &str, key: &str, v: f64, min: f64) -> JsResult<()> {
     if v > min {
         return Ok(());
     }
@@ -47,13 +47,13 @@ fn above(op: &'static str, key: &str, v: f64, min: f64) -> JsResult<()> {
 }
 
 fn attach(
-    op: &'static str,
+    op: &str,
     name: &'static str,
     optimizer: &JsValue,
     mut sched: Box<dyn LrSchedule>,
 ) -> JsResult<JsLrScheduler> {
     let opt = optimizer_arg(op, "optimizer", optimizer)?;
-    sched.attach(opt.borrow_mut(op)?.as_mut())?;
+    sched.attach(opt.borrow_mut(op)?.as_mut()).named(op)?;
     Ok(JsLrScheduler { sched: RefCell::new(sched), opt, name })
 }
 
@@ -72,7 +72,7 @@ impl JsLrScheduler {
         // Checked here too, so the message uses the JS option names.
         at_least(OP, "stepSize", step_size as f64, 1.0)?;
         at_least(OP, "gamma", gamma, 0.0)?;
-        let s = StepLR::new(step_size, gamma)?;
+        let s = StepLR::new(step_size, gamma).named(OP)?;
         attach(OP, "StepLR", &optimizer, Box::new(s))
     }
 
@@ -86,7 +86,7 @@ impl JsLrScheduler {
         let o = bag(OP, &options, &["gamma"])?;
         let gamma = args::finite_arg(OP, "gamma", &required(OP, &o, "gamma")?)?;
         at_least(OP, "gamma", gamma, 0.0)?;
-        attach(OP, "ExponentialLR", &optimizer, Box::new(ExponentialLR::new(gamma)?))
+        attach(OP, "ExponentialLR", &optimizer, Box::new(ExponentialLR::new(gamma).named(OP)?))
     }
 
     /// Linear warm-up from 0 over `warmupSteps` (default 0), then cosine
@@ -106,7 +106,7 @@ impl JsLrScheduler {
             return Err(js_error(OP, format!("warmupSteps ({warmup}) must be below totalSteps ({total})")));
         }
         at_least(OP, "minLr", min_lr, 0.0)?;
-        attach(OP, OP, &optimizer, Box::new(CosineAnnealing::new(warmup, total, min_lr)?))
+        attach(OP, OP, &optimizer, Box::new(CosineAnnealing::new(warmup, total, min_lr).named(OP)?))
     }
 
     /// PyTorch's OneCycleLR (cosine): from maxLr / divFactor up to maxLr over
@@ -131,7 +131,7 @@ impl JsLrScheduler {
         }
         above(OP, "divFactor", div, 0.0)?;
         above(OP, "finalDivFactor", final_div, 0.0)?;
-        let s = OneCycleLR::new(max_lr, total, pct, div, final_div)?;
+        let s = OneCycleLR::new(max_lr, total, pct, div, final_div).named(OP)?;
         attach(OP, "OneCycleLR", &optimizer, Box::new(s))
     }
 
@@ -143,9 +143,10 @@ impl JsLrScheduler {
 
     /// Advances one step and sets every group's learning rate.
     pub fn step(&self) -> JsResult<()> {
-        let mut sched = self.sched.try_borrow_mut().map_err(|_| js_error("LrScheduler.step", "in use"))?;
-        let mut opt = self.opt.borrow_mut("LrScheduler.step")?;
-        Ok(sched.step(opt.as_mut())?)
+        const OP: &str = "LrScheduler.step";
+        let mut sched = self.sched.try_borrow_mut().map_err(|_| js_error(OP, "in use"))?;
+        let mut opt = self.opt.borrow_mut(OP)?;
+        sched.step(opt.as_mut()).named(OP)
     }
 
     /// The rate the schedule set at its current step, per parameter group.

@@ -152,7 +152,7 @@ export const moduleScenarios = {
     c.equal('MultiheadAttention toString', causal.toString(), 'MultiheadAttention(\n  embed_dim=4, num_heads=2, bias=False, causal=True\n  (out_proj): Linear(in_features=4, out_features=4, bias=False)\n)');
     const cw = await arr(noGrad(() => causal.attention(q, q, q)[1]));
     c.ok('a causal module masks later keys', cw.every((x, i) => i % S <= Math.floor(i / S) % L || x === 0));
-    await c.throws('attention needs [B, T, E] inputs', () => mha.attention(tensor([1, 2, 3, 4]), k, v), /MultiHeadAttention/, /\[4\]/);
+    await c.throws('attention needs [B, T, E] inputs', () => mha.attention(tensor([1, 2, 3, 4]), k, v), /^attention: MultiheadAttention:/, /\[4\]/);
     return c.report();
   },
 };

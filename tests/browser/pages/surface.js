@@ -71,8 +71,8 @@ export async function checkSurfaceCase(skiff, tracer, c, { device, cpuTolerance 
       if (device !== 'cpu' && data.gpuDtypeError) {
         // float64 does not exist on WebGPU: the JS call must say so.
         if (!error) return 'expected an Error (no float64 on WebGPU), got a result';
-        const ok = error instanceof Error && /to_dtype/.test(error.message) && /f64|float64/.test(error.message);
-        return ok ? null : `expected a to_dtype error about float64, got: ${error.message}`;
+        const ok = error instanceof Error && /^toDtype: /.test(error.message) && /float64/.test(error.message);
+        return ok ? null : `expected a toDtype error about float64, got: ${error.message}`;
       }
       if (error) return `the JS call threw: ${error instanceof Error ? error.message : String(error)}`;
       if (!(out instanceof skiff.Tensor)) return `the JS call returned ${typeof out}, not a Tensor`;

@@ -1,0 +1,108 @@
+// Argument checks of the JS wrapper (api.js), worded as the Rust bindings
+// word theirs (src/web/args.rs): descriptions of bad values, options bags,
+// handles that were disposed or freed, and calls on freed handles.
+
+import * as raw from '../pkg/skiff.js';
+
+/**
+ * A short description of a JS value for error messages, worded as the Rust
+ * bindings word theirs (src/web/args.rs): `the string "abc"`, `the BigInt 5n`.
+ * Never throws (JSON.stringify would on a BigInt, String() on a symbol).
+ */
+export function describe(v) {
+  if (v === undefined) return 'undefined';
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'number':
+      return `the number ${v}`;
+    case 'string':
+      return v.length > 40 ? `the string ${JSON.stringify(v.slice(0, 40))}... (${v.length} characters)` : `the string ${JSON.stringify(v)}`;
+    case 'boolean':
+      return `the boolean ${v}`;
+    case 'bigint': {
+      const digits = v.toString();
+      return `the BigInt ${digits.length > 40 ? `${digits.slice(0, 40)}...` : digits}n (pass a Number)`;
+    }
+    case 'symbol':
+      return 'a symbol';
+    case 'function':
+      return 'a function';
+    default:
+      if (Array.isArray(v)) return `an array of length ${v.length}`;
+      if (v instanceof raw.Tensor) return 'a Tensor';
+      if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
+      if (isHandle(v)) return `a ${v.constructor.name}`;
+      return 'an object';
+  }
+}
+
+/** Whether `v` is an object of one of the wasm-bindgen classes (no options bag). */
+export const isHandle = (v) =>
+  [raw.Tensor, raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle].some(
+    (C) => v instanceof C,
+  );
+
+/**
+ * Checks an options bag as the Rust bindings do: an object (or
+ * undefined/null) whose keys are all in `allowed`, so a misspelt option
+ * (`requires_grad`) is an error rather than a silently ignored default.
+ */
+export function checkOptions(op, options, allowed) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
+    throw new Error(`${op}: options must be an object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) throw new Error(`${op}: unknown option ${JSON.stringify(key)} (known: ${allowed.join(', ')})`);
+  }
+  return options;
+}
+
+/**
+ * The registry id of a live tensor handle, or null when it was disposed or
+ * freed (wasm-bindgen's free() leaves an object whose getters throw).
+ */
+export function liveId(t) {
+  // isDisposed's guard (nameFreedCalls) refuses a freed object without entering wasm.
+  try {
+    return t.isDisposed ? null : t._skiffId;
+  } catch {
+    return null;
+  }
+}
+
+// wasm-bindgen answers a call on an object whose free() (or [Symbol.dispose]())
+// ran with a bare "null pointer passed to rust": name the member instead.
+const FREED = 'null pointer passed to rust';
+// Where wasm-bindgen's objects keep their Rust pointer (0 once freed); its
+// version is pinned by scripts/build-wasm.sh.
+const WBG_PTR = '__wbg_ptr';
+export function nameFreedCalls(cls, prefix) {
+  const proto = cls.prototype;
+  for (const key of Object.getOwnPropertyNames(proto)) {
+    // free itself, and the registry-id getters the bindings read (they handle a freed object).
+    if (key === 'constructor' || key === 'free' || key.startsWith('_')) continue;
+    const d = Object.getOwnPropertyDescriptor(proto, key);
+    const op = prefix ? `${prefix}.${key}` : key;
+    const guard = (f) =>
+      f &&
+      function guarded(...args) {
+        // Checked before entering wasm: wasm-bindgen's own check throws from
+        // inside wasm, and each such exception leaks wasm stack space (a few
+        // thousand calls on a freed handle would corrupt the instance).
+        const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
+        if (ptr === 0) throw new Error(`${op}: this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+        if (typeof ptr !== 'number') throw new Error(`${op}: called on ${describe(this)}, not on a ${cls.name} made by skiff`);
+        try {
+          return f.apply(this, args);
+        } catch (e) {
+          if (e instanceof Error && e.message === FREED) {
+            throw new Error(`${op}: this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+          }
+          throw e;
+        }
+      };
+    if (typeof d.value === 'function') Object.defineProperty(proto, key, { ...d, value: guard(d.value) });
+    else if (d.get || d.set) Object.defineProperty(proto, key, { ...d, get: guard(d.get), set: guard(d.set) });
+  }
+}
