@@ -124,9 +124,19 @@ fn js_words(msg: &str) -> String {
     out
 }
 
-/// A skiff error as the value a promise of the JS op `op` rejects with.
+/// Ops a readback reports under its own name (the readback machinery's).
+const READBACK_OPS: &[&str] = &["to_vec", "to", "gpu", "synchronize"];
+
+/// A skiff error as the value a promise of the JS op `op` rejects with. A
+/// readback also reports what failed on the device since the last one (an
+/// index out of range, an allocation the driver refused): those keep the
+/// name of the op that failed after the called one ("data: gather: ...").
 pub(crate) fn rejection(op: &str, e: Error) -> wasm_bindgen::JsValue {
-    js_error(op, without_op(&e)).into()
+    let inner = e.op();
+    if inner == op || READBACK_OPS.contains(&inner) {
+        return js_error(op, without_op(&e)).into();
+    }
+    js_error(op, js_words(&e.to_string())).into()
 }
 
 /// Labels skiff results with the JS op that was called.

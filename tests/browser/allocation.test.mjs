@@ -38,7 +38,7 @@ describe('node: allocations past the wasm memory', { timeout: 120_000 }, () => {
       assert.ok(refused, 'five live 1 GiB tensors fit in a 4 GiB wasm memory?');
       assert.ok(refused.i >= 1, `the first 1 GiB tensor was refused: ${refused.e.message}`);
       assert.ok(refused.e instanceof Error, `not an Error: ${refused.e}`);
-      assert.match(refused.e.message, /^zeros: out of memory: 1\.0 GiB for 268435456 f32 elements/);
+      assert.match(refused.e.message, /^zeros: out of memory: 1\.0 GiB for 268435456 float32 elements/);
       // Every creation function and a growing op refuse the same way, by name.
       for (const [op, call] of [
         ['ones', () => skiff.ones([GIB_OF_F32])],

@@ -15,10 +15,14 @@ function close(got, want, what, tol = 1e-5) {
   got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= tol * (1 + Math.abs(want[i])), `${what}[${i}]: ${g} vs ${want[i]} (${got} vs ${want})`));
 }
 
-/** The message of an Error raised for `op`: "op: ..." plus every fact. */
+/**
+ * The message of an Error raised for `op`: "op: ..." plus every fact; a
+ * failure found on the device is reported by the readback that found it,
+ * after the readback's own name ("data: gather: ...").
+ */
 function namesOp(msg, op, facts) {
   assert.ok(typeof msg === 'string', `expected an error from ${op}, got none`);
-  assert.ok(msg.startsWith(`${op}: `), `the error does not name ${op}: ${msg}`);
+  assert.match(msg, new RegExp(`^((data|item|toAsync|array): )?${op}: `), `the error does not name ${op}: ${msg}`);
   for (const f of facts) assert.ok(msg.includes(f), `the ${op} error lacks ${JSON.stringify(f)}: ${msg}`);
 }
 
