@@ -114,7 +114,7 @@ fn norms_refuse_zero_features_and_eps_momentum_outside_their_ranges() {
 #[test]
 fn dropout_and_attention_refuse_bad_probabilities_and_head_splits() {
     for p in [-0.1, 1.5, f64::NAN] {
-        expect_err(Dropout::new(p), Kind::Value, "Dropout", &[&format!("p must be in [0, 1), got {p}")]);
+        expect_err(Dropout::new(p), Kind::Value, "Dropout", &[&format!("p must be in [0, 1], got {p}")]);
         let r = MultiHeadAttention::with_options(4, 2, true, p);
         expect_err(r, Kind::Value, "MultiHeadAttention", &[&format!("dropout must be in [0, 1), got {p}")]);
     }
