@@ -30,8 +30,10 @@ export function describe(v) {
     default:
       if (Array.isArray(v)) return `an array of length ${v.length}`;
       if (v instanceof raw.Tensor) return 'a Tensor';
-      if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
-      if (isHandle(v)) return `a ${v.constructor.name}`;
+      if (ArrayBuffer.isView(v) || isHandle(v)) {
+        const name = v.constructor.name;
+        return `${/^[AEIOU]/.test(name) ? 'an' : 'a'} ${name}`;
+      }
       return 'an object';
   }
 }

@@ -13,7 +13,7 @@ use js_sys::{Array, Reflect};
 use std::cell::OnceCell;
 use wasm_bindgen::{JsCast, JsValue};
 
-pub use super::opts::{handles, js_call, object, Opts};
+pub use super::opts::{handles, js_call, object, thrown_text, Opts};
 
 /// The property every JS tensor handle exposes with its registry id.
 pub const ID_PROPERTY: &str = "_skiffId";
@@ -97,7 +97,10 @@ pub fn describe(v: &JsValue) -> String {
             Found::Freed => "a freed Tensor (free() was called on it)".into(),
             // A typed array, a Module, a Map, ...: its class; a plain object is "an object".
             Found::Other => match class_name(v) {
-                Some(name) if name != "Object" => format!("a {name}"),
+                Some(name) if name != "Object" => {
+                    let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+                    format!("{article} {name}")
+                }
                 _ => "an object".into(),
             },
         }

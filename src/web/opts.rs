@@ -86,14 +86,15 @@ pub fn handles(ts: Vec<Tensor>) -> Array {
     ts.into_iter().map(|t| JsValue::from(super::JsTensor::wrap(t))).collect()
 }
 
+/// The text of a thrown JS value: an Error's message, a string, or a description.
+pub fn thrown_text(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| describe(e))
+}
+
 /// Calls `f`, mapping a thrown JS exception into an error for `op` that keeps its message.
 pub fn js_call(op: &'static str, what: &str, r: Result<JsValue, JsValue>) -> crate::error::Result<JsValue> {
-    r.map_err(|e| {
-        let msg = e
-            .dyn_ref::<js_sys::Error>()
-            .map(|e| String::from(e.message()))
-            .or_else(|| e.as_string())
-            .unwrap_or_else(|| describe(&e));
-        crate::error::Error::value(op, format!("{what} threw: {msg}"))
-    })
+    r.map_err(|e| crate::error::Error::value(op, format!("{what} threw: {}", thrown_text(&e))))
 }

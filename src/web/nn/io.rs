@@ -29,8 +29,9 @@ pub(crate) fn pairs(op: &str, name: &str, v: &JsValue, what: &str) -> JsResult<V
         // throws is an error of the op, not an exception unwinding through wasm.
         let pairs = Array::new();
         for key in js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>()).iter() {
+            let text = key.as_string().unwrap_or_default();
             let value = Reflect::get(v, &key)
-                .map_err(|e| js_error(op, format!("{name}[{}] could not be read: {}", describe(&key), describe(&e))))?;
+                .map_err(|e| js_error(op, format!("{name}[{text:?}] could not be read: {}", args::thrown_text(&e))))?;
             pairs.push(&Array::of2(&key, &value));
         }
         pairs

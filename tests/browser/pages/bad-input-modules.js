@@ -178,6 +178,11 @@ export const MODULES = [
   T("loadSafetensors device 'tpu'", (s) => s.loadSafetensors(new Uint8Array(8), { device: 'tpu' }), 'loadSafetensors', /"tpu"/),
   T('saveSafetensors({ a: 5 })', (s) => s.saveSafetensors({ a: 5 }), 'saveSafetensors', /a/, /the number 5/),
   T('saveSafetensors(5)', (s) => s.saveSafetensors(5), 'saveSafetensors', /the number 5/),
+  T('saveSafetensors of an object whose getter throws (was an exception through wasm)', (s) => s.saveSafetensors({
+    get a() {
+      throw new Error('getter boom');
+    },
+  }), 'saveSafetensors', /"a"/, /getter boom/),
   T('saveSafetensors of a disposed tensor', (s, f) => s.saveSafetensors({ a: f.gone }), 'saveSafetensors', /disposed/),
 
   // ---- testing helpers
