@@ -94,7 +94,10 @@ export function nameFreedCalls(cls, prefix) {
         // thousand calls on a freed handle would corrupt the instance).
         const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
         if (ptr === 0) throw new Error(`${op}: this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
-        if (typeof ptr !== 'number') throw new Error(`${op}: called on ${describe(this)}, not on a ${cls.name} made by skiff`);
+        if (typeof ptr !== 'number') {
+          const what = this instanceof cls ? `an object that poses as a ${cls.name}` : describe(this);
+          throw new Error(`${op}: called on ${what}, not on a ${cls.name} made by skiff`);
+        }
         try {
           return f.apply(this, args);
         } catch (e) {

@@ -97,6 +97,8 @@ pub fn describe(v: &JsValue) -> String {
             Found::Freed => "a freed Tensor (free() was called on it)".into(),
             // A typed array, a Module, a Map, ...: its class; a plain object is "an object".
             Found::Other => match class_name(v) {
+                // Object.create(Tensor.prototype): the class's prototype, but no handle.
+                Some(name) if name == "Tensor" => "an object that poses as a Tensor but was not made by skiff".into(),
                 Some(name) if name != "Object" => {
                     let article = if name.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
                     format!("{article} {name}")

@@ -45,7 +45,8 @@ pub struct Class {
 impl Class {
     /// The class of `instance`, whose id getter is `property`.
     pub fn of(instance: &JsValue, property: &str) -> Class {
-        let proto: JsValue = Object::get_prototype_of(instance).into();
+        // (undefined when no instance could be made: then nothing is one of the class.)
+        let proto = Reflect::get_prototype_of(instance).map_or(JsValue::UNDEFINED, JsValue::from);
         let getter = proto
             .dyn_ref::<Object>()
             .map(|p| Object::get_own_property_descriptor(p, &JsValue::from_str(property)))
