@@ -16,22 +16,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertBuilt } from './lib/browser.mjs';
 import { importForNode } from './lib/package.mjs';
+import { prng } from './pages/scenarios.js';
 
 const SEED = process.env.SKIFF_FUZZ_SEED ? Number(process.env.SKIFF_FUZZ_SEED) : Date.now() % 2 ** 31;
 const CALLS = Number(process.env.SKIFF_FUZZ_CALLS ?? 4000);
 const BUDGET_MS = Number(process.env.SKIFF_FUZZ_MS ?? 5000);
 
-/** mulberry32: a small seeded generator of floats in [0, 1). */
-function generator(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** What a callback given as an argument throws: it may surface as is. */
 const SENTINEL = 'fuzz: thrown by a callback argument';
@@ -215,7 +205,7 @@ before(async () => {
 after(() => cleanup());
 
 test('random arguments to every function: a result or an Error naming the function, never a trap', { timeout: 120_000 }, async (t) => {
-  const rand = generator(SEED);
+  const rand = prng(SEED);
   const pick = (list) => list[Math.floor(rand() * list.length)];
   const all = targets(skiff);
   t.diagnostic(`seed ${SEED} (SKIFF_FUZZ_SEED=${SEED} replays it); ${all.length} functions and methods`);
