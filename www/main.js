@@ -1,6 +1,6 @@
 // The demo page: wires the controls, charts, sample grid, weight images and
 // drawing pad to a Trainer (lib/trainer.js), and recovers from errors.
-import * as skiff from 'skiff';
+import * as skiff from 'skiff-ml';
 import { createChart } from './lib/charts.js';
 import { DrawPad } from './lib/draw.js';
 import { drawDigit, drawWeights, probabilityBars } from './lib/images.js';

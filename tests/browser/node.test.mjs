@@ -1,4 +1,4 @@
-// The package in Node (no browser): `import ... from 'skiff'` resolves
+// The package in Node (no browser): `import ... from 'skiff-ml'` resolves
 // through package.json "exports" (the "node" condition: web/node.js, which
 // reads pkg/skiff_bg.wasm from disk). Node has no WebGPU, so init() falls
 // back to the cpu and says why; then the shared scenarios run as in the
@@ -22,7 +22,7 @@ describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
   });
   after(() => cleanup());
 
-  test("the 'skiff' import resolves to web/node.js", { skip: PKG_DIR !== path.join(REPO, 'pkg') }, async () => {
+  test("the 'skiff-ml' import resolves to web/node.js", { skip: PKG_DIR !== path.join(REPO, 'pkg') }, async () => {
     const direct = await import('../../web/node.js');
     assert.equal(skiff.init, direct.init);
   });

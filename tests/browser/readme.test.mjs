@@ -14,7 +14,7 @@ test('the README example runs in Node and learns XOR', () => {
   const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
   const block = readme.match(/<script type="module">\n([\s\S]*?)<\/script>/);
   assert.ok(block, 'README.md has no <script type="module"> example');
-  const from = "'./node_modules/skiff/web/index.js'";
+  const from = "'./node_modules/skiff-ml/web/index.js'";
   assert.ok(block[1].includes(from), `the example should import ${from}`);
   const code = block[1].replace(from, JSON.stringify(path.join(REPO, 'web/node.js')));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-readme-'));

@@ -1,5 +1,5 @@
-// Bundler test: tests/browser/vite-app (a user's app importing 'skiff') is
-// copied to a temporary directory whose node_modules/skiff holds what the
+// Bundler test: tests/browser/vite-app (a user's app importing 'skiff-ml') is
+// copied to a temporary directory whose node_modules/skiff-ml holds what the
 // package publishes (package.json and its "files"), built with Vite's JS
 // API, then served and run in Chromium (cpu pass).
 import { describe, test, before, after } from 'node:test';

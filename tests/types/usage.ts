@@ -4,9 +4,9 @@
 // and tests/browser/types.test.mjs runs that check under `npm test`.
 // The @ts-expect-error lines check that the declarations are precise
 // (a loose `any` would make them fail as unused directives).
-import * as skiff from 'skiff';
-import { init, tensor, zeros, ones, randn, arange, tidy, noGrad, grad, dispose, keep, memory, nn, optim, manualSeed } from 'skiff';
-import type { Tensor } from 'skiff';
+import * as skiff from 'skiff-ml';
+import { init, tensor, zeros, ones, randn, arange, tidy, noGrad, grad, dispose, keep, memory, nn, optim, manualSeed } from 'skiff-ml';
+import type { Tensor } from 'skiff-ml';
 
 export async function tour(): Promise<number> {
   // ---- init ------------------------------------------------------------------

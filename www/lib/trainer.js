@@ -7,7 +7,7 @@
 // every EVAL_EVERY steps. Every step's tensors live in a sync tidy(): an
 // async scope would also collect the tensors the drawing pad creates while
 // the loop awaits.
-import * as skiff from 'skiff';
+import * as skiff from 'skiff-ml';
 import { gather } from './mnist.js';
 
 export const LOG_EVERY = 10;

@@ -1,4 +1,4 @@
-// A copy of the package as `npm install` leaves it in node_modules/skiff:
+// A copy of the package as `npm install` leaves it in node_modules/skiff-ml:
 // package.json plus the files its "files" list names (pkg/ taken from
 // PKG_DIR, so a development build can stand in for pkg/).
 import assert from 'node:assert/strict';
@@ -8,9 +8,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PKG_DIR, REPO } from './browser.mjs';
 
-/** Writes `<dir>/node_modules/skiff`; returns its path. */
+/** Writes `<dir>/node_modules/skiff-ml`; returns its path. */
 export function installPackage(dir) {
-  const pkgDir = path.join(dir, 'node_modules/skiff');
+  const pkgDir = path.join(dir, 'node_modules/skiff-ml');
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
   fs.mkdirSync(pkgDir, { recursive: true });
   fs.copyFileSync(path.join(REPO, 'package.json'), path.join(pkgDir, 'package.json'));
@@ -29,7 +29,7 @@ export function installPackage(dir) {
  * temporary folder. Returns `{ skiff, cleanup }`.
  */
 export async function importForNode(prefix) {
-  if (PKG_DIR === path.join(REPO, 'pkg')) return { skiff: await import('skiff'), cleanup: () => {} };
+  if (PKG_DIR === path.join(REPO, 'pkg')) return { skiff: await import('skiff-ml'), cleanup: () => {} };
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const skiff = await import(pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href);
   return { skiff, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) };

@@ -1,7 +1,7 @@
 // A user's app: imports skiff by its package name and lets Vite bundle it
 // (the .wasm becomes an asset next to the bundle). tests/browser/vite.test.mjs
 // builds this app with Vite's JS API and loads it in Chromium.
-import { init, tensor, tidy, grad } from 'skiff';
+import { init, tensor, tidy, grad } from 'skiff-ml';
 
 async function main() {
   const info = await init({ device: 'auto' });
