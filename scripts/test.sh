@@ -6,13 +6,6 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# The Vulkan loader (lavapipe on machines without a GPU) warns on every start
-# when XDG_RUNTIME_DIR is unset; give it a private one.
-if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
-  export XDG_RUNTIME_DIR="/tmp/skiff-xdg-$(id -u)"
-  mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-fi
-
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"

@@ -25,6 +25,7 @@ pub async fn request() -> Result<Opened> {
 /// limit (wgpu validates every dispatch against the device's limits).
 pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<Opened> {
     check_webgpu_present()?;
+    quiet_device_select_layer();
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = instance
         .request_adapter(&wgpu::RequestAdapterOptions {
@@ -49,6 +50,33 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
         .map_err(|e| Error::value("Device::gpu", format!("adapter '{}' refused a device: {e}", info.name)))?;
     Ok(Opened { info, limits, device, queue })
 }
+
+/// Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` (installed with
+/// mesa-vulkan-drivers, lavapipe's package) asks Wayland for the default GPU
+/// whenever the instance enables `VK_KHR_wayland_surface`, which wgpu always
+/// does; without `XDG_RUNTIME_DIR` libwayland then prints "error:
+/// XDG_RUNTIME_DIR is invalid or not set" on every instance, even in a program
+/// that never opens a window or uses the GPU result. No compositor can be
+/// reached without that directory, so the layer has nothing to learn there:
+/// switch it off through its own `NODEVICE_SELECT` variable, unless the user
+/// configured it (`NODEVICE_SELECT`, or `MESA_VK_DEVICE_SELECT` to pick a
+/// device). skiff chooses among the adapters itself, so nothing else changes.
+/// Set once, before the first instance; wgpu has no option to leave out
+/// surface extensions.
+#[cfg(all(target_os = "linux", not(target_arch = "wasm32")))]
+fn quiet_device_select_layer() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let runtime_dir_ok = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| d.to_string_lossy().starts_with('/'));
+        let configured = ["NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT"].iter().any(|v| std::env::var_os(v).is_some());
+        if !runtime_dir_ok && !configured {
+            std::env::set_var("NODEVICE_SELECT", "1");
+        }
+    });
+}
+
+#[cfg(not(all(target_os = "linux", not(target_arch = "wasm32"))))]
+fn quiet_device_select_layer() {}
 
 /// In the browser, wgpu's WebGPU backend needs `navigator.gpu` (it panics
 /// without one): say so as an error first. Natively there is nothing to check.
