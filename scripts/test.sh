@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Installs what is missing on the Rust side (wasm32 target, clippy, rustfmt,
+# wasm-bindgen-cli) and says what to run for the system packages.
+# shellcheck source=lib/toolchain.sh
+. scripts/lib/toolchain.sh
+step "toolchain (scripts/lib/toolchain.sh)"
+ensure_test_toolchain
+echo "rustc $(rustc --version | cut -d' ' -f2), node $(node --version), $(wasm-bindgen --version), chromium: $(chromium_path)"
+
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
@@ -23,6 +31,8 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "cargo fmt --check"
 cargo fmt --check
+step "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps (the API docs build without warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 step "cargo clippy --lib --no-default-features -- -D warnings (the cpu-only build)"
 cargo clippy --lib --no-default-features -- -D warnings
 # The npm package: the wasm32 build with the `web` bindings, then everything
@@ -31,7 +41,12 @@ step "cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D wa
 cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings
 step "npm run build (wasm32 + wasm-bindgen into pkg/)"
 npm run build
-step "node --test tests/browser/ (Node, Chromium on WebGPU and on the cpu fallback, Vite, tsc)"
+step "node --test tests/browser/ (Node, Chromium on WebGPU and on the cpu fallback, consumer projects, tsc)"
 node --test --test-concurrency=1 tests/browser/
+# A release is one command away: both registries accept the packages as they are.
+step "cargo publish --dry-run (packs skiff-ml and builds it from the .crate)"
+cargo publish --dry-run --allow-dirty
+step "npm publish --dry-run (prepack rebuilds pkg/; lists the tarball)"
+npm publish --dry-run
 
 printf '\nAll checks passed.\n'

@@ -1,6 +1,8 @@
 // The skiff JS API over the wasm-bindgen module (pkg/skiff.js). The entry
 // points differ only in how the .wasm is loaded: web/index.js (browsers and
-// bundlers: fetched next to the glue) and web/node.js (read from disk).
+// production bundles: fetched from next to the package's files), web/dev.js
+// (bundlers' development servers: inlined) and web/node.js (read from disk;
+// bundled to pkg/node.cjs for require()).
 //
 // Rust does the work and the argument checks; this file adds what is natural
 // in JS: init() with the WebGPU/cpu choice, tensor() from nested arrays,
@@ -53,20 +55,26 @@ async function probeWebgpu() {
  * Loads the wasm module and picks the backend. `device`: 'auto' (WebGPU when
  * an adapter works, else the cpu), 'webgpu' (an error when it cannot) or
  * 'cpu'. Resolves to { device, adapter, reason }: reason says why 'auto' fell
- * back to the cpu (null otherwise).
+ * back to the cpu (null otherwise). `wasm` says where the .wasm is when the
+ * entry point's default (next to the package's files) does not hold: a URL,
+ * a Response, the bytes or a compiled WebAssembly.Module (see web/load.js).
  */
 export async function init(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
     throw new Error(`init: options must be an object like { device: 'auto' }, got ${describe(options)}`);
   }
-  checkOptions('init', options, ['device']);
+  checkOptions('init', options, ['device', 'wasm']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
     throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
   if (!loaded) {
     if (!loadWasm) throw new Error('init: no wasm loader (import skiff from its package entry)');
-    loaded = loadWasm();
+    // A failed load (a wrong URL) may be retried with another `wasm`.
+    loaded = loadWasm(options.wasm).catch((e) => {
+      loaded = null;
+      throw e;
+    });
   }
   await loaded;
   const finish = (info, reason) => setBackend({ ...info, reason });

@@ -68,6 +68,13 @@ export interface BackendInfo {
 export interface InitOptions {
   /** 'auto' (default): WebGPU when an adapter works, else the cpu. */
   device?: 'auto' | 'webgpu' | 'cpu';
+  /**
+   * Where the .wasm is, when the package's default does not hold (a CDN, a page served from
+   * elsewhere): a URL (fetched and checked to be WebAssembly), a Response, the bytes, or a
+   * compiled module. By default it is found next to the package's files (inlined in bundlers'
+   * development servers; read from disk in Node).
+   */
+  wasm?: string | URL | Request | Response | Promise<Response> | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
 }
 
 /** Loads the wasm module and picks the backend. Call once before anything else. */

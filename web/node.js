@@ -1,9 +1,32 @@
-// skiff for Node: the wasm is read from disk. Node has no WebGPU, so
-// init({ device: 'auto' }) chooses the cpu fallback (and says why).
+// skiff for Node (ESM; scripts/build-wasm.sh bundles this file into
+// pkg/node.cjs for require()). The .wasm is read from disk. Node has no
+// WebGPU, so init({ device: 'auto' }) chooses the cpu fallback (and says why).
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import initWasm from '../pkg/skiff.js';
 import { _setLoader } from './api.js';
+import { checkWasmBytes, fetchWasm, loadError, wasmSource } from './load.js';
 
-_setLoader(async () => initWasm({ module_or_path: await readFile(new URL('../pkg/skiff_bg.wasm', import.meta.url)) }));
+/** A path or file: URL is read from disk; http(s) is fetched. */
+async function readWasm(where) {
+  const url = String(where);
+  if (/^https?:/.test(url)) return fetchWasm(url);
+  const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+  let bytes;
+  try {
+    bytes = await readFile(file);
+  } catch (e) {
+    throw loadError(`reading ${file} failed: ${e.message}`);
+  }
+  return checkWasmBytes(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), file);
+}
+
+_setLoader(async (source) =>
+  initWasm({
+    module_or_path: await (source === undefined
+      ? readWasm(new URL('../pkg/skiff_bg.wasm', import.meta.url))
+      : wasmSource(source, readWasm)),
+  }),
+);
 
 export * from './api.js';

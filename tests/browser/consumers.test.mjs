@@ -1,0 +1,160 @@
+// The package as its users get it: `npm pack`, then `npm install <tarball>`
+// into new projects (tests/browser/consumers/), each running the README's
+// example unchanged: Node (ESM and CommonJS), a page without a bundler, Vite's
+// dev server and `vite build` on a `npm create vite` project with no config,
+// and webpack 5 with no config in production and development mode.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createServer } from 'vite';
+import webpack from 'webpack';
+import { PASSES, REPO, assertBuilt } from './lib/browser.mjs';
+import { asCommonJs, assertLearnedXor, makeProject, packPackage, readmeExample, runPage } from './lib/consumer.mjs';
+import { serve } from '../../scripts/lib/static-server.mjs';
+
+let pack;
+let example;
+const projects = [];
+const project = (...args) => {
+  const dir = makeProject(pack.tarball, ...args);
+  projects.push(dir);
+  return dir;
+};
+
+before(() => {
+  assertBuilt({ wrapper: true });
+  pack = packPackage();
+  example = readmeExample();
+});
+after(() => {
+  pack?.cleanup();
+  for (const dir of projects) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('the tarball holds the package and what its README shows, nothing else', () => {
+  const files = new Set(pack.files);
+  for (const f of ['package.json', 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'web/index.js', 'web/dev.js', 'web/node.js',
+    'web/index.d.ts', 'pkg/skiff.js', 'pkg/skiff_bg.wasm', 'pkg/skiff.d.ts', 'pkg/node.cjs', 'pkg/skiff_bg.wasm.base64.js']) {
+    assert.ok(files.has(f), `the tarball lacks ${f}`);
+  }
+  for (const f of files) {
+    assert.match(f, /^(web\/|pkg\/|docs\/|package\.json$|README\.md$|LICENSE-)/, `the tarball should not ship ${f}`);
+  }
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((u) => !/^https?:/.test(u));
+  assert.ok(images.length > 0, 'the README shows the demo page');
+  for (const img of images) assert.ok(files.has(img), `the README shows ${img}, which is not in the tarball`);
+  // Every file the package's exports name is in the tarball.
+  const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  const targets = JSON.stringify(manifest.exports).match(/"\.\/[^"]+"/g).map((s) => s.slice(3, -1));
+  for (const t of [...targets, manifest.main.slice(2), manifest.types.slice(2)]) {
+    assert.ok(files.has(t), `package.json names ${t}, which is not in the tarball`);
+  }
+});
+
+describe('Node', () => {
+  const run = (dir) =>
+    execFileSync(process.execPath, ['main.js'], { cwd: dir, encoding: 'utf8', timeout: 60_000 }).trim().split('\n');
+
+  test('ES module: import * as skiff from "skiff-ml"', () => {
+    const dir = project(null, {
+      'package.json': JSON.stringify({ name: 'node-esm-app', private: true, type: 'module' }),
+      'main.js': example,
+    });
+    assertLearnedXor(run(dir), 'cpu');
+  });
+
+  test('CommonJS: require("skiff-ml")', () => {
+    const dir = project(null, {
+      'package.json': JSON.stringify({ name: 'node-cjs-app', private: true }),
+      'main.js': asCommonJs(example),
+    });
+    assertLearnedXor(run(dir), 'cpu');
+  });
+});
+
+describe('a page without a bundler (import map, cpu pass)', { timeout: 120_000 }, () => {
+  test('trains', async () => {
+    const dir = project('plain', { 'main.js': example });
+    const server = await serve(dir);
+    try {
+      assertLearnedXor(await runPage(PASSES.cpu, `${server.url}/index.html`), 'cpu');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('Vite 6 (npm create vite, no config)', { timeout: 240_000 }, () => {
+  let dir;
+  before(() => {
+    dir = project('vite', { 'src/main.js': example });
+  });
+
+  test('dev server (WebGPU pass): the pre-bundled package finds its wasm', async () => {
+    const server = await createServer({ root: dir, logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } });
+    try {
+      await server.listen();
+      assertLearnedXor(await runPage(PASSES.webgpu, server.resolvedUrls.local[0]), 'webgpu');
+      const deps = path.join(dir, 'node_modules/.vite/deps');
+      assert.ok(
+        fs.readdirSync(deps).some((f) => f.startsWith('skiff-ml')),
+        'Vite pre-bundled skiff-ml (the case that lost the .wasm)',
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('vite build (cpu pass): the wasm is an asset, not inlined', async () => {
+    // The CLI in its own process, as `npm run build` runs it (this process's
+    // NODE_ENV is 'development' once a dev server ran in it).
+    const env = { ...process.env };
+    delete env.NODE_ENV;
+    execFileSync(process.execPath, [path.join(REPO, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const assets = fs.readdirSync(path.join(dir, 'dist/assets'));
+    assert.ok(assets.some((f) => f.endsWith('.wasm')), `the .wasm is emitted as an asset: ${assets}`);
+    for (const f of assets.filter((a) => a.endsWith('.js'))) {
+      const size = fs.statSync(path.join(dir, 'dist/assets', f)).size;
+      assert.ok(size < 1_000_000, `${f} is ${size} bytes: the production bundle must not inline the wasm`);
+    }
+    const server = await serve(path.join(dir, 'dist'));
+    try {
+      assertLearnedXor(await runPage(PASSES.cpu, `${server.url}/index.html`), 'cpu');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('webpack 5 (no config)', { timeout: 240_000 }, () => {
+  /** `webpack --mode <mode>` in `dir`: what the CLI does without a config file. */
+  async function bundle(dir, mode) {
+    const compiler = webpack({ mode, context: dir, output: { path: path.join(dir, 'dist') } });
+    const stats = await new Promise((resolve, reject) => compiler.run((e, s) => (e ? reject(e) : resolve(s))));
+    await new Promise((resolve) => compiler.close(resolve));
+    assert.ok(!stats.hasErrors(), stats.toString('errors-only'));
+    return fs.readdirSync(path.join(dir, 'dist'));
+  }
+
+  for (const [mode, pass] of [['production', PASSES.webgpu], ['development', PASSES.cpu]]) {
+    test(`${mode} mode (${pass.name} pass)`, async () => {
+      const dir = project('webpack', { 'src/index.js': example });
+      const out = await bundle(dir, mode);
+      assert.ok(out.includes('main.js'), `dist/: ${out}`);
+      if (mode === 'production') assert.ok(out.some((f) => f.endsWith('.wasm')), `the .wasm is an asset: ${out}`);
+      const server = await serve(path.join(dir, 'dist'));
+      try {
+        assertLearnedXor(await runPage(pass, `${server.url}/index.html`), pass.gpu ? 'webgpu' : 'cpu');
+      } finally {
+        await server.close();
+      }
+    });
+  }
+});
