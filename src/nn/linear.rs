@@ -31,7 +31,7 @@ fn weight_and_bias(w: &Param, b: &Option<Param>) -> Vec<(String, Param)> {
     v
 }
 
-/// y = x W^T + b over the last axis: weight [out, in], bias [out].
+/// `y = x W^T + b` over the last axis: weight `[out, in]`, bias `[out]`.
 pub struct Linear {
     core: Core,
     pub weight: Param,
@@ -96,7 +96,7 @@ impl Default for Conv2dConfig {
     }
 }
 
-/// 2-D convolution: weight [out, in/groups, kh, kw], bias [out].
+/// 2-D convolution of `[N, C, H, W]` inputs: weight `[out, in/groups, kh, kw]`, bias `[out]`.
 pub struct Conv2d {
     core: Core,
     pub weight: Param,
@@ -152,7 +152,7 @@ impl Layer for Conv2d {
     }
 }
 
-/// A lookup table [num_embeddings, dim] initialised N(0, 1); the input is an
+/// A lookup table `[num_embeddings, dim]` initialised N(0, 1); the input is an
 /// i32 index tensor of any shape, the output has one more axis of size `dim`.
 pub struct Embedding {
     core: Core,

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::ops::composite::Reduction;
 use crate::tensor::Tensor;
 
-/// Cross-entropy of [N, C] logits against [N] i32 labels (optional label smoothing).
+/// Cross-entropy of `[N, C]` logits against `[N]` i32 labels (optional label smoothing).
 #[derive(Clone, Copy, Debug)]
 pub struct CrossEntropyLoss {
     pub reduction: Reduction,
@@ -52,7 +52,7 @@ macro_rules! simple_loss {
 }
 
 simple_loss!(
-    /// Negative log-likelihood of [N, C] log-probabilities at [N] i32 labels.
+    /// Negative log-likelihood of `[N, C]` log-probabilities at `[N]` i32 labels.
     NLLLoss, nll_loss
 );
 simple_loss!(
