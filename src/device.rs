@@ -26,6 +26,33 @@ use std::fmt;
 pub use crate::backend::gpu::{GpuCounters, GpuDevice};
 
 /// A compute device.
+///
+/// Tensors are created on the cpu; [`Tensor::to`](crate::Tensor::to) moves
+/// one (a recorded op: gradients flow back across the move), and an op runs
+/// on the device of its inputs, which must all be on one device.
+///
+/// ```
+/// use skiff::{DType, Device, Error, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let x = Tensor::ones(&[2, 2], DType::F32)?;
+/// assert_eq!(x.device(), Device::Cpu);
+///
+/// // A hardware GPU when there is one, else the cpu (SKIFF_DEVICE=cpu|gpu|auto overrides).
+/// let device = Device::best()?;
+/// let y = x.to(&device)?.mul_scalar(3.0)?; // runs on `device`
+/// assert_eq!(y.device(), device);
+/// // Reading values copies them back from wherever the tensor is.
+/// assert_eq!(y.to_vec::<f32>()?, vec![3.0; 4]);
+/// assert_eq!(y.to(&Device::Cpu)?.device(), Device::Cpu);
+///
+/// // Mixing devices in one op is an error, never an implicit copy.
+/// if device.is_gpu() {
+///     assert!(matches!(y.add(&x), Err(Error::Device { op: "add", .. })));
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Device {
     /// The ndarray cpu backend (native and WebAssembly).

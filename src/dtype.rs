@@ -5,6 +5,27 @@
 use std::fmt;
 
 /// The element type of a tensor.
+///
+/// ```
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let x = Tensor::arange(0.0, 4.0, 1.0, DType::F32)?;
+/// assert!(x.dtype().is_float());
+/// // Comparisons give Bool masks; labels and indices are I32.
+/// assert_eq!(x.gt_scalar(1.5)?.dtype(), DType::Bool);
+/// let labels = Tensor::from_vec(vec![2i32, 0, 1], &[3])?;
+/// assert_eq!(labels.dtype(), DType::I32);
+/// // Only floating-point tensors can require gradients.
+/// assert!(labels.requires_grad_(true).is_err());
+///
+/// // `to_dtype` casts; `to_vec` takes the element type matching the dtype.
+/// let x64 = x.to_dtype(DType::F64)?;
+/// assert_eq!(x64.to_vec::<f64>()?, vec![0.0, 1.0, 2.0, 3.0]);
+/// assert_eq!((DType::F64.size_in_bytes(), DType::F64.to_string()), (8, "f64".to_string()));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     F32,
@@ -26,6 +47,7 @@ impl DType {
             DType::Bool => 1,
         }
     }
+    /// The lower-case name used in messages and `Display`: "f32", "i32", ...
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",

@@ -8,6 +8,35 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong at a user boundary. Panics are reserved for
 /// broken internal invariants.
+///
+/// Every variant names the op the caller called ([`Error::op`]); the
+/// `Display` text is the whole message.
+///
+/// ```
+/// use skiff::{DType, Error, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let a = Tensor::zeros(&[2, 3], DType::F32)?;
+/// let b = Tensor::zeros(&[4, 5], DType::F32)?;
+/// match a.matmul(&b) {
+///     Err(Error::Shape { op, msg }) => {
+///         assert_eq!(op, "matmul");
+///         assert!(msg.contains("[2, 3]") && msg.contains("[4, 5]"), "{msg}");
+///     }
+///     other => panic!("expected a shape error, got {other:?}"),
+/// }
+///
+/// let err = a.sum(&[2], false).unwrap_err();
+/// assert!(matches!(err, Error::Axis { op: "sum", axis: 2, ndim: 2, .. }));
+/// assert!(err.to_string().starts_with("sum: axis 2 is out of range"));
+///
+/// // In a function returning `skiff::Result`, `?` passes errors on.
+/// let labels = Tensor::from_vec(vec![0i32, 7], &[2])?; // class 7 of 3
+/// let err = Tensor::zeros(&[2, 3], DType::F32)?.cross_entropy(&labels, skiff::Reduction::Mean, 0.0);
+/// assert!(matches!(err, Err(Error::Value { op: "cross_entropy", .. })));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum Error {
     /// Operand shapes are incompatible for the op (broadcasting, matmul, reshape, ...).

@@ -2,10 +2,35 @@
 //!
 //! Every op runs as soon as it is called; when grad mode is on and an input
 //! requires grad, the op also records a node, and `backward()` walks those
-//! records in reverse. Ops come from one registry (`ops`), backward rules are
+//! records in reverse. Ops come from one registry ([`ops`]), backward rules are
 //! written with skiff's own differentiable ops (so gradients can be
-//! differentiated again), and the kernels run on the ndarray cpu backend. A
-//! WGSL/wgpu GPU backend and a WebAssembly/npm package are planned.
+//! differentiated again), and the kernels run on the cpu backend or, with the
+//! `gpu` feature (on by default), on a WGSL/wgpu GPU backend (Vulkan, Metal,
+//! DX12, or WebGPU in browsers). The same crate builds the npm package for
+//! WebAssembly (feature `web`).
+//!
+//! # Where to start
+//!
+//! - [`Tensor`]: creation, ops, views, `backward`, reading values; its
+//!   [`DType`] and [`Device`] (`Device::best()` and `tensor.to(&device)`).
+//! - [`Error`]: what every fallible call returns, naming the op and the shapes.
+//! - [`autograd`]: [`no_grad`], [`grad`] (with `create_graph` for higher
+//!   derivatives), custom [`Function`]s, tensor hooks.
+//! - [`nn`]: the [`Layer`](nn::Layer) trait and layers such as
+//!   [`Linear`](nn::Linear), [`Conv2d`](nn::Conv2d) and
+//!   [`Sequential`](nn::Sequential), losses such as
+//!   [`CrossEntropyLoss`](nn::CrossEntropyLoss), initialisers.
+//! - [`optim`]: the [`Optimizer`](optim::Optimizer) trait, [`Sgd`](optim::Sgd),
+//!   [`Adam`](optim::Adam) and others, [learning-rate schedules](optim::schedule),
+//!   [gradient clipping](optim::clip_grad_norm_).
+//! - [`io`]: [safetensors](io::safetensors) state dicts and checkpoints,
+//!   [`Dataset`](io::Dataset) and [`DataLoader`](io::DataLoader),
+//!   [MNIST](io::Mnist).
+//!
+//! The crate's `examples/` train a CNN on MNIST (`mnist.rs`) and an MLP on
+//! spirals (`train.rs`), and list the devices (`devices.rs`).
+//!
+//! # Gradients
 //!
 //! ```
 //! use skiff::{grad, no_grad, DType, GradOptions, Tensor};
@@ -32,6 +57,36 @@
 //! let w = Tensor::full(&[3, 2], -1.0, DType::F32)?;
 //! let out = x.unsqueeze(0)?.matmul(&w)?.relu()?.mean(&[], false)?; // mean(relu([3, 3]))
 //! assert_eq!(out.item()?, 3.0);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Training a model
+//!
+//! ```
+//! use skiff::nn::{CrossEntropyLoss, Layer, Linear, ReLU, Sequential};
+//! use skiff::optim::{Adam, AdamConfig, Optimizer};
+//! use skiff::{manual_seed, no_grad, DType, Tensor};
+//!
+//! # fn main() -> skiff::Result<()> {
+//! manual_seed(0);
+//! // XOR: no linear model separates the two classes.
+//! let x = Tensor::from_vec(vec![0.0f32, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0], &[4, 2])?;
+//! let y = Tensor::from_vec(vec![0i32, 1, 1, 0], &[4])?;
+//!
+//! let model = Sequential::new().push(Linear::new(2, 16)?).push(ReLU::new()).push(Linear::new(16, 2)?);
+//! let mut opt = Adam::new(model.parameters(), AdamConfig { lr: 0.05, ..Default::default() })?;
+//! let loss_fn = CrossEntropyLoss::new();
+//! for _ in 0..200 {
+//!     opt.zero_grad();
+//!     let loss = loss_fn.forward(&model.forward(&x)?, &y)?;
+//!     loss.backward()?;
+//!     opt.step()?;
+//! }
+//!
+//! model.eval();
+//! let predicted = no_grad(|| model.forward(&x)?.argmax(Some(1), false))?;
+//! assert_eq!(predicted.to_vec::<i32>()?, vec![0, 1, 1, 0]);
 //! # Ok(())
 //! # }
 //! ```

@@ -355,7 +355,28 @@ impl Tensor {
 }
 
 /// Gradients of `outputs` with respect to `inputs` (PyTorch's
-/// `torch.autograd.grad`), without touching any `.grad`.
+/// `torch.autograd.grad`), without touching any `.grad`. Non-scalar outputs
+/// need `grad_outputs` (one per output). With `create_graph` the backward
+/// pass is itself recorded, so the gradients can be differentiated again.
+///
+/// ```
+/// use skiff::{grad, GradOptions, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let x = Tensor::from_vec(vec![2.0f32], &[1])?.requires_grad_(true)?;
+/// let y = x.pow_scalar(3.0)?.sum_all()?; // y = x^3
+///
+/// let opts = GradOptions { create_graph: true, ..Default::default() };
+/// let dy = grad(&[y], &[x.clone()], None, opts)?.remove(0).unwrap();
+/// assert_eq!(dy.to_vec::<f32>()?, vec![12.0]); // 3x^2
+///
+/// // Differentiate the gradient: d(3x^2)/dx = 6x.
+/// let d2y = grad(&[dy.sum_all()?], &[x.clone()], None, GradOptions::default())?.remove(0).unwrap();
+/// assert_eq!(d2y.to_vec::<f32>()?, vec![12.0]);
+/// assert!(x.grad().is_none()); // grad() leaves `.grad` alone
+/// # Ok(())
+/// # }
+/// ```
 pub fn grad(
     outputs: &[Tensor],
     inputs: &[Tensor],

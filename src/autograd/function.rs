@@ -10,6 +10,38 @@ use std::sync::Arc;
 /// `backward` receives one gradient per output and returns one per input
 /// (`None` for inputs that get no gradient). Backward runs with recording on
 /// when the caller asked for `create_graph`, so it may be differentiated again.
+/// Call it through [`apply_function`].
+///
+/// ```
+/// use skiff::autograd::apply_function;
+/// use skiff::{Function, FunctionCtx, Result, Tensor};
+/// use std::sync::Arc;
+///
+/// /// exp(x), whose backward reuses the saved output: d exp(x)/dx = exp(x).
+/// struct Exp;
+/// impl Function for Exp {
+///     fn name(&self) -> String {
+///         "Exp".into()
+///     }
+///     fn forward(&self, ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+///         let y = inputs[0].exp()?;
+///         ctx.save_for_backward(&[&y]);
+///         Ok(vec![y])
+///     }
+///     fn backward(&self, ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+///         Ok(vec![Some(grads[0].mul(&ctx.saved_tensors()[0])?)])
+///     }
+/// }
+///
+/// # fn main() -> skiff::Result<()> {
+/// let x = Tensor::from_vec(vec![0.0f32, 1.0], &[2])?.requires_grad_(true)?;
+/// let y = apply_function(Arc::new(Exp), &[x.clone()])?.remove(0);
+/// assert_eq!(y.grad_fn_name().as_deref(), Some("Exp"));
+/// y.sum_all()?.backward()?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, x.exp()?.to_vec::<f32>()?);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Function: Send + Sync + 'static {
     fn name(&self) -> String {
         "CustomFunction".to_string()

@@ -1,6 +1,28 @@
 //! Autodiff: the tracer (grad mode and recording), graph nodes, the engine
 //! that replays them in reverse, tensor hooks and user-defined functions.
 //!
+//! The entry points: [`Tensor::backward`] (accumulate into the leaves'
+//! `.grad`), [`grad`] (return gradients, optionally differentiable again),
+//! [`no_grad`] / [`enable_grad`] (scopes without / with recording),
+//! [`Function`] with [`apply_function`] (a hand-written backward), and
+//! `Tensor::register_hook` / `retain_grad` (see [`hooks`]).
+//!
+//! ```
+//! use skiff::{no_grad, Tensor};
+//!
+//! # fn main() -> skiff::Result<()> {
+//! let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?.requires_grad_(true)?;
+//! let y = x.mul(&x)?.sum_all()?; // recorded: x requires grad
+//! assert_eq!(y.grad_fn_name().as_deref(), Some("sum"));
+//! y.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![2.0, -4.0]);
+//!
+//! let z = no_grad(|| x.mul(&x))?; // not recorded
+//! assert!(!z.requires_grad() && z.is_leaf());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Note (recording): an op records a node only when grad mode is on and at
 //! least one input requires grad (Paddle's ComputeRequiredGrad), so `no_grad`
 //! scopes and constant inputs prune the graph at no cost.
@@ -47,7 +69,29 @@ impl Drop for GradModeGuard {
     }
 }
 
-/// Runs `f` without recording history (PyTorch's `torch.no_grad()`).
+/// Runs `f` without recording history (PyTorch's `torch.no_grad()`): for
+/// evaluation, and for in-place updates of leaves that require grad (which
+/// are refused while recording).
+///
+/// ```
+/// use skiff::{no_grad, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let w = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.requires_grad_(true)?;
+/// w.mul(&w)?.sum_all()?.backward()?; // grad = 2w = [2, 4]
+/// let g = w.grad().unwrap();
+///
+/// // A gradient-descent step writes into the leaf: only allowed under no_grad.
+/// assert!(w.sub_(&g.mul_scalar(0.25)?).is_err());
+/// no_grad(|| w.sub_(&g.mul_scalar(0.25)?))?;
+/// assert_eq!(w.to_vec::<f32>()?, vec![0.5, 1.0]);
+///
+/// // Results computed under no_grad carry no history.
+/// let y = no_grad(|| w.mul_scalar(2.0))?;
+/// assert!(!y.requires_grad());
+/// # Ok(())
+/// # }
+/// ```
 pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
     let _g = set_grad_enabled(false);
     f()

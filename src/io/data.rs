@@ -27,6 +27,37 @@ use std::sync::Arc;
 pub type Sample = Vec<Tensor>;
 
 /// A random-access collection of samples.
+///
+/// ```
+/// use skiff::io::{DataLoader, Dataset, Sample};
+/// use skiff::{Error, Result, Tensor};
+///
+/// /// Sample i: the input `[i, i * i]` and the label `i % 2`.
+/// struct Squares(usize);
+///
+/// impl Dataset for Squares {
+///     fn len(&self) -> usize {
+///         self.0
+///     }
+///     fn get(&self, i: usize) -> Result<Sample> {
+///         if i >= self.0 {
+///             return Err(Error::Value { op: "Squares::get", msg: format!("index {i} of {}", self.0) });
+///         }
+///         let x = i as f32;
+///         Ok(vec![Tensor::from_vec(vec![x, x * x], &[2])?, Tensor::from_vec(vec![(i % 2) as i32], &[])?])
+///     }
+/// }
+///
+/// # fn main() -> skiff::Result<()> {
+/// let loader = DataLoader::new(Squares(10), 4)?.drop_last(true);
+/// assert_eq!(loader.num_batches(), 2);
+/// let batches = loader.batches(0).collect::<Result<Vec<Sample>>>()?;
+/// assert_eq!(batches[1][0].shape(), &[4, 2]); // fields stacked along a new first axis
+/// assert_eq!(batches[1][0].to_vec::<f32>()?[..2], [4.0, 16.0]);
+/// assert_eq!(batches[1][1].to_vec::<i32>()?, vec![0, 1, 0, 1]);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Dataset: Send + Sync {
     /// The number of samples.
     fn len(&self) -> usize;
@@ -114,6 +145,30 @@ impl Dataset for TensorDataset {
 /// Batches a dataset: optional seeded shuffling (a new permutation each epoch,
 /// reproducible from the seed), `drop_last`, collation into batch tensors on a
 /// target device, and (natively) background prefetching of upcoming batches.
+///
+/// ```
+/// use skiff::io::{DataLoader, TensorDataset};
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let x = Tensor::arange(0.0, 10.0, 1.0, DType::F32)?.reshape(&[10, 1])?;
+/// let y = Tensor::zeros(&[10], DType::I32)?;
+/// let loader = DataLoader::new(TensorDataset::new(vec![x, y])?, 4)?.shuffle(42);
+/// assert_eq!(loader.num_batches(), 3); // 4 + 4 + 2
+///
+/// // A new permutation each epoch, the same one for the same seed and epoch.
+/// assert_ne!(loader.indices(0), loader.indices(1));
+/// assert_eq!(loader.indices(1), loader.indices(1));
+/// let mut seen: Vec<f32> = Vec::new();
+/// for batch in loader.epoch(0) {
+///     let (inputs, _labels) = batch?;
+///     seen.extend(inputs.to_vec::<f32>()?);
+/// }
+/// seen.sort_by(f32::total_cmp);
+/// assert_eq!(seen, (0..10).map(|v| v as f32).collect::<Vec<_>>());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct DataLoader {
     dataset: Arc<dyn Dataset>,

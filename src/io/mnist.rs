@@ -96,6 +96,27 @@ fn find(dir: &Path, prefix: &str, kind: &str, idx: &str) -> std::path::PathBuf {
 }
 
 /// One MNIST split: images `[N, 1, 28, 28]` f32 in [0, 1] and labels `[N]` i32.
+///
+/// Needs the IDX files (`npm run data` writes them to `data/mnist/`), hence
+/// `no_run`:
+///
+/// ```no_run
+/// use skiff::io::{DataLoader, Mnist};
+/// use skiff::Device;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let train = Mnist::load("data/mnist", true)?; // train-images-idx3-ubyte, ...
+/// assert_eq!(&train.images.shape()[1..], &[1, 28, 28]);
+/// assert_eq!(train.labels.shape(), &[train.len()]);
+///
+/// let loader = DataLoader::new(train.dataset()?, 64)?.shuffle(0).device(&Device::best()?);
+/// for batch in loader.epoch(0) {
+///     let (images, labels) = batch?; // [64, 1, 28, 28] f32 and [64] i32
+///     assert_eq!(images.shape()[0], labels.shape()[0]);
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Mnist {
     pub images: Tensor,

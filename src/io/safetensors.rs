@@ -88,6 +88,30 @@ pub fn to_bytes_with_metadata(entries: &[(String, Tensor)], metadata: HashMap<St
 }
 
 /// Writes named tensors to a safetensors file at `path`.
+///
+/// Saving a model's state dict and loading it into another model of the same
+/// architecture (PyTorch's names, so the file also loads with
+/// `safetensors.torch.load_file`):
+///
+/// ```
+/// use skiff::io::safetensors;
+/// use skiff::nn::{Layer, Linear};
+/// use skiff::Device;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let path = std::env::temp_dir().join(format!("skiff-doc-save-{}.safetensors", std::process::id()));
+/// let model = Linear::new(3, 2)?;
+/// safetensors::save(&path, &model.state_dict())?;
+///
+/// let copy = Linear::new(3, 2)?; // other random weights
+/// let entries = safetensors::load(&path, &Device::Cpu)?;
+/// assert_eq!(entries.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["bias", "weight"]);
+/// copy.load_state_dict(&entries, true)?;
+/// assert_eq!(copy.weight.get().to_vec::<f32>()?, model.weight.get().to_vec::<f32>()?);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok(())
+/// # }
+/// ```
 pub fn save(path: impl AsRef<Path>, entries: &[(String, Tensor)]) -> Result<()> {
     write_file(path.as_ref(), &to_bytes(entries)?)
 }
@@ -163,6 +187,38 @@ pub fn load(path: impl AsRef<Path>, device: &Device) -> Result<NamedTensors> {
 /// Writes model state, optimizer state and the step count to one safetensors
 /// file: tensors as `model.<name>` and `optim.<name>`, the step as the
 /// metadata entry `step` (and `format` = `skiff-checkpoint`).
+///
+/// ```
+/// use skiff::io::safetensors::{load_checkpoint, save_checkpoint};
+/// use skiff::nn::{Layer, Linear};
+/// use skiff::optim::{Adam, AdamConfig, OptimState, Optimizer};
+/// use skiff::{DType, Device, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let path = std::env::temp_dir().join(format!("skiff-doc-ckpt-{}.safetensors", std::process::id()));
+/// let model = Linear::new(3, 2)?;
+/// let mut opt = Adam::new(model.parameters(), AdamConfig::default())?;
+/// model.forward(&Tensor::ones(&[1, 3], DType::F32)?)?.sum_all()?.backward()?;
+/// opt.step()?;
+/// save_checkpoint(&path, &model.state_dict(), &opt.state_dict()?.to_flat(), 1)?;
+///
+/// // Resuming: build the model and optimizer again, then restore both.
+/// let ckpt = load_checkpoint(&path, &Device::Cpu)?;
+/// assert_eq!(ckpt.step, 1);
+/// let resumed = Linear::new(3, 2)?;
+/// resumed.load_state_dict(&ckpt.model, true)?;
+/// let mut resumed_opt = Adam::new(resumed.parameters(), AdamConfig::default())?;
+/// resumed_opt.load_state_dict(&OptimState::from_flat(&ckpt.optimizer)?)?;
+/// assert_eq!(resumed.weight.get().to_vec::<f32>()?, model.weight.get().to_vec::<f32>()?);
+/// // The same step counts and moment estimates, by name.
+/// let flat = |o: &Adam| -> skiff::Result<Vec<(String, Vec<f64>)>> {
+///     o.state_dict()?.to_flat().into_iter().map(|(k, t)| Ok((k, t.to_f64_vec()?))).collect()
+/// };
+/// assert_eq!(flat(&resumed_opt)?, flat(&opt)?);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok(())
+/// # }
+/// ```
 pub fn save_checkpoint(
     path: impl AsRef<Path>,
     model: &[(String, Tensor)],

@@ -11,9 +11,9 @@ use crate::tensor::Tensor;
 /// keys are all masked gets uniform weights, where PyTorch gives NaN.)
 const MASKED: f64 = f32::MIN as f64;
 
-/// Multi-head scaled dot-product attention over [B, L, E] inputs
-/// (batch first). State names follow PyTorch: `in_proj_weight` [3E, E],
-/// `in_proj_bias` [3E], `out_proj.weight` [E, E], `out_proj.bias` [E].
+/// Multi-head scaled dot-product attention over `[B, L, E]` inputs
+/// (batch first). State names follow PyTorch: `in_proj_weight` `[3E, E]`,
+/// `in_proj_bias` `[3E]`, `out_proj.weight` `[E, E]`, `out_proj.bias` `[E]`.
 /// Initialisation as in PyTorch: Xavier-uniform in-projection, zero biases.
 pub struct MultiHeadAttention {
     core: Core,
@@ -68,8 +68,8 @@ impl MultiHeadAttention {
         self
     }
 
-    /// Projection `i` (0: query, 1: key, 2: value) of `x` [B, T, E], split
-    /// into heads: [B, H, T, E/H].
+    /// Projection `i` (0: query, 1: key, 2: value) of `x` `[B, T, E]`, split
+    /// into heads: `[B, H, T, E/H]`.
     fn project(&self, x: &Tensor, i: usize) -> Result<Tensor> {
         let e = self.embed_dim;
         let w = self.in_proj_weight.get().narrow(0, i * e, e)?;
@@ -92,10 +92,10 @@ impl MultiHeadAttention {
         Ok(())
     }
 
-    /// Attention of `query` [B, L, E] over `key`/`value` [B, S, E]. A bool
-    /// `key_padding_mask` [B, S] marks keys to ignore (true = ignore, as in
+    /// Attention of `query` `[B, L, E]` over `key`/`value` `[B, S, E]`. A bool
+    /// `key_padding_mask` `[B, S]` marks keys to ignore (true = ignore, as in
     /// PyTorch); `causal` masks keys after each query position. Returns the
-    /// output [B, L, E] and the attention weights [B, H, L, S]. (Hooks run
+    /// output `[B, L, E]` and the attention weights `[B, H, L, S]`. (Hooks run
     /// only through `forward`.)
     pub fn attend(
         &self,
@@ -142,7 +142,7 @@ impl MultiHeadAttention {
 }
 
 impl Layer for MultiHeadAttention {
-    /// Self-attention of `x` [B, L, E], causal when `self.causal`.
+    /// Self-attention of `x` `[B, L, E]`, causal when `self.causal`.
     fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
         Ok(self.attend(x, x, x, None, self.causal)?.0)
     }

@@ -6,6 +6,29 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// Runs its layers in order; their state is named "0.weight", "1.bias", ...
+///
+/// ```
+/// use skiff::nn::{Dropout, Layer, Linear, ReLU, Sequential};
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let model = Sequential::new()
+///     .push(Linear::new(2, 16)?)
+///     .push(ReLU::new())
+///     .push(Dropout::new(0.5)?)
+///     .push(Linear::new(16, 1)?);
+/// assert_eq!(model.len(), 4);
+/// assert_eq!(model.parameters().len(), 4); // two weights, two biases
+///
+/// // eval() reaches every layer: dropout is off, so forward is deterministic.
+/// model.eval();
+/// let x = Tensor::randn(&[8, 2], DType::F32)?;
+/// let y = model.forward(&x)?;
+/// assert_eq!(y.shape(), &[8, 1]);
+/// assert_eq!(y.to_vec::<f32>()?, model.forward(&x)?.to_vec::<f32>()?);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Default)]
 pub struct Sequential {
     core: Core,

@@ -31,7 +31,27 @@ fn weight_and_bias(w: &Param, b: &Option<Param>) -> Vec<(String, Param)> {
     v
 }
 
-/// y = x W^T + b over the last axis: weight [out, in], bias [out].
+/// `y = x W^T + b` over the last axis: weight `[out, in]`, bias `[out]`.
+///
+/// ```
+/// use skiff::nn::{Layer, Linear};
+/// use skiff::Tensor;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let fc = Linear::new(3, 2)?; // PyTorch's initialisation
+/// assert_eq!(fc.weight.get().shape(), &[2, 3]);
+///
+/// // Known weights, loaded by PyTorch's names.
+/// let w = Tensor::from_vec(vec![1.0f32, 0.0, 0.0, 0.0, 1.0, 1.0], &[2, 3])?;
+/// let b = Tensor::from_vec(vec![0.5f32, -0.5], &[2])?;
+/// fc.load_state_dict(&[("weight".into(), w), ("bias".into(), b)], true)?;
+///
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[1, 3])?;
+/// assert_eq!(fc.forward(&x)?.to_vec::<f32>()?, vec![1.5, 4.5]);
+/// assert!(fc.forward(&Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2])?).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct Linear {
     core: Core,
     pub weight: Param,
@@ -96,7 +116,25 @@ impl Default for Conv2dConfig {
     }
 }
 
-/// 2-D convolution: weight [out, in/groups, kh, kw], bias [out].
+/// 2-D convolution of `[N, C, H, W]` inputs: weight `[out, in/groups, kh, kw]`, bias `[out]`.
+///
+/// ```
+/// use skiff::nn::{Conv2d, Conv2dConfig, Layer};
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let same = Conv2d::with_config(1, 4, [3, 3], Conv2dConfig { padding: [1, 1], ..Default::default() })?;
+/// let down = Conv2d::with_config(4, 8, [3, 3], Conv2dConfig { stride: [2, 2], ..Default::default() })?;
+/// assert_eq!(same.weight.get().shape(), &[4, 1, 3, 3]);
+///
+/// let x = Tensor::randn(&[2, 1, 28, 28], DType::F32)?;
+/// let h = same.forward(&x)?;
+/// assert_eq!(h.shape(), &[2, 4, 28, 28]);
+/// assert_eq!(down.forward(&h)?.shape(), &[2, 8, 13, 13]); // (28 - 3) / 2 + 1
+/// assert!(down.forward(&x).is_err()); // 1 channel where 4 are expected
+/// # Ok(())
+/// # }
+/// ```
 pub struct Conv2d {
     core: Core,
     pub weight: Param,
@@ -152,7 +190,7 @@ impl Layer for Conv2d {
     }
 }
 
-/// A lookup table [num_embeddings, dim] initialised N(0, 1); the input is an
+/// A lookup table `[num_embeddings, dim]` initialised N(0, 1); the input is an
 /// i32 index tensor of any shape, the output has one more axis of size `dim`.
 pub struct Embedding {
     core: Core,

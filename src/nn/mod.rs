@@ -132,6 +132,51 @@ fn prefixed(prefix: &str, name: &str) -> String {
 /// `forward_impl` and `core`, and list their own parameters, buffers and
 /// child layers; everything else (hooks, names, state dicts, train/eval,
 /// device moves) is provided.
+///
+/// ```
+/// use skiff::nn::{Core, Layer, Linear, Param};
+/// use skiff::{DType, Result, Tensor};
+///
+/// /// `x + scale * inner(x)`: a residual block with a learned scale.
+/// struct Residual {
+///     core: Core,
+///     inner: Linear,
+///     scale: Param,
+/// }
+///
+/// impl Layer for Residual {
+///     fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+///         x.add(&self.inner.forward(x)?.mul(&self.scale.get())?)
+///     }
+///     fn core(&self) -> &Core {
+///         &self.core
+///     }
+///     fn local_parameters(&self) -> Vec<(String, Param)> {
+///         vec![("scale".into(), self.scale.clone())]
+///     }
+///     fn children(&self) -> Vec<(String, &dyn Layer)> {
+///         vec![("inner".into(), &self.inner)]
+///     }
+/// }
+///
+/// # fn main() -> skiff::Result<()> {
+/// let block = Residual {
+///     core: Core::new(),
+///     inner: Linear::new(4, 4)?,
+///     scale: Param::parameter(Tensor::zeros(&[1], DType::F32)?)?,
+/// };
+/// // Names, state dicts, train/eval and device moves come with the trait.
+/// let names: Vec<String> = block.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["scale", "inner.weight", "inner.bias"]);
+/// block.eval();
+/// assert!(!block.inner.is_training());
+///
+/// // The scale starts at 0, so the block starts as the identity.
+/// let x = Tensor::randn(&[2, 4], DType::F32)?;
+/// assert_eq!(block.forward(&x)?.to_vec::<f32>()?, x.to_vec::<f32>()?);
+/// # Ok(())
+/// # }
+/// ```
 pub trait Layer: Send + Sync {
     /// The layer's computation, without hooks. Call [`Layer::forward`] instead.
     fn forward_impl(&self, x: &Tensor) -> Result<Tensor>;

@@ -24,8 +24,8 @@ impl Default for BatchNormConfig {
     }
 }
 
-/// Batch normalisation over the channel axis 1. `D = 1` takes [N, C] or
-/// [N, C, L] (BatchNorm1d), `D = 2` takes [N, C, H, W] (BatchNorm2d).
+/// Batch normalisation over the channel axis 1. `D = 1` takes `[N, C]` or
+/// `[N, C, L]` (BatchNorm1d), `D = 2` takes `[N, C, H, W]` (BatchNorm2d).
 /// Training normalises with the batch mean and biased variance and updates
 /// `running_mean` / `running_var` (with the unbiased variance) and
 /// `num_batches_tracked` in place; eval normalises with the running statistics.

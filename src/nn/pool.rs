@@ -67,7 +67,7 @@ impl Layer for AvgPool2d {
     }
 }
 
-/// Averages [N, C, H, W] down to [N, C, out_h, out_w]. Output cell i covers
+/// Averages `[N, C, H, W]` down to `[N, C, out_h, out_w]`. Output cell i covers
 /// rows floor(i*H/out_h) .. ceil((i+1)*H/out_h) (PyTorch's rule), likewise for
 /// columns. When the sizes divide evenly this is one `avg_pool2d`; otherwise
 /// rows then columns are averaged per cell (the cells are rectangles, so the

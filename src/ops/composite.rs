@@ -72,7 +72,7 @@ fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Res
     Ok(())
 }
 
-/// -log_probs[i, labels[i]] for each row i (inputs already checked).
+/// `-log_probs[i, labels[i]]` for each row i (inputs already checked).
 fn picked_nll(log_probs: &Tensor, labels: &Tensor) -> Result<Tensor> {
     let n = log_probs.shape()[0];
     log_probs.gather(1, &labels.unsqueeze(1)?)?.reshape_dims(&[n])?.neg()
@@ -243,7 +243,7 @@ impl Tensor {
     }
 
     /// Embedding lookup: `self` is the `[V, D]` table, `indices` any-shaped
-    /// i32 in [0, V); the result has shape `indices.shape() + [D]`.
+    /// i32 in `[0, V)`; the result has shape `indices.shape() + [D]`.
     pub fn embedding(&self, indices: &Tensor) -> Result<Tensor> {
         super::as_op("embedding", || {
             let op = "embedding";

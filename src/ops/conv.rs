@@ -5,7 +5,7 @@
 //! of an unfold, and max pooling a `gather` at per-window argmax indices (a
 //! non-differentiable kernel, like `argmax`): composites, with no backward
 //! rule of their own. Max pooling skips the unfold because reducing a
-//! [N, C, kh*kw, L] view over its strided window axis cost several passes
+//! `[N, C, kh*kw, L]` view over its strided window axis cost several passes
 //! forward and more backward, as much as the convolutions themselves.
 
 use super::reference as r;
@@ -50,7 +50,7 @@ impl Params {
         }
         Ok(())
     }
-    /// The grid of windows over an [h, w] input, or an error when the dilated
+    /// The grid of windows over an `[h, w]` input, or an error when the dilated
     /// kernel does not fit the padded input.
     fn out_size(&self, op: &'static str, x_shape: &[usize]) -> Result<[usize; 2]> {
         self.check(op)?;
@@ -325,7 +325,7 @@ fn window_argmax(op: &'static str, x: &Tensor, p: Params) -> Result<Tensor> {
     be::window_argmax(op, x, &p.geometry(s[0], s[1], [s[2], s[3]], out))
 }
 
-/// Unfolds `x` and views the columns as [N, C, kh*kw, L] so a pool reduces axis 2.
+/// Unfolds `x` and views the columns as `[N, C, kh*kw, L]` so a pool reduces axis 2.
 fn pool_windows(x: &Tensor, p: Params) -> Result<Tensor> {
     let s = x.shape();
     let (n, c) = (s[0], s[1]);
@@ -335,7 +335,7 @@ fn pool_windows(x: &Tensor, p: Params) -> Result<Tensor> {
 }
 
 impl Tensor {
-    /// im2col, PyTorch's `F.unfold`: [N, C, H, W] -> [N, C*kh*kw, L], one
+    /// im2col, PyTorch's `F.unfold`: `[N, C, H, W]` -> `[N, C*kh*kw, L]`, one
     /// column per window position (L = out_h * out_w, row-major), rows
     /// ordered (channel, ki, kj); zero padding.
     pub fn unfold2d(
@@ -348,8 +348,8 @@ impl Tensor {
         unfold_impl("unfold2d", self, Params { kernel, stride, padding, dilation })
     }
 
-    /// col2im, PyTorch's `F.fold` (the adjoint of `unfold2d`): [N, C*kh*kw, L]
-    /// -> [N, C, H, W] with `output_size = [H, W]`; overlapping windows sum.
+    /// col2im, PyTorch's `F.fold` (the adjoint of `unfold2d`): `[N, C*kh*kw, L]`
+    /// -> `[N, C, H, W]` with `output_size = [H, W]`; overlapping windows sum.
     pub fn fold2d(
         &self,
         output_size: [usize; 2],
@@ -361,8 +361,8 @@ impl Tensor {
         fold_impl(self, output_size, Params { kernel, stride, padding, dilation })
     }
 
-    /// 2-D cross-correlation (PyTorch's `F.conv2d`): input [N, C, H, W],
-    /// weight [O, C/groups, kh, kw], bias [O]; returns [N, O, out_h, out_w].
+    /// 2-D cross-correlation (PyTorch's `F.conv2d`): input `[N, C, H, W]`,
+    /// weight `[O, C/groups, kh, kw]`, bias `[O]`; returns `[N, O, out_h, out_w]`.
     /// Computed as unfold + (grouped) matmul, so it is differentiable to any order.
     pub fn conv2d(
         &self,
@@ -445,7 +445,7 @@ impl Tensor {
     }
 
     /// Where each window's maximum is (PyTorch's `return_indices`): an i32
-    /// [N, C, out_h, out_w] tensor of flat indices into each H*W plane.
+    /// `[N, C, out_h, out_w]` tensor of flat indices into each H*W plane.
     pub fn max_pool2d_indices(&self, kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> Result<Tensor> {
         window_argmax("max_pool2d_indices", self, Params { kernel, stride, padding, dilation: [1, 1] })
     }

@@ -48,6 +48,27 @@ impl AdamConfig {
 }
 
 /// Adam with L2 weight decay.
+///
+/// ```
+/// use skiff::optim::{Adam, AdamConfig, Optimizer, ParamGroup};
+/// use skiff::Tensor;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let w = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?.requires_grad_(true)?;
+/// let b = Tensor::from_vec(vec![0.0f32], &[1])?.requires_grad_(true)?;
+/// // Two parameter groups: the second one with its own learning rate.
+/// let groups = vec![ParamGroup::new(vec![w.clone()]), ParamGroup::new(vec![b.clone()]).lr(0.0)];
+/// let mut opt = Adam::new(groups, AdamConfig { lr: 0.1, ..Default::default() })?;
+///
+/// w.mul(&w)?.sum_all()?.add(&b.sum_all()?)?.backward()?;
+/// opt.step()?;
+/// // Adam's first step moves each element by about lr, against its gradient's sign.
+/// let w1 = w.to_vec::<f32>()?;
+/// assert!((w1[0] - 0.9).abs() < 1e-5 && (w1[1] + 1.9).abs() < 1e-5);
+/// assert_eq!(b.to_vec::<f32>()?, vec![0.0]); // lr 0
+/// # Ok(())
+/// # }
+/// ```
 pub struct Adam {
     core: Core,
 }

@@ -11,6 +11,28 @@ use crate::tensor::Tensor;
 /// `f64::INFINITY` (max |g|). Gradients are scaled by
 /// `max_norm / (total + 1e-6)` when that is below 1, as in PyTorch.
 /// Reads the norm back; `clip_grad_norm_tensor_` does not.
+///
+/// Call it between `backward` and the optimizer's `step`:
+///
+/// ```
+/// use skiff::optim::{clip_grad_norm_, clip_grad_value_};
+/// use skiff::Tensor;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let a = Tensor::from_vec(vec![1.0f32], &[1])?.requires_grad_(true)?;
+/// let b = Tensor::from_vec(vec![1.0f32], &[1])?.requires_grad_(true)?;
+/// a.mul_scalar(3.0)?.add(&b.mul_scalar(4.0)?)?.sum_all()?.backward()?; // grads 3 and 4
+///
+/// let norm = clip_grad_norm_(&[a.clone(), b.clone()], 1.0, 2.0)?;
+/// assert!((norm - 5.0).abs() < 1e-6); // the norm before clipping
+/// let (ga, gb) = (a.grad().unwrap().item()?, b.grad().unwrap().item()?);
+/// assert!((ga - 0.6).abs() < 1e-5 && (gb - 0.8).abs() < 1e-5);
+///
+/// clip_grad_value_(&[a.clone(), b.clone()], 0.7)?;
+/// assert!((b.grad().unwrap().item()? - 0.7).abs() < 1e-6);
+/// # Ok(())
+/// # }
+/// ```
 pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Result<f64> {
     match clip_grad_norm_tensor_(params, max_norm, norm_type)? {
         Some(total) => total.item(),

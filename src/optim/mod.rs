@@ -111,6 +111,45 @@ impl IntoParamGroups for ParamGroup {
 }
 
 /// The common optimizer interface.
+///
+/// A training step is `zero_grad`, a forward pass and `backward`, then `step`.
+/// Code that takes `&mut dyn Optimizer` works with every optimizer.
+///
+/// ```
+/// use skiff::nn::{Layer, Linear, MSELoss};
+/// use skiff::optim::{Adam, AdamConfig, Optimizer};
+/// use skiff::{manual_seed, DType, Tensor};
+///
+/// fn train_step(model: &dyn Layer, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor) -> skiff::Result<f64> {
+///     opt.zero_grad();
+///     let loss = MSELoss::new().forward(&model.forward(x)?, y)?;
+///     loss.backward()?;
+///     opt.step()?;
+///     loss.item()
+/// }
+///
+/// # fn main() -> skiff::Result<()> {
+/// manual_seed(0);
+/// // Fit y = 2x - 1.
+/// let x = Tensor::randn(&[32, 1], DType::F32)?;
+/// let y = x.mul_scalar(2.0)?.add_scalar(-1.0)?;
+/// let model = Linear::new(1, 1)?;
+/// let mut opt = Adam::new(model.parameters(), AdamConfig { lr: 0.1, ..Default::default() })?;
+/// let first = train_step(&model, &mut opt, &x, &y)?;
+/// let mut last = first;
+/// for _ in 0..200 {
+///     last = train_step(&model, &mut opt, &x, &y)?;
+/// }
+/// assert!(last < first * 1e-3, "loss {first} -> {last}");
+///
+/// // Hyperparameters per group; the state is a snapshot for checkpoints.
+/// opt.set_lr(0, 0.01)?;
+/// assert_eq!(opt.lr(0), Some(0.01));
+/// let state = opt.state_dict()?;
+/// opt.load_state_dict(&state)?;
+/// # Ok(())
+/// # }
+/// ```
 pub trait Optimizer {
     /// Updates every parameter whose `.grad` is set (others are skipped).
     fn step(&mut self) -> Result<()>;

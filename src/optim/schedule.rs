@@ -149,6 +149,27 @@ impl LrSchedule for ExponentialLR {
 /// Linear warm-up from 0 to the base rate over `warmup_steps`, then cosine
 /// annealing to `min_lr` at `total_steps` (and `min_lr` after):
 /// `min + (base - min) * (1 + cos(pi * (step - warmup) / (total - warmup))) / 2`.
+///
+/// ```
+/// use skiff::optim::{CosineAnnealing, LrSchedule, Optimizer, Sgd, SgdConfig};
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// let w = Tensor::zeros(&[1], DType::F32)?.requires_grad_(true)?;
+/// let mut opt = Sgd::new(vec![w], SgdConfig { lr: 0.1, ..Default::default() })?;
+/// let mut sched = CosineAnnealing::new(2, 6, 0.0)?;
+/// sched.attach(&mut opt)?; // base rate 0.1; step 0 of the warm-up: lr 0
+/// let mut lrs = vec![opt.lr(0).unwrap()];
+/// for _ in 0..6 {
+///     opt.step()?; // (the training step)
+///     sched.step(&mut opt)?;
+///     lrs.push(opt.lr(0).unwrap());
+/// }
+/// let expected = [0.0, 0.05, 0.1, 0.085355, 0.05, 0.014645, 0.0];
+/// assert!(lrs.iter().zip(expected).all(|(lr, e)| (lr - e).abs() < 1e-6), "{lrs:?}");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct CosineAnnealing {
     pub warmup_steps: usize,

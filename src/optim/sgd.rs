@@ -31,6 +31,28 @@ impl Default for SgdConfig {
 }
 
 /// Stochastic gradient descent (see the module docs for the update).
+///
+/// ```
+/// use skiff::optim::{Optimizer, Sgd, SgdConfig};
+/// use skiff::Tensor;
+///
+/// # fn main() -> skiff::Result<()> {
+/// let w = Tensor::from_vec(vec![0.0f32], &[1])?.requires_grad_(true)?;
+/// let mut opt = Sgd::new(vec![w.clone()], SgdConfig { lr: 0.5, momentum: 0.5, ..Default::default() })?;
+/// for _ in 0..2 {
+///     opt.zero_grad();
+///     w.sum_all()?.backward()?; // the gradient is 1 at every step
+///     opt.step()?;
+/// }
+/// // buf = 1, then 0.5 * 1 + 1 = 1.5; w = 0 - 0.5 * 1 - 0.5 * 1.5.
+/// assert_eq!(w.to_vec::<f32>()?, vec![-1.25]);
+///
+/// // Invalid settings are refused when the optimizer is built.
+/// let nesterov = SgdConfig { nesterov: true, ..Default::default() }; // without momentum
+/// assert!(Sgd::new(vec![w], nesterov).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub struct Sgd {
     core: Core,
 }

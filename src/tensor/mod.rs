@@ -14,6 +14,43 @@ use crate::shape::{Dims, Layout};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An n-dimensional array on a device, optionally tracked by autograd.
+///
+/// Tensors are created on the cpu (`from_vec`, `zeros`, `full`, `arange`,
+/// `randn`, ...) and moved with [`Tensor::to`]. Ops run at once and return a
+/// new tensor or an [`Error`] naming the op and the shapes; views
+/// (`reshape`, `transpose`, `slice`, ...) share storage. A leaf marked with
+/// `requires_grad_(true)` records the ops computed from it, and
+/// [`Tensor::backward`] fills its `.grad`.
+///
+/// ```
+/// use skiff::{DType, Tensor};
+///
+/// # fn main() -> skiff::Result<()> {
+/// // Creation: from row-major data, or filled.
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+/// let ones = Tensor::ones(&[3], DType::F32)?;
+/// assert_eq!((x.shape(), x.dtype()), (&[2, 3][..], DType::F32));
+///
+/// // Ops broadcast like NumPy: the `[3]` row is added to both rows of x.
+/// let row_sums = x.add(&ones)?.sum(&[1], false)?;
+/// assert_eq!(row_sums.to_vec::<f32>()?, vec![9.0, 18.0]);
+/// let xt = x.transpose(0, 1)?; // a view: no data moves
+/// assert_eq!(x.matmul(&xt)?.to_vec::<f32>()?, vec![14.0, 32.0, 32.0, 77.0]);
+///
+/// // Autograd: a leaf that requires grad, a scalar loss, backward.
+/// let w = Tensor::from_vec(vec![0.5f32, -1.0, 2.0], &[3])?.requires_grad_(true)?;
+/// let loss = x.mul(&w)?.sum_all()?; // sum over i, j of x[i, j] * w[j]
+/// loss.backward()?;
+/// // d loss / d w[j] is the sum of column j of x.
+/// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, vec![5.0, 7.0, 9.0]);
+///
+/// // Reading values: `item` for one element (as f64), `to_vec` for all of them
+/// // (its element type must match the dtype).
+/// assert_eq!(loss.item()?, 13.5);
+/// assert!(loss.to_vec::<f64>().is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Tensor(pub(crate) Arc<TensorImpl>);
 

@@ -59,7 +59,7 @@ pub const PARITY_RTOL: f64 = 1e-3;
 
 /// Per-op exceptions to the parity tolerances, each with its reason. Only what
 /// an accuracy bound of the WGSL spec
-/// (https://www.w3.org/TR/WGSL/#floating-point-accuracy) allows a conforming
+/// (<https://www.w3.org/TR/WGSL/#floating-point-accuracy>) allows a conforming
 /// adapter to differ by; never a measured discrepancy.
 pub const PARITY_TOLERANCES: &[(&str, f64, f64)] = &[
     // WGSL's sin and cos only promise an absolute error of 2^-11 on [-pi, pi]

@@ -16,7 +16,7 @@ impl Window {
     pub fn new(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2]) -> Window {
         Window { kernel, stride, padding, dilation }
     }
-    /// Windows along each spatial axis of an [h, w] input (floor mode).
+    /// Windows along each spatial axis of an `[h, w]` input (floor mode).
     fn grid(&self, hw: [usize; 2]) -> [usize; 2] {
         [0, 1].map(|i| (hw[i] + 2 * self.padding[i] - self.dilation[i] * (self.kernel[i] - 1) - 1) / self.stride[i] + 1)
     }
@@ -27,7 +27,7 @@ impl Window {
     }
 }
 
-/// im2col: [N, C, H, W] -> [N, C*kh*kw, L], rows (channel, ki, kj), columns
+/// im2col: `[N, C, H, W]` -> `[N, C*kh*kw, L]`, rows (channel, ki, kj), columns
 /// the windows in row-major order; zero padding.
 pub fn unfold2d(x: &Host, w: Window) -> Host {
     let (n, c, h, wd) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
@@ -58,7 +58,7 @@ pub fn fold2d(cols: &Host, out: [usize; 2], w: Window) -> Host {
     y
 }
 
-/// Cross-correlation: out[n, o, i, j] = bias[o] + sum over the group's input
+/// Cross-correlation: `out[n, o, i, j] = bias[o] + sum` over the group's input
 /// channels and taps of x * weight, with zero padding.
 pub fn conv2d(
     x: &Host,
@@ -165,7 +165,7 @@ fn reduce_loss(l: Host, r: Reduce) -> Host {
     }
 }
 
-/// -log_probs[i, label[i]] per row.
+/// `-log_probs[i, label[i]]` per row.
 pub fn nll_loss(log_probs: &Host, labels: &Host, r: Reduce) -> Host {
     let picked = gather(log_probs, 1, &unsqueeze(labels, 1));
     reduce_loss(Host::new(&[labels.numel()], Kind::Float, picked.data.iter().map(|v| -v).collect()), r)
@@ -191,7 +191,7 @@ pub fn l1_loss(x: &Host, t: &Host, r: Reduce) -> Host {
     reduce_loss(zip(x, t, Kind::Float, |a, b| (a - b).abs()), r)
 }
 
-/// -[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))], written that way.
+/// `-[y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))]`, written that way.
 pub fn bce_with_logits(x: &Host, y: &Host, r: Reduce) -> Host {
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
     reduce_loss(zip(x, y, Kind::Float, |a, b| -(b * sig(a).ln() + (1.0 - b) * (1.0 - sig(a)).ln())), r)
@@ -210,7 +210,7 @@ pub fn layer_norm(x: &Host, dims: usize, weight: Option<&Host>, bias: Option<&Ho
     })
 }
 
-/// Rows of the [V, D] table at each index: shape indices.shape + [D].
+/// Rows of the `[V, D]` table at each index: shape `indices.shape + [D]`.
 pub fn embedding(table: &Host, idx: &Host) -> Host {
     let d = table.shape[1];
     let mut shape = idx.shape.clone();

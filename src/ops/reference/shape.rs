@@ -145,7 +145,7 @@ pub fn index_select(x: &Host, ax: isize, index: &Host) -> Host {
     pick(x, axis(ax, x.rank()), &at)
 }
 
-/// out[.., index[j], ..] += src[.., j, ..] along `axis`, starting from `base`.
+/// `out[.., index[j], ..] += src[.., j, ..]` along `axis`, starting from `base`.
 pub fn index_add(base: &Host, ax: isize, index: &Host, src: &Host) -> Host {
     let a = axis(ax, base.rank());
     let mut out = base.clone();
@@ -157,7 +157,7 @@ pub fn index_add(base: &Host, ax: isize, index: &Host, src: &Host) -> Host {
     out
 }
 
-/// out[i] = x[i with axis replaced by index[i]] (index has the output's shape).
+/// `out[i] = x[i with axis replaced by index[i]]` (index has the output's shape).
 pub fn gather(x: &Host, ax: isize, index: &Host) -> Host {
     let a = axis(ax, x.rank());
     Host::build(&index.shape, x.kind, |o| {
@@ -167,7 +167,7 @@ pub fn gather(x: &Host, ax: isize, index: &Host) -> Host {
     })
 }
 
-/// out[i with axis replaced by index[i]] += src[i] for every i of index
+/// `out[i with axis replaced by index[i]] += src[i]` for every i of index
 /// (src may be larger than index; its extra elements are unused).
 pub fn scatter_add(base: &Host, ax: isize, index: &Host, src: &Host) -> Host {
     let a = axis(ax, base.rank());
