@@ -16,7 +16,7 @@ profile="${SKIFF_WASM_PROFILE:-wasm}"
 out="${SKIFF_PKG_DIR:-pkg}"
 dir="$profile"
 [ "$profile" = dev ] && dir=debug
-wasm="target/wasm32-unknown-unknown/$dir/skiff.wasm"
+wasm="${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/skiff.wasm"
 [ -f "$wasm" ] || echo "build: compiling skiff for wasm32 ($profile profile); the first build takes a few minutes"
 # cdylib only here, so native builds do not link a shared library they never use.
 # Not --quiet: cargo's progress is what a first `npm start` shows while it waits.

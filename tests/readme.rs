@@ -1,7 +1,7 @@
 //! The README's Rust snippets stay true: the MNIST training snippet is an
 //! excerpt of examples/mnist.rs (its lines appear there in the same order;
-//! `...` stands for lines left out), so the two cannot drift apart. The
-//! README's other Rust example is the crate-level doc test (src/lib.rs).
+//! `...` stands for lines left out), so the two cannot drift apart; the
+//! README's Example is the crate-level doc test (src/lib.rs), which runs.
 
 use std::path::Path;
 
@@ -39,4 +39,25 @@ fn the_readme_mnist_snippet_is_an_excerpt_of_the_example() {
         checked += 1;
     }
     assert!(checked > 30, "the snippet shows the model, the data, the optimizer and the loop ({checked} lines)");
+}
+
+#[test]
+fn the_readme_example_is_the_crate_doc_example() {
+    let readme = read("README.md");
+    let lib = read("src/lib.rs");
+    let docs: Vec<&str> =
+        lib.lines().filter_map(|l| l.strip_prefix("//! ").or_else(|| (l == "//!").then_some(""))).collect();
+    let section = readme.split("\n## Example\n").nth(1).expect("README.md has an Example section");
+    let block = section.split("```rust\n").nth(1).and_then(|b| b.split("```").next()).expect("a rust block");
+    let mut checked = 0;
+    for line in block.lines() {
+        // The README wraps the example in `fn main`; the doc test hides that wrapper.
+        if line.starts_with("fn main") || line == "    Ok(())" || line == "}" || line.trim().is_empty() {
+            continue;
+        }
+        let unindented = line.strip_prefix("    ").unwrap_or(line);
+        assert!(docs.contains(&unindented), "README.md's example line {line:?} is not in src/lib.rs's doc example");
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked} lines checked");
 }
