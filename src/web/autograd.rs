@@ -3,7 +3,7 @@
 //! PyLayer, PyTorch's autograd.Function).
 
 use super::args::{self, js_call, Opts};
-use super::{js_error, JsResult, JsTensor, Named, SingleThreaded};
+use super::{js_error, JsResult, JsTensor, Kind, Named, SingleThreaded};
 use crate::autograd::{BackwardOptions, Function, FunctionCtx, GradOptions};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -102,7 +102,11 @@ impl JsTensor {
         let t = self.get(OP)?;
         // PyTorch: "can't retain_grad on Tensor that has requires_grad=False".
         if !t.requires_grad() {
-            return Err(js_error(OP, format!("the tensor (shape {:?}) does not require grad", t.shape())));
+            return Err(js_error(
+                OP,
+                Kind::Autograd,
+                format!("the tensor (shape {:?}) does not require grad", t.shape()),
+            ));
         }
         t.retain_grad().named(OP)
     }

@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 use crate::web::args::{self, number, Operand, Opts};
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use wasm_bindgen::prelude::*;
 
 /// Methods without arguments that call the skiff method of the same name.
@@ -185,7 +185,9 @@ impl JsTensor {
         match Opts::known(OP, &options, &["approximate"])?.string("approximate", "none")?.as_str() {
             "none" => out(OP, x.gelu_erf()),
             "tanh" => out(OP, x.gelu()),
-            other => Err(js_error(OP, format!("option approximate must be 'none' or 'tanh', got {other:?}"))),
+            other => {
+                Err(js_error(OP, Kind::Argument, format!("option approximate must be 'none' or 'tanh', got {other:?}")))
+            }
         }
     }
 
@@ -208,7 +210,7 @@ impl JsTensor {
         };
         let (lo, hi) = (bound("min", min)?, bound("max", max)?);
         if lo.is_none() && hi.is_none() {
-            return Err(js_error(OP, "at least one of min and max must be given"));
+            return Err(js_error(OP, Kind::Argument, "at least one of min and max must be given"));
         }
         out(OP, x.clamp(lo, hi))
     }
@@ -239,13 +241,18 @@ impl JsTensor {
         let mask = args::tensor(OP, "mask", &mask)?;
         if mask.dtype() != DType::Bool {
             let dtype = args::dtype_name(mask.dtype());
-            return Err(js_error(OP, format!("mask must be bool, got {dtype} of shape {:?}", mask.shape())));
+            return Err(js_error(
+                OP,
+                Kind::DType,
+                format!("mask must be bool, got {dtype} of shape {:?}", mask.shape()),
+            ));
         }
         let v = Operand::parse(OP, "value", &value)?;
         let filled = select(OP, &mask, v, Operand::Tensor(x.clone()), ["value", "this"])?;
         if filled.shape() != x.shape() {
             return Err(js_error(
                 OP,
+                Kind::Shape,
                 format!("mask of shape {:?} must broadcast to the tensor's shape {:?}", mask.shape(), x.shape()),
             ));
         }

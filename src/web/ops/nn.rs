@@ -6,7 +6,7 @@
 use super::{check_numel, is_absent, out, reduction, undef, MAX_NUMEL};
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Kind};
 use wasm_bindgen::prelude::*;
 
 /// Kernel, stride, padding and dilation of a sliding-window op.
@@ -52,6 +52,7 @@ impl Window {
             if span > MAX_NUMEL || padded > MAX_NUMEL {
                 return Err(js_error(
                     op,
+                    Kind::Shape,
                     format!(
                         "kernel {:?} with dilation {:?} over size {size:?} with padding {:?} is too large",
                         self.kernel, self.dilation, self.padding
@@ -77,13 +78,17 @@ impl Window {
 /// Rejects pooling options skiff does not implement, rather than ignoring them.
 fn pool_unsupported(op: &str, o: &Opts, avg: bool) -> JsResult<()> {
     if pair_opt(op, o, "dilation", [1, 1])? != [1, 1] {
-        return Err(js_error(op, "option dilation is not supported (only 1)"));
+        return Err(js_error(op, Kind::Value, "option dilation is not supported (only 1)"));
     }
     if o.bool("ceilMode", false)? {
-        return Err(js_error(op, "option ceilMode is not supported (floor mode only)"));
+        return Err(js_error(op, Kind::Value, "option ceilMode is not supported (floor mode only)"));
     }
     if avg && !o.bool("countIncludePad", true)? {
-        return Err(js_error(op, "option countIncludePad: false is not supported (padding counts toward the mean)"));
+        return Err(js_error(
+            op,
+            Kind::Value,
+            "option countIncludePad: false is not supported (padding counts toward the mean)",
+        ));
     }
     Ok(())
 }

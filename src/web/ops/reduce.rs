@@ -3,7 +3,7 @@
 
 use super::{out, shape_arg, undef};
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Kind};
 use wasm_bindgen::prelude::*;
 
 /// Methods `name(axes?, { keepdim? })` calling `Tensor::name(&axes, keepdim)`.
@@ -46,7 +46,7 @@ fn correction(op: &str, o: &Opts) -> JsResult<f64> {
         return Ok(c.unwrap_or(1.0));
     }
     if c.is_some() {
-        return Err(js_error(op, "give either option correction or option unbiased, not both"));
+        return Err(js_error(op, Kind::Argument, "give either option correction or option unbiased, not both"));
     }
     Ok(if o.bool("unbiased", true)? { 1.0 } else { 0.0 })
 }

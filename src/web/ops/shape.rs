@@ -6,7 +6,7 @@ use super::{check_numel, is_absent, needs_axis, out, shape_arg, signed_shape, un
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
@@ -32,7 +32,7 @@ fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usiz
     for a in args::axes(op, "dims", v)? {
         let n = normalize_axis(op, a, x.shape()).named(op)?;
         if out.contains(&n) {
-            return Err(js_error(op, format!("axis {a} appears twice")));
+            return Err(js_error(op, Kind::Axis, format!("axis {a} appears twice")));
         }
         out.push(n);
     }
@@ -41,7 +41,7 @@ fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usiz
 
 fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
     if is_absent(v) {
-        return Err(js_error(op, format!("{name} is required, got {}", args::describe(v))));
+        return Err(js_error(op, Kind::Argument, format!("{name} is required, got {}", args::describe(v))));
     }
     Ok(())
 }
@@ -96,7 +96,11 @@ impl JsTensor {
         match x.ndim() {
             0 | 1 => Ok(JsTensor::wrap(x)),
             2 => out(OP, x.transpose(0, 1)),
-            _ => Err(js_error(OP, format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()))),
+            _ => Err(js_error(
+                OP,
+                Kind::Shape,
+                format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()),
+            )),
         }
     }
 
@@ -152,7 +156,7 @@ impl JsTensor {
         let step = undef(step);
         let step = if is_absent(&step) { 1 } else { args::usize_arg(OP, "step", &step)? };
         if step == 0 {
-            return Err(js_error(OP, "step must be at least 1"));
+            return Err(js_error(OP, Kind::Value, "step must be at least 1"));
         }
         // A step past the axis size selects at most one element either way; capping it keeps strides small.
         out(OP, x.slice(ax as isize, start, end, step.min(size.max(1))))
@@ -176,6 +180,7 @@ impl JsTensor {
         if !fits {
             return Err(js_error(
                 OP,
+                Kind::Shape,
                 format!("start {s} + length {len} is outside axis {ax} of size {size} (shape {:?})", x.shape()),
             ));
         }
@@ -195,7 +200,7 @@ impl JsTensor {
         let i = args::int_arg(OP, "index", &index)?;
         let j = if i < 0 { i + size } else { i };
         if j < 0 || j >= size {
-            return Err(js_error(OP, format!("index {i} is out of range for axis {ax} of size {size}")));
+            return Err(js_error(OP, Kind::Value, format!("index {i} is out of range for axis {ax} of size {size}")));
         }
         out(OP, x.narrow(ax as isize, j as usize, 1).and_then(|y| y.squeeze(Some(ax as isize))))
     }
@@ -259,7 +264,8 @@ impl JsTensor {
         let mut y = x.clone();
         for a in axes {
             let n = x.shape()[a];
-            let top = i32::try_from(n).map_err(|_| js_error(OP, format!("axis {a} of size {n} is too long")))?;
+            let top =
+                i32::try_from(n).map_err(|_| js_error(OP, Kind::Shape, format!("axis {a} of size {n} is too long")))?;
             let idx = Tensor::from_vec((0..top).rev().collect::<Vec<i32>>(), &[n]).and_then(|i| i.to(&x.device()));
             let idx = idx.named(OP)?;
             idx.storage().set_index_bound(n);
@@ -286,12 +292,13 @@ impl JsTensor {
             let sizes = args::sizes(OP, "sections", v)?;
             let total = sizes.iter().try_fold(0usize, |s, &d| s.checked_add(d));
             if total.is_none() {
-                return Err(js_error(OP, format!("sections {sizes:?} add up to more than any axis")));
+                return Err(js_error(OP, Kind::Shape, format!("sections {sizes:?} add up to more than any axis")));
             }
             x.split_sizes(&sizes, ax).named(OP)?
         } else {
             return Err(js_error(
                 OP,
+                Kind::Argument,
                 format!("splitSizeOrSections must be a number or an array of sizes, got {}", args::describe(v)),
             ));
         };
@@ -321,7 +328,11 @@ impl JsTensor {
         let x = self.get(OP)?;
         let flat = args::sizes(OP, "pad", &pad)?;
         if flat.len() % 2 != 0 {
-            return Err(js_error(OP, format!("pad must hold (before, after) pairs, got {} numbers", flat.len())));
+            return Err(js_error(
+                OP,
+                Kind::Argument,
+                format!("pad must hold (before, after) pairs, got {} numbers", flat.len()),
+            ));
         }
         let value = undef(value);
         let value = if is_absent(&value) { 0.0 } else { args::number(OP, "value", &value)? };
@@ -412,6 +423,7 @@ pub fn cat(
     if let Some((i, t)) = ts.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
         return Err(js_error(
             OP,
+            Kind::Shape,
             format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
         ));
     }
