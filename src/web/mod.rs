@@ -42,13 +42,27 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
-// Names the generated .d.ts uses in `unchecked_param_type`s.
+// Names the generated .d.ts uses in `unchecked_param_type`s. The Tensor
+// class is generic over its dtype (`Tensor<D extends DType = DType>`, so
+// `data()` of a float32 tensor is a Float32Array): the methods name `D` in
+// their `unchecked_*_type`s, and scripts/lib/patch-dts.mjs adds the type
+// parameter to the class declaration, which wasm-bindgen cannot write.
 #[wasm_bindgen::prelude::wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
 /** Element types: 32/64-bit floats, 32-bit integers (indices, labels), bool masks. */
 export type DType = 'float32' | 'float64' | 'int32' | 'bool';
 /** Where a tensor lives: the WebAssembly cpu backend or the WebGPU device. */
 export type DeviceName = 'cpu' | 'webgpu';
+/** What `data()` resolves to for a tensor of dtype D (a bool tensor's values are 0 or 1). */
+export type DataOf<D extends DType> = D extends 'float32'
+  ? Float32Array
+  : D extends 'float64'
+    ? Float64Array
+    : D extends 'int32'
+      ? Int32Array
+      : D extends 'bool'
+        ? Uint8Array
+        : never;
 "#;
 
 /// The tensor behind one JS handle.

@@ -279,7 +279,7 @@ impl JsTensor {
     }
 
     /// 'float32' | 'float64' | 'int32' | 'bool'.
-    #[wasm_bindgen(getter, unchecked_return_type = "DType")]
+    #[wasm_bindgen(getter, unchecked_return_type = "D")]
     pub fn dtype(&self) -> JsResult<String> {
         Ok(dtype_name(self.get("dtype")?.dtype()).to_string())
     }
@@ -317,7 +317,7 @@ impl JsTensor {
 
     /// The elements in row-major order, read without blocking: a
     /// Float32Array, Float64Array, Int32Array, or Uint8Array for bool.
-    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Float64Array | Int32Array | Uint8Array>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<DataOf<D>>")]
     pub fn data(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("data")?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
@@ -352,6 +352,7 @@ impl JsTensor {
 
     /// A copy on `device` ('cpu' | 'webgpu'); the same tensor when already there.
     /// Recorded by autodiff, like any op.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<JsTensor> {
         let t = self.get("to")?;
         let device = args::device("to", &device)?;
@@ -369,7 +370,7 @@ impl JsTensor {
 
     /// A copy on `device` without blocking (moving off the GPU awaits a
     /// readback); resolves to this tensor's own copy. Recorded by autodiff.
-    #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor>")]
+    #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor<D>>")]
     pub fn to_async(
         &self,
         #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue,
@@ -383,7 +384,7 @@ impl JsTensor {
     }
 
     /// A new handle to the same tensor (disposing one leaves the other usable).
-    #[wasm_bindgen(js_name = handle)]
+    #[wasm_bindgen(js_name = handle, unchecked_return_type = "Tensor<D>")]
     pub fn new_handle(&self) -> JsResult<JsTensor> {
         Ok(JsTensor::wrap(self.get("handle")?))
     }

@@ -49,6 +49,7 @@ fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// The same elements in `shape` (one entry may be -1); a view when the data is contiguous.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn reshape(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -59,6 +60,7 @@ impl JsTensor {
     }
 
     /// Alias of `reshape` (one entry of `shape` may be -1).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn view(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -69,6 +71,7 @@ impl JsTensor {
     }
 
     /// Reorders the axes: `dims` lists every axis once (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn permute(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] dims: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "permute";
         let x = self.get(OP)?;
@@ -77,6 +80,7 @@ impl JsTensor {
     }
 
     /// Swaps axes `dim0` and `dim1` (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn transpose(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim0: JsValue,
@@ -90,6 +94,7 @@ impl JsTensor {
     }
 
     /// The transpose of a matrix (0-D and 1-D tensors are returned as is).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn t(&self) -> JsResult<JsTensor> {
         const OP: &str = "t";
         let x = self.get(OP)?;
@@ -105,6 +110,7 @@ impl JsTensor {
     }
 
     /// Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn expand(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -120,7 +126,7 @@ impl JsTensor {
     }
 
     /// `expand` to the shape of `other`.
-    #[wasm_bindgen(js_name = expandAs)]
+    #[wasm_bindgen(js_name = expandAs, unchecked_return_type = "Tensor<D>")]
     pub fn expand_as(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "expandAs";
         let x = self.get(OP)?;
@@ -129,7 +135,7 @@ impl JsTensor {
     }
 
     /// Broadcasts to `shape` (NumPy's `broadcast_to`; a view).
-    #[wasm_bindgen(js_name = broadcastTo)]
+    #[wasm_bindgen(js_name = broadcastTo, unchecked_return_type = "Tensor<D>")]
     pub fn broadcast_to(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
@@ -140,6 +146,7 @@ impl JsTensor {
     }
 
     /// Elements start, start + step, ... below end along `dim` (Python slice bounds: negative counts from the end; a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn slice(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -163,6 +170,7 @@ impl JsTensor {
     }
 
     /// `length` elements from `start` (negative counts from the end) along `dim` (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn narrow(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -188,6 +196,7 @@ impl JsTensor {
     }
 
     /// The slice at `index` (negative counts from the end) along `dim`, with that dim removed (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn select(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -206,6 +215,7 @@ impl JsTensor {
     }
 
     /// Removes size-1 axes: those in `dims` (a number or a list), or all of them when omitted.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn squeeze(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number | number[]")] dims: Option<JsValue>,
@@ -226,6 +236,7 @@ impl JsTensor {
     }
 
     /// Inserts a size-1 axis at `dim` (which may be ndim, or negative).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn unsqueeze(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "unsqueeze";
         let x = self.get(OP)?;
@@ -233,6 +244,7 @@ impl JsTensor {
     }
 
     /// Merges axes startDim..=endDim (default: all) into one.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn flatten(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = startDim)] start_dim: Option<JsValue>,
@@ -244,12 +256,14 @@ impl JsTensor {
     }
 
     /// The same values laid out row-major (a copy only when needed).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn contiguous(&self) -> JsResult<JsTensor> {
         const OP: &str = "contiguous";
         out(OP, self.get(OP)?.contiguous())
     }
 
     /// Reverses the order of elements along `dims` (a number or a list); a copy.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn flip(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] dims: JsValue,
@@ -275,7 +289,7 @@ impl JsTensor {
     }
 
     /// Pieces along `dim` (default 0): of `splitSize` each (the last may be smaller), or of the listed sizes.
-    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>[]")]
     pub fn split(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]", js_name = splitSizeOrSections)]
@@ -306,7 +320,7 @@ impl JsTensor {
     }
 
     /// `chunks` nearly equal pieces along `dim` (default 0), as PyTorch's `chunk`.
-    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>[]")]
     pub fn chunk(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] chunks: JsValue,
@@ -319,6 +333,7 @@ impl JsTensor {
     }
 
     /// Constant padding, PyTorch's `F.pad` order: `[left, right]` pads the last dim, `[l, r, top, bottom]` the last two, ...
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn pad(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] pad: JsValue,
@@ -351,7 +366,7 @@ impl JsTensor {
     }
 
     /// The slices along `dim` at the positions in the 1-D int32 `index`.
-    #[wasm_bindgen(js_name = indexSelect)]
+    #[wasm_bindgen(js_name = indexSelect, unchecked_return_type = "Tensor<D>")]
     pub fn index_select(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -364,7 +379,7 @@ impl JsTensor {
     }
 
     /// A copy of this with slice k of `source` (times `alpha`) added at position index[k] along `dim`.
-    #[wasm_bindgen(js_name = indexAdd)]
+    #[wasm_bindgen(js_name = indexAdd, unchecked_return_type = "Tensor<D>")]
     pub fn index_add(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -384,6 +399,7 @@ impl JsTensor {
     }
 
     /// PyTorch's `gather`: out[p] = this[p with p[dim] replaced by index[p]] (int32 `index`).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn gather(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -396,7 +412,7 @@ impl JsTensor {
     }
 
     /// A copy of this with src[p] added at p with p[dim] replaced by index[p] (PyTorch's `scatter_add`).
-    #[wasm_bindgen(js_name = scatterAdd)]
+    #[wasm_bindgen(js_name = scatterAdd, unchecked_return_type = "Tensor<D>")]
     pub fn scatter_add(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
