@@ -237,12 +237,36 @@ export const apiScenarios = {
    */
   async loseDevice(skiff, { gpu }) {
     const c = checker();
+    // The error as { isSkiffError, name, op, kind } (null when nothing was thrown).
+    const fields = async (fn) => {
+      try {
+        await fn();
+        return null;
+      } catch (e) {
+        return { isSkiffError: e instanceof skiff.SkiffError, name: e.name, op: e.op, kind: e.kind };
+      }
+    };
     if (!gpu) {
       await c.throws('loseDevice() without a WebGPU device', () => skiff.testing.loseDevice(), /^loseDevice:/, /no WebGPU device/);
+      c.equal('its SkiffError fields', await fields(() => skiff.testing.loseDevice()), { isSkiffError: true, name: 'SkiffError', op: 'loseDevice', kind: 'device' });
       return c.report();
     }
+    const onGpu = skiff.ones([2], { device: 'webgpu' });
     skiff.testing.loseDevice();
     await c.throws('GPU work after loseDevice()', async () => skiff.ones([2], { device: 'webgpu' }).add(1).data(), /device was lost/);
+    // From the destroyed device itself, not from its message: kind 'device-lost' for the op called.
+    c.equal('a GPU op after loseDevice(): its SkiffError fields', await fields(() => onGpu.add(1)), {
+      isSkiffError: true,
+      name: 'SkiffError',
+      op: 'add',
+      kind: 'device-lost',
+    });
+    c.equal('a readback after loseDevice(): its SkiffError fields', await fields(() => onGpu.data()), {
+      isSkiffError: true,
+      name: 'SkiffError',
+      op: 'data',
+      kind: 'device-lost',
+    });
     c.equal('the cpu still works', Array.from(await skiff.ones([2], { device: 'cpu' }).add(1).data()), [2, 2]);
     return c.report();
   },
