@@ -63,15 +63,15 @@ async function probeWebgpu() {
  */
 export async function init(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
-    throw new Error(`init: options must be an object like { device: 'auto' }, got ${describe(options)}`);
+    throw fail('init', 'argument', `options must be an object like { device: 'auto' }, got ${describe(options)}`);
   }
   checkOptions('init', options, ['device']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
-    throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
+    throw fail('init', 'argument', `device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
   if (!loaded) {
-    if (!loadWasm) throw new Error('init: no wasm loader (import skiff from its package entry)');
+    if (!loadWasm) throw fail('init', 'value', 'no wasm loader (import skiff from its package entry)');
     loaded = loadWasm();
   }
   await loaded;
@@ -79,7 +79,7 @@ export async function init(options = {}) {
   if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
   const probe = await probeWebgpu();
   if (probe.reason) {
-    if (device === 'webgpu') throw new Error(`init: WebGPU was requested but ${probe.reason}`);
+    if (device === 'webgpu') throw fail('init', 'device', `WebGPU was requested but ${probe.reason}`);
     return finish(await raw.initBackend('cpu'), probe.reason);
   }
   try {
