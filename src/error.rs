@@ -61,6 +61,16 @@ pub enum Error {
     /// runtime stays usable: nothing was half-written.
     #[error("{op}: {msg}")]
     Memory { op: &'static str, msg: String },
+    /// The GPU failed a command (a kernel that does not compile, a batch the
+    /// driver discarded, an error it reported later). The device may keep
+    /// working: the tensors the failed work wrote read back as errors.
+    #[error("{op}: {msg}")]
+    Gpu { op: &'static str, msg: String },
+    /// The GPU device was lost (a driver reset, `GpuDevice::destroy`, the
+    /// browser's `GPUDevice.lost`): every later op on it fails; tensors on
+    /// the cpu keep working.
+    #[error("{op}: {msg}")]
+    DeviceLost { op: &'static str, msg: String },
 }
 
 impl Error {
@@ -79,6 +89,10 @@ impl Error {
     pub(crate) fn memory(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Memory { op, msg: msg.into() }
     }
+    #[allow(dead_code)] // only the GPU backend makes these
+    pub(crate) fn gpu(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Gpu { op, msg: msg.into() }
+    }
 
     /// The op the error names.
     pub fn op(&self) -> &'static str {
@@ -89,7 +103,9 @@ impl Error {
             | Error::Device { op, .. }
             | Error::Value { op, .. }
             | Error::Autograd { op, .. }
-            | Error::Memory { op, .. } => op,
+            | Error::Memory { op, .. }
+            | Error::Gpu { op, .. }
+            | Error::DeviceLost { op, .. } => op,
         }
     }
 
@@ -105,6 +121,8 @@ impl Error {
             Error::Value { msg, .. } => Error::Value { op, msg },
             Error::Autograd { msg, .. } => Error::Autograd { op, msg },
             Error::Memory { msg, .. } => Error::Memory { op, msg },
+            Error::Gpu { msg, .. } => Error::Gpu { op, msg },
+            Error::DeviceLost { msg, .. } => Error::DeviceLost { op, msg },
         }
     }
 }

@@ -35,7 +35,7 @@ pub const MAX_ELEMENTS: usize = if cfg!(target_arch = "wasm32") { 1 << 28 } else
 // wrapped count or a panic.
 
 /// The element count of `shape`, or an error naming `op` when a tensor of
-/// that shape may not exist here. The dims' product with zero dims counted as
+/// that shape may not exist here (a `Memory` error: too large to allocate). The dims' product with zero dims counted as
 /// 1 (which bounds every stride) must not overflow either, so an empty
 /// tensor cannot carry impossible strides.
 pub fn check_size(op: &'static str, shape: &[usize]) -> Result<usize> {
@@ -43,7 +43,7 @@ pub fn check_size(op: &'static str, shape: &[usize]) -> Result<usize> {
     let count = span.filter(|&s| s <= isize::MAX as usize).map(|_| numel(shape));
     match count {
         Some(n) if n <= MAX_ELEMENTS => Ok(n),
-        _ => Err(Error::shape(
+        _ => Err(Error::memory(
             op,
             format!(
                 "a result of shape {shape:?} would have {} elements, more than one tensor may hold here ({MAX_ELEMENTS})",
@@ -57,14 +57,14 @@ pub fn check_size(op: &'static str, shape: &[usize]) -> Result<usize> {
 /// length), or an error naming `op` and `what` when it overflows.
 pub fn add_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
     a.checked_add(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
-        Error::shape(op, format!("{what} {a} + {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+        Error::memory(op, format!("{what} {a} + {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
     })
 }
 
 /// `a * b` for a size computed from arguments, as `add_sizes`.
 pub fn mul_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
     a.checked_mul(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
-        Error::shape(op, format!("{what} {a} * {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+        Error::memory(op, format!("{what} {a} * {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
     })
 }
 

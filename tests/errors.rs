@@ -458,7 +458,7 @@ fn axis_ops_on_a_scalar_are_errors() {
 }
 
 /// Results whose element count overflows (or, in WebAssembly, exceeds
-/// `shape::MAX_ELEMENTS`) are errors before anything is allocated: expanded
+/// `shape::MAX_ELEMENTS`) are `Memory` errors before anything is allocated: expanded
 /// views cost nothing, so they can ask for absurd broadcast results.
 #[test]
 fn results_too_large_to_allocate_are_errors() {
@@ -472,6 +472,6 @@ fn results_too_large_to_allocate_are_errors() {
         ("lt", col.lt(&row)),
         ("expand", col.expand_dims(&[big, big])),
     ] {
-        expect_err(r, Kind::Shape, op, &facts);
+        expect_err(r, Kind::Memory, op, &facts);
     }
 }

@@ -15,7 +15,7 @@ fn a_buffer_beyond_the_adapter_limit_is_an_error_naming_size_and_limit() {
     let limit = g.limits().max_storage_buffer_binding_size.min(g.limits().max_buffer_size);
     let n = (limit / 4 + 1) as usize; // one f32 more than fits
     let facts = format!("a GPU buffer of {} bytes exceeds the adapter's limit of {limit} bytes", n * 4);
-    expect_err(Tensor::full_on(&[n], 1.0, DType::F32, &dev), Kind::Value, "full", &[&facts]);
+    expect_err(Tensor::full_on(&[n], 1.0, DType::F32, &dev), Kind::Memory, "full", &[&facts]);
     // The device is still usable afterwards.
     let ok = Tensor::ones(&[4], DType::F32).unwrap().to(&dev).unwrap().mul_scalar(3.0).unwrap();
     assert_eq!(ok.to_vec::<f32>().unwrap(), vec![3.0; 4]);
@@ -42,7 +42,7 @@ fn a_lost_device_is_reported_on_the_next_op() {
     // destroy() marks the context lost at once, so the very next op (the
     // add, before it allocates its output) reports it, naming the cause.
     let r = t.add(&t).and_then(|s| s.to_vec::<f32>());
-    expect_err(r, Kind::Value, "add", &["the GPU device was lost", "GpuDevice::destroy was called"]);
+    expect_err(r, Kind::DeviceLost, "add", &["the GPU device was lost", "GpuDevice::destroy was called"]);
 }
 
 /// A real out-of-memory on the device: this test re-runs `oom_child` (below)
@@ -96,7 +96,7 @@ fn oom_child() {
         }
     };
     let facts = [&format!("the GPU could not allocate {} bytes", n * 4)[..], "device keeps working"];
-    common::check_err(&err, Kind::Value, "full", &facts);
+    common::check_err(&err, Kind::Memory, "full", &facts);
     eprintln!("out of memory after {} buffers of {} bytes: {err}", held.len(), n * 4);
     // The device keeps working: ops on what was allocated, and readbacks.
     let first = held[0].narrow(0, 0, 4).unwrap().mul_scalar(3.0).unwrap();

@@ -9,7 +9,7 @@
 // tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
 
 import * as raw from '../pkg/skiff.js';
-import { checkOptions, describe, isHandle, liveId, nameFreedCalls } from './checks.js';
+import { SkiffError, checkOptions, describe, fail, isHandle, liveId, nameFreedCalls } from './checks.js';
 import { backend, ready, setBackend } from './state.js';
 
 export const Tensor = raw.Tensor;
@@ -20,13 +20,19 @@ export const Module = raw.Module;
 export const Loss = raw.Loss;
 export const Optimizer = raw.Optimizer;
 export const LrScheduler = raw.LrScheduler;
+export { SkiffError };
 
 let loadWasm = null;
 let loaded = null;
 
 /** Used by the entry points: how to instantiate the wasm module. */
 export function _setLoader(fn) {
-  loadWasm = fn;
+  // Once the wasm is instantiated, the errors Rust builds are SkiffErrors too.
+  loadWasm = async (...args) => {
+    const instance = await fn(...args);
+    raw._setErrorClass(SkiffError);
+    return instance;
+  };
 }
 
 
@@ -61,15 +67,15 @@ async function probeWebgpu() {
  */
 export async function init(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
-    throw new Error(`init: options must be an object like { device: 'auto' }, got ${describe(options)}`);
+    throw fail('init', 'argument', `options must be an object like { device: 'auto' }, got ${describe(options)}`);
   }
   checkOptions('init', options, ['device', 'wasm']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
-    throw new Error(`init: device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
+    throw fail('init', 'argument', `device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
   if (!loaded) {
-    if (!loadWasm) throw new Error('init: no wasm loader (import skiff from its package entry)');
+    if (!loadWasm) throw fail('init', 'value', 'no wasm loader (import skiff from its package entry)');
     // A failed load (a wrong URL) may be retried with another `wasm`.
     loaded = loadWasm(options.wasm).catch((e) => {
       loaded = null;
@@ -81,7 +87,7 @@ export async function init(options = {}) {
   if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
   const probe = await probeWebgpu();
   if (probe.reason) {
-    if (device === 'webgpu') throw new Error(`init: WebGPU was requested but ${probe.reason}`);
+    if (device === 'webgpu') throw fail('init', 'device', `WebGPU was requested but ${probe.reason}`);
     return finish(await raw.initBackend('cpu'), probe.reason);
   }
   try {
@@ -118,25 +124,31 @@ function flatten(data) {
   const shape = [];
   // Bounded: an array that contains itself would otherwise nest forever.
   for (let v = data; Array.isArray(v); v = v[0]) {
-    if (shape.length === MAX_DIMS) throw new Error(`tensor: nested arrays deeper than ${MAX_DIMS} dims`);
+    if (shape.length === MAX_DIMS) throw fail('tensor', 'shape', `nested arrays deeper than ${MAX_DIMS} dims`);
     shape.push(v.length);
   }
   const count = shape.reduce((a, b) => a * b, 1);
   if (count > MAX_ELEMENTS) {
-    throw new Error(`tensor: nested arrays of shape ${JSON.stringify(shape)} have ${count} elements, more than one tensor may hold here (${MAX_ELEMENTS})`);
+    throw fail(
+      'tensor',
+      'memory',
+      `nested arrays of shape ${JSON.stringify(shape)} have ${count} elements, more than one tensor may hold here (${MAX_ELEMENTS})`,
+    );
   }
   const flat = [];
   const walk = (v, depth, path) => {
     if (depth === shape.length) {
       if (typeof v !== 'number' && typeof v !== 'boolean') {
-        throw new Error(`tensor: element ${path} must be a number or boolean, got ${describe(v)}`);
+        throw fail('tensor', 'argument', `element ${path} must be a number or boolean, got ${describe(v)}`);
       }
       flat.push(v);
       return;
     }
     if (!Array.isArray(v) || v.length !== shape[depth]) {
-      throw new Error(
-        `tensor: nested arrays must be rectangular: ${path} should have ${shape[depth]} elements (shape ${JSON.stringify(shape)})`,
+      throw fail(
+        'tensor',
+        'shape',
+        `nested arrays must be rectangular: ${path} should have ${shape[depth]} elements (shape ${JSON.stringify(shape)})`,
       );
     }
     // An index loop, not forEach: a hole in a sparse array is an undefined element.
@@ -158,7 +170,7 @@ function typed(flat, dtype) {
       flat.forEach((v, i) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < -(2 ** 31) || n > 2 ** 31 - 1) {
-          throw new Error(`tensor: int32 data must be integers in [-2147483648, 2147483647], got ${v} at [${i}]`);
+          throw fail('tensor', 'value', `int32 data must be integers in [-2147483648, 2147483647], got ${v} at [${i}]`);
         }
       });
       return Int32Array.from(flat, Number);
@@ -166,7 +178,7 @@ function typed(flat, dtype) {
       // Nonzero is true, NaN included (Python's bool(nan)).
       return Uint8Array.from(flat, (v) => (v === false || v === 0 ? 0 : 1));
     default:
-      throw new Error(`tensor: dtype must be one of ${DTYPES.join(', ')}, got ${describe(dtype)}`);
+      throw fail('tensor', 'argument', `dtype must be one of ${DTYPES.join(', ')}, got ${describe(dtype)}`);
   }
 }
 
@@ -187,11 +199,11 @@ export function tensor(data, options = {}) {
     t = raw.Tensor.fromData(typed(flat, kind), shape ?? inferred, { device });
   } else {
     const what = data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : describe(data);
-    throw new Error(`tensor: data must be a number, a (nested) array or a typed array, got ${what}`);
+    throw fail('tensor', 'argument', `data must be a number, a (nested) array or a typed array, got ${what}`);
   }
   if (typeof requiresGrad !== 'boolean') {
     t.dispose();
-    throw new Error(`tensor: option requiresGrad must be a boolean, got ${describe(requiresGrad)}`);
+    throw fail('tensor', 'argument', `option requiresGrad must be a boolean, got ${describe(requiresGrad)}`);
   }
   if (requiresGrad) t.requiresGrad_(true);
   return t;
@@ -242,7 +254,7 @@ const proto = raw.Tensor.prototype;
 /** The values as nested arrays (numbers; booleans for bool tensors). */
 proto.array = async function array() {
   if (liveId(this) === null) {
-    throw new Error('array: the tensor was disposed (dispose(), the end of a tidy scope) or freed (free()) and cannot be used');
+    throw fail('array', 'argument', 'the tensor was disposed (dispose(), the end of a tidy scope) or freed (free()) and cannot be used');
   }
   const shape = Array.from(this.shape);
   const dtype = this.dtype;
@@ -298,9 +310,9 @@ function handleIds(value, out = [], seen = new Set()) {
  */
 export function tidy(nameOrFn, maybeFn) {
   const fn = typeof nameOrFn === 'function' ? nameOrFn : maybeFn;
-  if (typeof fn !== 'function') throw new Error(`tidy: expects a function, got ${describe(fn)}`);
+  if (typeof fn !== 'function') throw fail('tidy', 'argument', `expects a function, got ${describe(fn)}`);
   if (fn === maybeFn && typeof nameOrFn !== 'string') {
-    throw new Error(`tidy: the name before the function must be a string, got ${describe(nameOrFn)}`);
+    throw fail('tidy', 'argument', `the name before the function must be a string, got ${describe(nameOrFn)}`);
   }
   ready('tidy');
   raw.beginScope();
@@ -354,7 +366,7 @@ export function memory() {
 }
 
 function withGrad(on, fn) {
-  if (typeof fn !== 'function') throw new Error(`${on ? 'enableGrad' : 'noGrad'}: expects a function, got ${describe(fn)}`);
+  if (typeof fn !== 'function') throw fail(on ? 'enableGrad' : 'noGrad', 'argument', `expects a function, got ${describe(fn)}`);
   ready(on ? 'enableGrad' : 'noGrad');
   const was = raw.setGradEnabled(on);
   let result;
@@ -394,18 +406,20 @@ export const grad = (...a) => raw.grad(...a);
 class SkiffFunction {
   constructor(definition = {}) {
     if (definition === null || typeof definition !== 'object' || Array.isArray(definition)) {
-      throw new Error(`Function: the definition must be an object { forward, backward, name? }, got ${describe(definition)}`);
+      throw fail('Function', 'argument', `the definition must be an object { forward, backward, name? }, got ${describe(definition)}`);
     }
     const { forward, backward, name } = definition;
     if (forward !== undefined) this.forward = forward;
     if (backward !== undefined) this.backward = backward;
     if (name !== undefined && typeof name !== 'string') {
-      throw new Error(`Function: name must be a string, got ${describe(name)}`);
+      throw fail('Function', 'argument', `name must be a string, got ${describe(name)}`);
     }
     this.name = name ?? (this.constructor !== SkiffFunction ? this.constructor.name : 'CustomFunction');
     if (typeof this.forward !== 'function' || typeof this.backward !== 'function') {
-      throw new Error(
-        `Function: needs forward(ctx, ...inputs) and backward(ctx, ...grads) functions, got forward: ${describe(this.forward)}, backward: ${describe(this.backward)}`,
+      throw fail(
+        'Function',
+        'argument',
+        `needs forward(ctx, ...inputs) and backward(ctx, ...grads) functions, got forward: ${describe(this.forward)}, backward: ${describe(this.backward)}`,
       );
     }
   }

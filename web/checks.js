@@ -1,8 +1,29 @@
 // Argument checks of the JS wrapper (api.js), worded as the Rust bindings
 // word theirs (src/web/args.rs): descriptions of bad values, options bags,
-// handles that were disposed or freed, and calls on freed handles.
+// handles that were disposed or freed, and calls on freed handles; and the
+// SkiffError class every error of the package is an instance of.
 
 import * as raw from '../pkg/skiff.js';
+
+/**
+ * What every error skiff throws or rejects with is: an Error whose message
+ * starts with the op the caller called ("broadcastTo: ..."), with that `op`,
+ * a `kind` (web/index.d.ts: ErrorKind) and, when another op failed inside the
+ * called one ("data: gather: ..."), that op's name as `innerOp`. The Rust
+ * bindings build their errors with this class too (api.js hands it over).
+ */
+export class SkiffError extends Error {
+  constructor(message, { op, kind, innerOp } = {}) {
+    super(message);
+    this.op = op;
+    this.kind = kind;
+    if (innerOp !== undefined) this.innerOp = innerOp;
+  }
+}
+Object.defineProperty(SkiffError.prototype, 'name', { value: 'SkiffError', writable: true, configurable: true });
+
+/** A SkiffError of `op`: "`op`: `detail`". */
+export const fail = (op, kind, detail) => new SkiffError(`${op}: ${detail}`, { op, kind });
 
 /**
  * A short description of a JS value for error messages, worded as the Rust
@@ -52,10 +73,10 @@ export const isHandle = (v) =>
 export function checkOptions(op, options, allowed) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
-    throw new Error(`${op}: options must be an object, got ${describe(options)}`);
+    throw fail(op, 'argument', `options must be an object, got ${describe(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) throw new Error(`${op}: unknown option ${JSON.stringify(key)} (known: ${allowed.join(', ')})`);
+    if (!allowed.includes(key)) throw fail(op, 'argument', `unknown option ${JSON.stringify(key)} (known: ${allowed.join(', ')})`);
   }
   return options;
 }
@@ -86,6 +107,7 @@ export function nameFreedCalls(cls, prefix) {
     if (key === 'constructor' || key === 'free' || key.startsWith('_')) continue;
     const d = Object.getOwnPropertyDescriptor(proto, key);
     const op = prefix ? `${prefix}.${key}` : key;
+    const freed = () => fail(op, 'argument', `this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
     const guard = (f) =>
       f &&
       function guarded(...args) {
@@ -93,17 +115,15 @@ export function nameFreedCalls(cls, prefix) {
         // inside wasm, and each such exception leaks wasm stack space (a few
         // thousand calls on a freed handle would corrupt the instance).
         const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
-        if (ptr === 0) throw new Error(`${op}: this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+        if (ptr === 0) throw freed();
         if (typeof ptr !== 'number') {
           const what = this instanceof cls ? `an object that poses as a ${cls.name}` : describe(this);
-          throw new Error(`${op}: called on ${what}, not on a ${cls.name} made by skiff`);
+          throw fail(op, 'argument', `called on ${what}, not on a ${cls.name} made by skiff`);
         }
         try {
           return f.apply(this, args);
         } catch (e) {
-          if (e instanceof Error && e.message === FREED) {
-            throw new Error(`${op}: this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
-          }
+          if (e instanceof Error && e.message === FREED) throw freed();
           throw e;
         }
       };

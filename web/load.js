@@ -5,9 +5,15 @@
 /** `\0asm`: the first four bytes of every WebAssembly binary. */
 const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 
-/** An init error whose message starts with the op, like every skiff error. */
-export function loadError(msg) {
-  return new Error(`init: ${msg}`);
+import { fail } from './checks.js';
+
+/**
+ * An init error whose message starts with the op, like every skiff error:
+ * kind 'value' (the source was found but is not usable), or 'argument' (the
+ * `wasm` option has the wrong type).
+ */
+export function loadError(msg, kind = 'value') {
+  return fail('init', kind, msg);
 }
 
 /** What `bytes` start with, for a message: HTML, text or hex. */
@@ -63,13 +69,14 @@ export async function wasmSource(source, fetchUrl = fetchWasm) {
   }
   if (typeof Response === 'function' && (source instanceof Response || source instanceof Promise)) {
     const res = await source;
-    if (!(res instanceof Response)) throw loadError(`wasm: a promise must resolve to a Response, got ${typeof res}`);
+    if (!(res instanceof Response)) throw loadError(`wasm: a promise must resolve to a Response, got ${typeof res}`, 'argument');
     if (!res.ok) throw loadError(`wasm: the Response is HTTP ${res.status} (${res.url})`);
     return checkWasmBytes(new Uint8Array(await res.arrayBuffer()), res.url || 'the Response', true);
   }
   throw loadError(
     'wasm must be a URL (string or URL), a Request, a Response, an ArrayBuffer or typed array of the .wasm, ' +
       `or a WebAssembly.Module, got ${source === null ? 'null' : typeof source}`,
+    'argument',
   );
 }
 

@@ -1,5 +1,7 @@
 // What init() chose, shared by the wrapper's modules.
 
+import { fail } from './checks.js';
+
 let chosen = null;
 
 /** Records init()'s result; returns it. */
@@ -15,5 +17,5 @@ export function backend() {
 
 /** Throws, naming `op`, until init() has run. */
 export function ready(op) {
-  if (!chosen) throw new Error(`${op}: skiff is not initialised yet: call await init() first`);
+  if (!chosen) throw fail(op, 'value', 'skiff is not initialised yet: call await init() first');
 }

@@ -7,7 +7,7 @@ import { drawDigit, drawWeights, probabilityBars } from './lib/images.js';
 import { loadMnist } from './lib/mnist.js';
 import { clearLatest, download, loadLatest, saveLatest } from './lib/store.js';
 import { MODELS, OPTIMIZERS, Trainer, modelOf } from './lib/trainer.js';
-import { explain } from './lib/errors.js';
+import { explain, fileError } from './lib/errors.js';
 
 const $ = (id) => document.getElementById(id);
 const GRID_SIZE = 24;
@@ -291,7 +291,7 @@ async function onUpload() {
       skiff.dispose(Object.values(tensors));
     }
   } catch (e) {
-    throw Object.assign(new Error(`${file.name}: ${e.message}`), { kind: 'file' });
+    throw fileError(`${file.name}: ${e.message}`);
   }
   await demo.trainer.stop();
   const config = { ...readConfig(), model: kind };

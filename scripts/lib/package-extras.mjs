@@ -1,5 +1,6 @@
 // The package files `npm run build` adds to wasm-bindgen's output in pkg/
-// (node scripts/lib/package-extras.mjs <pkg dir>):
+// (node scripts/lib/package-extras.mjs <pkg dir>), after making the
+// generated Tensor class generic over its dtype (patch-dts.mjs):
 // - skiff_bg.wasm.base64.js: the .wasm as a base64 string module, imported by
 //   web/dev.js (bundlers' development servers, which move the JS away from it);
 // - node.cjs: web/node.js and everything it imports bundled by esbuild into
@@ -12,9 +13,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { patchDts } from './patch-dts.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.resolve(root, process.argv[2] ?? 'pkg');
+
+const dts = path.join(out, 'skiff.d.ts');
+fs.writeFileSync(dts, patchDts(fs.readFileSync(dts, 'utf8')));
 
 const wasm = fs.readFileSync(path.join(out, 'skiff_bg.wasm'));
 fs.writeFileSync(

@@ -114,7 +114,7 @@ impl Tensor {
         // saturated or wrapped usize.
         let count = ((end - start) / step).ceil().max(0.0);
         if !count.is_finite() || count > MAX_ELEMENTS as f64 {
-            return Err(Error::shape(
+            return Err(Error::memory(
                 OP,
                 format!("the range start={start} end={end} step={step} has {count} values, more than one tensor may hold here ({MAX_ELEMENTS})"),
             ));

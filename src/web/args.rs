@@ -5,7 +5,7 @@
 //! meant is an error, never a silently converted number.
 
 use super::handles::{Class, Found};
-use super::{disposed, js_error, lookup, JsResult, Named};
+use super::{disposed, js_error, lookup, JsResult, Kind, Named};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::tensor::Tensor;
@@ -125,7 +125,7 @@ fn class_name(v: &JsValue) -> Option<String> {
 /// The tensor behind a JS `Tensor` handle (`name` is the argument's name).
 pub fn tensor(op: &str, name: &str, v: &JsValue) -> JsResult<Tensor> {
     let Some(id) = tensor_id(v) else {
-        return Err(js_error(op, format!("{name} must be a Tensor, got {}", describe(v))));
+        return Err(js_error(op, Kind::Argument, format!("{name} must be a Tensor, got {}", describe(v))));
     };
     let slot = lookup(id).ok_or_else(|| disposed(op))?;
     let t = slot.tensor.borrow().clone();
@@ -135,19 +135,19 @@ pub fn tensor(op: &str, name: &str, v: &JsValue) -> JsResult<Tensor> {
 /// A list of tensors (a JS array of `Tensor`s).
 pub fn tensors(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<Tensor>> {
     let Some(list) = as_array(v) else {
-        return Err(js_error(op, format!("{name} must be an array of Tensors, got {}", describe(v))));
+        return Err(js_error(op, Kind::Argument, format!("{name} must be an array of Tensors, got {}", describe(v))));
     };
     list.iter().enumerate().map(|(i, t)| tensor(op, &format!("{name}[{i}]"), &t)).collect()
 }
 
 /// A string (names, keys): no other value is converted to one.
 pub fn string_arg(op: &str, name: &str, v: &JsValue) -> JsResult<String> {
-    v.as_string().ok_or_else(|| js_error(op, format!("{name} must be a string, got {}", describe(v))))
+    v.as_string().ok_or_else(|| js_error(op, Kind::Argument, format!("{name} must be a string, got {}", describe(v))))
 }
 
 /// A boolean: `'true'`, `1` or `undefined` are not booleans.
 pub fn bool_arg(op: &str, name: &str, v: &JsValue) -> JsResult<bool> {
-    v.as_bool().ok_or_else(|| js_error(op, format!("{name} must be a boolean, got {}", describe(v))))
+    v.as_bool().ok_or_else(|| js_error(op, Kind::Argument, format!("{name} must be a boolean, got {}", describe(v))))
 }
 
 /// An optional boolean: `undefined`/`null` is `default`.
@@ -164,12 +164,12 @@ pub fn opt_bool(op: &str, name: &str, v: &JsValue, default: bool) -> JsResult<bo
 pub fn function_arg(op: &str, name: &str, v: &JsValue) -> JsResult<js_sys::Function> {
     v.dyn_ref::<js_sys::Function>()
         .cloned()
-        .ok_or_else(|| js_error(op, format!("{name} must be a function, got {}", describe(v))))
+        .ok_or_else(|| js_error(op, Kind::Argument, format!("{name} must be a function, got {}", describe(v))))
 }
 
 /// Any number, NaN and infinities included (fill values, comparison scalars).
 pub fn number(op: &str, name: &str, v: &JsValue) -> JsResult<f64> {
-    v.as_f64().ok_or_else(|| js_error(op, format!("{name} must be a number, got {}", describe(v))))
+    v.as_f64().ok_or_else(|| js_error(op, Kind::Argument, format!("{name} must be a number, got {}", describe(v))))
 }
 
 /// `value` checked for a tensor of `dtype` (PyTorch's "value cannot be
@@ -178,8 +178,7 @@ pub fn number(op: &str, name: &str, v: &JsValue) -> JsResult<f64> {
 /// truncated; floats and bool take any number (bool: nonzero is true).
 pub fn value_for(op: &str, name: &str, value: f64, dtype: DType) -> JsResult<f64> {
     if dtype == DType::I32 && !(value.fract() == 0.0 && value >= i32::MIN as f64 && value <= i32::MAX as f64) {
-        return Err(js_error(
-            op,
+        return Err(js_error(op, Kind::Value,
             format!(
                 "{name} {} cannot be converted to int32 without overflow or rounding (int32 holds integers in [-2147483648, 2147483647])",
                 js_number(value)
@@ -207,7 +206,7 @@ impl Operand {
             (Some(n), _) => Ok(Operand::Scalar(n)),
             (None, Found::Id(_) | Found::Freed) => tensor(op, name, v).map(Operand::Tensor),
             (None, Found::Other) => {
-                Err(js_error(op, format!("{name} must be a Tensor or a number, got {}", describe(v))))
+                Err(js_error(op, Kind::Argument, format!("{name} must be a Tensor or a number, got {}", describe(v))))
             }
         }
     }
@@ -225,7 +224,7 @@ impl Operand {
 pub fn usize_arg(op: &str, name: &str, v: &JsValue) -> JsResult<usize> {
     match v.as_f64() {
         Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64 => Ok(n as usize),
-        _ => Err(js_error(op, format!("{name} must be a non-negative integer, got {}", describe(v)))),
+        _ => Err(js_error(op, Kind::Argument, format!("{name} must be a non-negative integer, got {}", describe(v)))),
     }
 }
 
@@ -233,7 +232,7 @@ pub fn usize_arg(op: &str, name: &str, v: &JsValue) -> JsResult<usize> {
 pub fn int_arg(op: &str, name: &str, v: &JsValue) -> JsResult<isize> {
     match v.as_f64() {
         Some(n) if n.fract() == 0.0 && n.abs() <= i32::MAX as f64 => Ok(n as isize),
-        _ => Err(js_error(op, format!("{name} must be an integer, got {}", describe(v)))),
+        _ => Err(js_error(op, Kind::Argument, format!("{name} must be an integer, got {}", describe(v)))),
     }
 }
 
@@ -243,6 +242,7 @@ pub fn int32_arg(op: &str, name: &str, v: &JsValue) -> JsResult<i32> {
         Some(n) if n.fract() == 0.0 && n >= i32::MIN as f64 && n <= i32::MAX as f64 => Ok(n as i32),
         _ => Err(js_error(
             op,
+            Kind::Argument,
             format!("{name} must be an integer in int32's range [-2147483648, 2147483647], got {}", describe(v)),
         )),
     }
@@ -252,7 +252,7 @@ pub fn int32_arg(op: &str, name: &str, v: &JsValue) -> JsResult<i32> {
 pub fn finite_arg(op: &str, name: &str, v: &JsValue) -> JsResult<f64> {
     match v.as_f64() {
         Some(n) if n.is_finite() => Ok(n),
-        _ => Err(js_error(op, format!("{name} must be a finite number, got {}", describe(v)))),
+        _ => Err(js_error(op, Kind::Argument, format!("{name} must be a finite number, got {}", describe(v)))),
     }
 }
 
@@ -285,7 +285,7 @@ fn list(op: &str, name: &str, v: &JsValue, max: usize) -> JsResult<Option<Vec<Js
         return Ok(None);
     };
     if len > max {
-        return Err(js_error(op, format!("{name} has {len} entries, more than the {max} allowed")));
+        return Err(js_error(op, Kind::Argument, format!("{name} has {len} entries, more than the {max} allowed")));
     }
     Ok(Some((0..len as u32).map(|i| Reflect::get_u32(v, i).unwrap_or(JsValue::UNDEFINED)).collect()))
 }
@@ -301,6 +301,7 @@ pub fn dims(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
             None => {
                 return Err(js_error(
                     op,
+                    Kind::Argument,
                     format!("{name} must be an array of non-negative integers, got {}", describe(v)),
                 ))
             }
@@ -322,7 +323,11 @@ pub fn sizes(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<usize>> {
     }
     match list(op, name, v, MAX_LIST)? {
         Some(items) => nonneg(op, name, &items),
-        None => Err(js_error(op, format!("{name} must be an array of non-negative integers, got {}", describe(v)))),
+        None => Err(js_error(
+            op,
+            Kind::Argument,
+            format!("{name} must be an array of non-negative integers, got {}", describe(v)),
+        )),
     }
 }
 
@@ -336,7 +341,11 @@ pub fn fits(op: &str, name: &str, dims: &[usize]) -> JsResult<()> {
 pub fn fits_within(op: &str, name: &str, dims: &[usize], max: usize) -> JsResult<()> {
     let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d.max(1) as u64));
     if total.is_none_or(|n| n > max as u64) {
-        return Err(js_error(op, format!("{name} {dims:?} has more elements than one tensor may hold here ({max})")));
+        return Err(js_error(
+            op,
+            Kind::Memory,
+            format!("{name} {dims:?} has more elements than one tensor may hold here ({max})"),
+        ));
     }
     Ok(())
 }
@@ -350,7 +359,11 @@ pub fn axes(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
         return Ok(vec![int_arg(op, name, v)?]);
     }
     if !Array::is_array(v) {
-        return Err(js_error(op, format!("{name} must be an integer or an array of integers, got {}", describe(v))));
+        return Err(js_error(
+            op,
+            Kind::Argument,
+            format!("{name} must be an integer or an array of integers, got {}", describe(v)),
+        ));
     }
     let items = list(op, name, v, MAX_RANK)?.unwrap_or_default();
     items.iter().enumerate().map(|(i, a)| int_arg(op, &format!("{name}[{i}]"), a)).collect()
@@ -367,6 +380,7 @@ pub fn signed_dims(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
             None => {
                 return Err(js_error(
                     op,
+                    Kind::Argument,
                     format!("{name} must be an array of integers (one may be -1), got {}", describe(v)),
                 ))
             }
@@ -376,7 +390,7 @@ pub fn signed_dims(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
     for (i, d) in items.iter().enumerate() {
         let n = int_arg(op, &format!("{name}[{i}]"), d)?;
         if n < -1 {
-            return Err(js_error(op, format!("{name}[{i}] must be a size or -1, got {n}")));
+            return Err(js_error(op, Kind::Argument, format!("{name}[{i}] must be a size or -1, got {n}")));
         }
         out.push(n);
     }
@@ -390,11 +404,11 @@ pub fn pair(op: &str, name: &str, v: &JsValue) -> JsResult<[usize; 2]> {
         return Ok([n, n]);
     }
     if !Array::is_array(v) {
-        return Err(js_error(op, format!("{name} must be an integer or [a, b], got {}", describe(v))));
+        return Err(js_error(op, Kind::Argument, format!("{name} must be an integer or [a, b], got {}", describe(v))));
     }
     match dims(op, name, v)?.as_slice() {
         [a, b] => Ok([*a, *b]),
-        other => Err(js_error(op, format!("{name} must be an integer or [a, b], got {other:?}"))),
+        other => Err(js_error(op, Kind::Argument, format!("{name} must be an integer or [a, b], got {other:?}"))),
     }
 }
 
@@ -407,6 +421,7 @@ pub fn dtype(op: &str, v: &JsValue) -> JsResult<DType> {
         Some("bool") => Ok(DType::Bool),
         _ => Err(js_error(
             op,
+            Kind::Argument,
             format!("dtype must be one of 'float32', 'float64', 'int32', 'bool', got {}", describe(v)),
         )),
     }
@@ -431,7 +446,7 @@ pub fn device(op: &str, v: &JsValue) -> JsResult<Device> {
     match v.as_string().as_deref() {
         Some("cpu") => Ok(Device::Cpu),
         Some("webgpu" | "gpu") => super::runtime::gpu_device(op),
-        _ => Err(js_error(op, format!("device must be 'cpu' or 'webgpu', got {}", describe(v)))),
+        _ => Err(js_error(op, Kind::Argument, format!("device must be 'cpu' or 'webgpu', got {}", describe(v)))),
     }
 }
 

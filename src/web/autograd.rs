@@ -3,7 +3,7 @@
 //! PyLayer, PyTorch's autograd.Function).
 
 use super::args::{self, js_call, Opts};
-use super::{js_error, JsResult, JsTensor, Named, SingleThreaded};
+use super::{js_error, JsResult, JsTensor, Kind, Named, SingleThreaded};
 use crate::autograd::{BackwardOptions, Function, FunctionCtx, GradOptions};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -53,7 +53,7 @@ impl JsTensor {
     }
 
     /// Marks a leaf as requiring grad (the JS wrapper returns `this`).
-    #[wasm_bindgen(js_name = requiresGrad_, unchecked_return_type = "Tensor")]
+    #[wasm_bindgen(js_name = requiresGrad_, unchecked_return_type = "Tensor<D>")]
     pub fn set_requires_grad(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] on: Option<JsValue>,
@@ -78,14 +78,14 @@ impl JsTensor {
     }
 
     /// The accumulated gradient (a new handle each read), or undefined.
-    #[wasm_bindgen(getter)]
+    #[wasm_bindgen(getter, unchecked_return_type = "Tensor<D> | undefined")]
     pub fn grad(&self) -> JsResult<Option<JsTensor>> {
         Ok(self.get("grad")?.grad().map(JsTensor::wrap))
     }
 
     /// Replaces the gradient (`undefined`/`null` clears it).
     #[wasm_bindgen(setter)]
-    pub fn set_grad(&self, #[wasm_bindgen(unchecked_param_type = "Tensor | undefined")] g: JsValue) -> JsResult<()> {
+    pub fn set_grad(&self, #[wasm_bindgen(unchecked_param_type = "Tensor<D> | undefined")] g: JsValue) -> JsResult<()> {
         let t = self.get("grad")?;
         let g = if g.is_undefined() || g.is_null() { None } else { Some(args::tensor("grad", "grad", &g)?) };
         if let Some(g) = &g {
@@ -102,7 +102,11 @@ impl JsTensor {
         let t = self.get(OP)?;
         // PyTorch: "can't retain_grad on Tensor that has requires_grad=False".
         if !t.requires_grad() {
-            return Err(js_error(OP, format!("the tensor (shape {:?}) does not require grad", t.shape())));
+            return Err(js_error(
+                OP,
+                Kind::Autograd,
+                format!("the tensor (shape {:?}) does not require grad", t.shape()),
+            ));
         }
         t.retain_grad().named(OP)
     }
@@ -111,7 +115,7 @@ impl JsTensor {
     /// shape), accumulating into the leaves' `.grad`.
     pub fn backward(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "Tensor")] grad: Option<JsValue>,
+        #[wasm_bindgen(unchecked_optional_param_type = "Tensor<D>")] grad: Option<JsValue>,
         #[wasm_bindgen(unchecked_optional_param_type = "{ retainGraph?: boolean; createGraph?: boolean }")]
         options: Option<JsValue>,
     ) -> JsResult<()> {
@@ -136,7 +140,7 @@ impl JsTensor {
     #[wasm_bindgen(js_name = registerHook)]
     pub fn register_hook(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "(grad: Tensor) => Tensor | undefined | void")] hook: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "(grad: Tensor<D>) => Tensor | undefined | void")] hook: JsValue,
     ) -> JsResult<HookHandle> {
         const OP: &str = "registerHook";
         let t = self.get(OP)?;

@@ -2,7 +2,7 @@
 //! the bindings share: plain objects, arrays of handles, calls into JS.
 
 use super::args::{bool_arg, describe, finite_arg, js_key, string_arg, tensor, usize_arg};
-use super::{js_error, JsResult};
+use super::{js_error, JsResult, Kind};
 use crate::tensor::Tensor;
 use js_sys::{Array, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
@@ -21,7 +21,7 @@ impl<'a> Opts<'a> {
             || js_sys::ArrayBuffer::is_view(bag)
             || !matches!(super::args::find_tensor(bag), super::handles::Found::Other);
         if !(bag.is_undefined() || bag.is_null() || bag.is_object()) || not_a_bag {
-            return Err(js_error(op, format!("options must be an object, got {}", describe(bag))));
+            return Err(js_error(op, Kind::Argument, format!("options must be an object, got {}", describe(bag))));
         }
         Ok(Opts { op, bag })
     }
@@ -34,7 +34,11 @@ impl<'a> Opts<'a> {
             for key in js_sys::Object::keys(bag.unchecked_ref::<js_sys::Object>()).iter() {
                 let key = key.as_string().unwrap_or_default();
                 if !allowed.contains(&key.as_str()) {
-                    return Err(js_error(op, format!("unknown option {key:?} (known: {})", allowed.join(", "))));
+                    return Err(js_error(
+                        op,
+                        Kind::Argument,
+                        format!("unknown option {key:?} (known: {})", allowed.join(", ")),
+                    ));
                 }
             }
         }

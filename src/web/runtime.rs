@@ -2,7 +2,7 @@
 //! `tidy` scopes, grad mode, seeding and the memory report.
 
 use super::args::{self, object};
-use super::{js_error, JsResult, Named};
+use super::{js_error, JsResult, Kind, Named};
 use crate::device::Device;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -20,8 +20,9 @@ pub fn default_device() -> Device {
 
 /// The initialised GPU, or an error saying `init` must open it first.
 pub fn gpu_device(op: &str) -> JsResult<Device> {
-    GPU.with(|g| g.borrow().clone())
-        .ok_or_else(|| js_error(op, "no WebGPU device: call init({ device: 'webgpu' }) (or 'auto') first"))
+    GPU.with(|g| g.borrow().clone()).ok_or_else(|| {
+        js_error(op, Kind::Device, "no WebGPU device: call init({ device: 'webgpu' }) (or 'auto') first")
+    })
 }
 
 /// Opens the backend: `kind` is 'cpu' (no GPU is touched) or 'webgpu' (the
@@ -52,7 +53,13 @@ pub async fn init_backend(
             GPU.with(|g| *g.borrow_mut() = Some(d.clone()));
             d
         }
-        other => return Err(js_error("init", format!("device must be 'auto', 'webgpu' or 'cpu', got {other:?}"))),
+        other => {
+            return Err(js_error(
+                "init",
+                Kind::Argument,
+                format!("device must be 'auto', 'webgpu' or 'cpu', got {other:?}"),
+            ))
+        }
     };
     DEFAULT.with(|d| *d.borrow_mut() = device.clone());
     Ok(object(&[("device", args::device_name(&device).into()), ("adapter", adapter_info(&device))]))
@@ -99,7 +106,11 @@ pub fn manual_seed(#[wasm_bindgen(unchecked_param_type = "number")] seed: JsValu
             crate::random::manual_seed(s as u64);
             Ok(())
         }
-        _ => Err(js_error("manualSeed", format!("seed must be a non-negative integer, got {}", args::describe(&seed)))),
+        _ => Err(js_error(
+            "manualSeed",
+            Kind::Argument,
+            format!("seed must be a non-negative integer, got {}", args::describe(&seed)),
+        )),
     }
 }
 
@@ -132,7 +143,11 @@ pub fn keep(#[wasm_bindgen(unchecked_param_type = "Tensor")] t: JsValue) -> JsRe
 pub fn set_grad_enabled(#[wasm_bindgen(unchecked_param_type = "boolean")] on: JsValue) -> JsResult<bool> {
     // A boolean only: setGradEnabled('no') must not switch recording off (or on).
     let Some(on) = on.as_bool() else {
-        return Err(js_error("setGradEnabled", format!("on must be a boolean, got {}", args::describe(&on))));
+        return Err(js_error(
+            "setGradEnabled",
+            Kind::Argument,
+            format!("on must be a boolean, got {}", args::describe(&on)),
+        ));
     };
     let was = crate::autograd::is_grad_enabled();
     // The guard restores on drop; JS restores explicitly (noGrad's finally).

@@ -2,7 +2,7 @@
 //! Op methods live in `ops.rs`, autodiff in `autograd.rs`.
 
 use super::args::{self, describe, device_name, dtype_name, Opts};
-use super::{js_error, rejection, JsResult, Named, Slot};
+use super::{js_error, rejection, JsResult, Kind, Named, Slot};
 use crate::backend::cpu::CpuBuffer;
 use crate::dtype::DType;
 use crate::tensor::Tensor;
@@ -38,6 +38,7 @@ fn float_only(op: &str, dtype: DType) -> JsResult<()> {
     if !dtype.is_float() {
         return Err(js_error(
             op,
+            Kind::DType,
             format!("dtype {} is not supported: samples are floating point (float32 or float64)", dtype_name(dtype)),
         ));
     }
@@ -101,6 +102,7 @@ impl JsTensor {
         } else {
             return Err(js_error(
                 OP,
+                Kind::Argument,
                 format!("data must be a Float32Array, Float64Array, Int32Array or Uint8Array, got {}", describe(&data)),
             ));
         };
@@ -200,7 +202,7 @@ impl JsTensor {
         let bag = options.unwrap_or(JsValue::UNDEFINED);
         let device = args::device(OP, &Opts::known(OP, &bag, &["device"])?.get("device"))?;
         if high <= low {
-            return Err(js_error(OP, format!("low must be below high, got low={low} >= high={high}")));
+            return Err(js_error(OP, Kind::Value, format!("low must be below high, got low={low} >= high={high}")));
         }
         place(OP, Tensor::randint(low, high, &shape).named(OP)?, &device)
     }
@@ -220,13 +222,15 @@ impl JsTensor {
         let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
         let step = args::finite_arg(OP, "step", &step)?;
         if step == 0.0 {
-            return Err(js_error(OP, "step must be nonzero"));
+            return Err(js_error(OP, Kind::Value, "step must be nonzero"));
         }
         // The count is checked (in f64, before anything is allocated) by Tensor::arange.
         let n = ((end - start) / step).ceil().max(0.0);
         let (dtype, device) = placement(OP, &options, DType::F32)?;
         match dtype {
-            DType::Bool => return Err(js_error(OP, "dtype bool is not supported (use int32 or a float dtype)")),
+            DType::Bool => {
+                return Err(js_error(OP, Kind::DType, "dtype bool is not supported (use int32 or a float dtype)"))
+            }
             DType::I32 => {
                 args::value_for(OP, "start", start, DType::I32)?;
                 args::value_for(OP, "step", step, DType::I32)?;
@@ -275,7 +279,7 @@ impl JsTensor {
     }
 
     /// 'float32' | 'float64' | 'int32' | 'bool'.
-    #[wasm_bindgen(getter, unchecked_return_type = "DType")]
+    #[wasm_bindgen(getter, unchecked_return_type = "D")]
     pub fn dtype(&self) -> JsResult<String> {
         Ok(dtype_name(self.get("dtype")?.dtype()).to_string())
     }
@@ -313,7 +317,7 @@ impl JsTensor {
 
     /// The elements in row-major order, read without blocking: a
     /// Float32Array, Float64Array, Int32Array, or Uint8Array for bool.
-    #[wasm_bindgen(unchecked_return_type = "Promise<Float32Array | Float64Array | Int32Array | Uint8Array>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<DataOf<D>>")]
     pub fn data(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("data")?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
@@ -332,7 +336,11 @@ impl JsTensor {
     pub fn item(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("item")?;
         if t.numel() != 1 {
-            return Err(js_error("item", format!("needs a one-element tensor, got shape {:?}", t.shape())));
+            return Err(js_error(
+                "item",
+                Kind::Shape,
+                format!("needs a one-element tensor, got shape {:?}", t.shape()),
+            ));
         }
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             let host = crate::backend::host_copy_async(&t).await.map_err(|e| rejection("item", e))?;
@@ -344,12 +352,12 @@ impl JsTensor {
 
     /// A copy on `device` ('cpu' | 'webgpu'); the same tensor when already there.
     /// Recorded by autodiff, like any op.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<JsTensor> {
         let t = self.get("to")?;
         let device = args::device("to", &device)?;
         if t.device().is_gpu() && t.device() != device && cfg!(target_arch = "wasm32") {
-            return Err(js_error(
-                "to",
+            return Err(js_error("to", Kind::Device,
                 format!(
                     "moving a tensor of shape {:?} off the GPU reads it back, which cannot block in the browser: use await t.toAsync('{}')",
                     t.shape(),
@@ -362,7 +370,7 @@ impl JsTensor {
 
     /// A copy on `device` without blocking (moving off the GPU awaits a
     /// readback); resolves to this tensor's own copy. Recorded by autodiff.
-    #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor>")]
+    #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor<D>>")]
     pub fn to_async(
         &self,
         #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue,
@@ -376,7 +384,7 @@ impl JsTensor {
     }
 
     /// A new handle to the same tensor (disposing one leaves the other usable).
-    #[wasm_bindgen(js_name = handle)]
+    #[wasm_bindgen(js_name = handle, unchecked_return_type = "Tensor<D>")]
     pub fn new_handle(&self) -> JsResult<JsTensor> {
         Ok(JsTensor::wrap(self.get("handle")?))
     }

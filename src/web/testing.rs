@@ -5,7 +5,7 @@
 //! list to check the wasm build (and, with `gpu: true`, WebGPU).
 
 use super::args::{describe, object, usize_arg, Opts};
-use super::{js_error, JsResult};
+use super::{js_error, JsResult, Kind};
 use crate::ops::{cases_of, registry, OpKind};
 use crate::testing::{check_cpu, check_gpu_parity, expected_checks, find_op, registry_problems};
 use js_sys::Array;
@@ -29,7 +29,11 @@ fn kind_name(kind: OpKind) -> &'static str {
 pub fn registry_cases() -> JsResult<Array> {
     let problems = registry_problems();
     if !problems.is_empty() {
-        return Err(js_error("registryCases", format!("the registry breaks its rules: {}", problems.join("; "))));
+        return Err(js_error(
+            "registryCases",
+            Kind::Value,
+            format!("the registry breaks its rules: {}", problems.join("; ")),
+        ));
     }
     let names =
         |checks: Vec<crate::testing::Check>| -> Array { checks.iter().map(|c| JsValue::from_str(c.name())).collect() };
@@ -74,11 +78,11 @@ pub async fn check_case(
     // Resolve the device before running anything: a missing WebGPU device is
     // an error of the call, not a skipped check.
     let device = if gpu { Some(super::runtime::gpu_device(OP)?) } else { None };
-    let case = crate::testing::case_of(def, k).map_err(|e| js_error(OP, e.to_string()))?;
+    let case = crate::testing::case_of(def, k).map_err(|e| js_error(OP, Kind::Value, e.to_string()))?;
     // A failing check's message names the op, the case and the element: kept whole.
-    let mut checks = check_cpu(def, k).map_err(|e| js_error(OP, e))?;
+    let mut checks = check_cpu(def, k).map_err(|e| js_error(OP, Kind::Value, e))?;
     if let Some(device) = device {
-        checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| js_error(OP, e))?);
+        checks.extend(check_gpu_parity(def, k, &device).await.map_err(|e| js_error(OP, Kind::Value, e))?);
     }
     let names: Array = checks.iter().map(|c| JsValue::from_str(c.name())).collect();
     Ok(object(&[
@@ -97,9 +101,14 @@ pub(super) fn registry_case_arg(
     case_index: &JsValue,
 ) -> JsResult<(&'static crate::ops::OpDef, usize)> {
     let Some(name) = op.as_string() else {
-        return Err(js_error(call, format!("op must be a registry op name (a string), got {}", describe(op))));
+        return Err(js_error(
+            call,
+            Kind::Argument,
+            format!("op must be a registry op name (a string), got {}", describe(op)),
+        ));
     };
-    let def = find_op(&name).ok_or_else(|| js_error(call, format!("no registry op is named {name:?}")))?;
+    let def =
+        find_op(&name).ok_or_else(|| js_error(call, Kind::Argument, format!("no registry op is named {name:?}")))?;
     Ok((def, usize_arg(call, "caseIndex", case_index)?))
 }
 
@@ -126,6 +135,6 @@ pub fn lose_device() -> JsResult<()> {
             g.destroy();
             Ok(())
         }
-        _ => Err(js_error("loseDevice", "the default GPU is not a WebGPU device")),
+        _ => Err(js_error("loseDevice", Kind::Device, "the default GPU is not a WebGPU device")),
     }
 }

@@ -10,7 +10,7 @@
 
 use super::args::{handles, object, Opts};
 use super::testing::registry_case_arg;
-use super::{js_error, JsResult, JsTensor};
+use super::{js_error, JsResult, JsTensor, Kind};
 use crate::dtype::DType;
 use crate::testing::{case_of, parity_tolerance, GPU_DTYPE_ERROR};
 use js_sys::Array;
@@ -36,15 +36,18 @@ pub fn case_data(
     const OP: &str = "caseData";
     let (def, k) = registry_case_arg(OP, &op, &case_index)?;
     let options = options.unwrap_or(JsValue::UNDEFINED);
-    let case = case_of(def, k).map_err(|e| js_error(OP, e.to_string()))?;
+    let case = case_of(def, k).map_err(|e| js_error(OP, Kind::Value, e.to_string()))?;
     let sample = Opts::known(OP, &options, &["sample"])?.string("sample", case.sample.name())?;
     if sample != case.sample.name() {
         return Err(js_error(
             OP,
+            Kind::Value,
             format!("{} case #{k} ({}) is the {} sample, not {sample:?}", def.name, case.name, case.sample.name()),
         ));
     }
-    let fail = |what: &str, e: crate::error::Error| js_error(OP, format!("{} / {}: {what}: {e}", def.name, case.name));
+    let fail = |what: &str, e: crate::error::Error| {
+        js_error(OP, Kind::Value, format!("{} / {}: {what}: {e}", def.name, case.name))
+    };
     let inputs = case.make_inputs(def.name, k, DType::F32).map_err(|e| fail("inputs", e))?;
     let output = (case.run)(&inputs).map_err(|e| fail("forward", e))?;
     let (atol, rtol) = parity_tolerance(def.name, &case);

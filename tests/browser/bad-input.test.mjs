@@ -1,6 +1,7 @@
 // The bad-input corpus (pages/bad-input*.js) in Node and in both Chromium
-// passes: every entry must throw an Error whose message starts with the op
-// the caller called (or give PyTorch's documented result), and the instance
+// passes: every entry must throw a SkiffError whose message starts with the op
+// the caller called, with that `op` and a valid `kind` (or give PyTorch's
+// documented result), and the instance
 // must still work after each. In Node, the former traps also run 10,000
 // times each with the instance and its memory checked, and the calls that
 // leaked wasm stack space 100,000 times each. Last in each
@@ -29,6 +30,11 @@ function assertHuge(r) {
     assert.ok(!r.error.trap, `an allocation trapped the instance: ${r.error.message}`);
     assert.ok(r.error.isError, `a non-Error was thrown: ${r.error.message}`);
     assert.match(r.error.message, /^zeros: /, 'the allocation failure names zeros');
+    assert.deepEqual(
+      { isSkiffError: r.error.isSkiffError, op: r.error.op, kind: r.error.kind },
+      { isSkiffError: true, op: 'zeros', kind: 'memory' },
+      `the allocation failure is a SkiffError of zeros, kind 'memory': ${r.error.message}`,
+    );
   } else {
     assert.equal(r.made, 4, 'without an error, all four tensors exist');
   }

@@ -17,15 +17,18 @@ test('Node: wrong bytes, a missing file, then the real bytes', () => {
     const skiff = await import(${JSON.stringify(pathToFileURL(path.join(REPO, 'web/node.js')).href)});
     const errors = [];
     for (const wasm of [new Uint8Array([1, 2, 3, 4]), '/nonexistent/skiff_bg.wasm', 42]) {
-      await skiff.init({ wasm }).then(() => errors.push('resolved'), (e) => errors.push(e.message));
+      await skiff.init({ wasm }).then(
+        () => errors.push('resolved'),
+        (e) => errors.push(e instanceof skiff.SkiffError && e.op === 'init' ? `${e.kind} ${e.message}` : `not a SkiffError: ${e}`),
+      );
     }
     const info = await skiff.init({ wasm: readFileSync(${JSON.stringify(path.join(PKG_DIR, 'skiff_bg.wasm'))}) });
     console.log(JSON.stringify({ errors, device: info.device, values: await skiff.tensor([1, 2]).add(1).array() }));
   `;
   const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
-  assert.match(out.errors[0], /^init: wasm \(the bytes passed\) is not WebAssembly: it starts with bytes 01 02 03 04$/);
-  assert.match(out.errors[1], /^init: reading \/nonexistent\/skiff_bg\.wasm failed: ENOENT/);
-  assert.match(out.errors[2], /^init: wasm must be a URL .* got number$/);
+  assert.match(out.errors[0], /^value init: wasm \(the bytes passed\) is not WebAssembly: it starts with bytes 01 02 03 04$/);
+  assert.match(out.errors[1], /^value init: reading \/nonexistent\/skiff_bg\.wasm failed: ENOENT/);
+  assert.match(out.errors[2], /^argument init: wasm must be a URL .* got number$/);
   assert.equal(out.device, 'cpu');
   assert.deepEqual(out.values, [2, 3]);
 });

@@ -77,6 +77,8 @@ describe('webgpu: device-made indices and GPU allocation failures', { timeout: 3
       namesOp(c.first, op[name], f);
       assert.ok(Array.isArray(c.again), `${name}: the second readback of the same result must succeed`);
       namesOp(c.reused, op[name], f.slice(0, 1));
+      // A SkiffError of the called op (data), with the op found failing on the device as innerOp.
+      assert.deepEqual(c.reusedFields, { isSkiffError: true, op: 'data', kind: 'value', innerOp: op[name] }, `${name}: the rejection's fields`);
       assert.deepEqual(c.later, [2, 4, 6], `${name}: later work`);
     }
     // The documented results: gather-like ops read 0, scatters add nothing.
@@ -95,6 +97,7 @@ describe('webgpu: device-made indices and GPU allocation failures', { timeout: 3
     assert.match(r.withItAgain, /values were lost/, 'work recorded with the failed buffer reads as lost');
     assert.deepEqual(r.earlierValues, [2, 4, 6], 'work recorded before the allocation is intact');
     assert.match(r.bigRead, /has no GPU memory/);
+    assert.deepEqual(r.bigReadFields, { isSkiffError: true, op: 'data', kind: 'memory', innerOp: null }, 'reading the big tensor: out of memory');
     assert.ok(r.liveAfter - r.liveBefore < 2 ** 20, `live bytes after dispose: ${r.liveAfter - r.liveBefore} more than before`);
     assert.ok(r.pooledAfter < 2 ** 30, `the failed 1 GiB buffer entered the pool (${r.pooledAfter} bytes pooled)`);
     assert.deepEqual(r.later, [20, 40, 60]);

@@ -92,6 +92,8 @@ pub enum Kind {
     Value,
     Autograd,
     Memory,
+    Gpu,
+    DeviceLost,
 }
 
 /// The variant and op of an error.
@@ -105,6 +107,8 @@ pub fn kind_and_op(e: &skiff::Error) -> (Kind, &'static str) {
         E::Value { op, .. } => (Kind::Value, *op),
         E::Autograd { op, .. } => (Kind::Autograd, *op),
         E::Memory { op, .. } => (Kind::Memory, *op),
+        E::Gpu { op, .. } => (Kind::Gpu, *op),
+        E::DeviceLost { op, .. } => (Kind::DeviceLost, *op),
     }
 }
 

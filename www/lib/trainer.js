@@ -9,6 +9,7 @@
 // the loop awaits.
 import * as skiff from 'skiff-ml';
 import { gather } from './mnist.js';
+import { divergedError } from './errors.js';
 
 export const LOG_EVERY = 10;
 export const EVAL_EVERY = 50;
@@ -233,7 +234,7 @@ export class Trainer {
     loss /= steps.length;
     const acc = correct / (steps.length * this.config.batchSize);
     if (!Number.isFinite(loss)) {
-      throw new Error(`the training loss became ${loss}: the learning rate (${this.config.lr}) is too high; press Reset`);
+      throw divergedError(loss, this.config.lr);
     }
     this.history.trainLoss.push([this.step, loss]);
     this.history.trainAcc.push([this.step, acc]);

@@ -195,7 +195,7 @@ thread_local! {
 
 #[cfg(target_arch = "wasm32")]
 pub fn scope_error(scope: wgpu::ErrorScopeGuard) -> Option<wgpu::Error> {
-    let on_error = |e: wgpu::Error| Error::value("gpu", format!("a GPU kernel failed to compile: {e}"));
+    let on_error = |e: wgpu::Error| Error::gpu("gpu", format!("a GPU kernel failed to compile: {e}"));
     PENDING_SCOPES.with(|p| p.borrow_mut().push((Box::pin(scope.pop()), Box::new(on_error))));
     None
 }

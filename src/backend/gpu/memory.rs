@@ -67,7 +67,7 @@ impl GpuContext {
         self.check(op)?;
         let max = self.max_buffer_bytes();
         let Some(class) = size_class(bytes, max) else {
-            return Err(Error::value(
+            return Err(Error::memory(
                 op,
                 format!("a GPU buffer of {bytes} bytes exceeds the adapter's limit of {max} bytes per storage buffer"),
             ));
@@ -141,10 +141,10 @@ impl GpuContext {
             if let Some(ctx) = me.upgrade() {
                 ctx.mark_invalid(failed, &format!("{op}: {msg}"));
             }
-            Error::value(op, msg)
+            Error::memory(op, msg)
         };
         match context::close_scopes(scopes, on_error) {
-            Some(e) => Err(Error::value(op, reason(&e))),
+            Some(e) => Err(Error::memory(op, reason(&e))),
             None => Ok(b),
         }
     }
@@ -219,7 +219,7 @@ impl GpuContext {
         }
         let bad = lock(&self.bad);
         if let Some(reason) = bad.invalid.get(b) {
-            return Err(Error::value("to_vec", format!("this tensor has no GPU memory: {reason}")));
+            return Err(Error::memory("to_vec", format!("this tensor has no GPU memory: {reason}")));
         }
         if let Some(reason) = bad.stale.get(b) {
             return Err(Error::value("to_vec", format!("this tensor's values were lost: {reason}")));

@@ -93,7 +93,7 @@ impl GpuContext {
             cache: None,
         }));
         if let Some(e) = context::scope_error(scope) {
-            return Err(Error::value("gpu", format!("kernel '{key}' failed to compile: {e}")));
+            return Err(Error::gpu("gpu", format!("kernel '{key}' failed to compile: {e}")));
         }
         self.counters.pipelines_compiled.fetch_add(1, Ordering::Relaxed);
         lock(&self.layouts).insert((*p).clone(), KernelLayout { layout, bind_groups: HashMap::new() });

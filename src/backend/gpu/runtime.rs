@@ -113,6 +113,8 @@ pub struct GpuContext {
     /// First uncaptured wgpu error or device loss, reported on the next op.
     failure: Arc<Mutex<Option<String>>>,
     lost: Arc<AtomicBool>,
+    /// Whether that first failure was the driver running out of memory.
+    out_of_memory: Arc<AtomicBool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,10 +127,14 @@ impl GpuContext {
     pub(crate) fn new(o: Opened) -> Arc<GpuContext> {
         let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let lost = Arc::new(AtomicBool::new(false));
+        let out_of_memory = Arc::new(AtomicBool::new(false));
         {
-            let f = failure.clone();
+            let (f, oom) = (failure.clone(), out_of_memory.clone());
             o.device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                lock(&f).get_or_insert_with(|| e.to_string());
+                lock(&f).get_or_insert_with(|| {
+                    oom.store(matches!(e, wgpu::Error::OutOfMemory { .. }), Ordering::SeqCst);
+                    e.to_string()
+                });
             }));
             let (f, l) = (failure.clone(), lost.clone());
             o.device.set_device_lost_callback(move |reason, msg| {
@@ -177,6 +183,7 @@ impl GpuContext {
             counters: Counters::default(),
             failure,
             lost,
+            out_of_memory,
         })
     }
 
@@ -191,9 +198,13 @@ impl GpuContext {
     /// The error to report if the device was lost or a GPU command failed.
     pub(crate) fn check(&self, op: &'static str) -> Result<()> {
         if let Some(msg) = lock(&self.failure).clone() {
-            let what =
-                if self.lost.load(Ordering::SeqCst) { "the GPU device was lost" } else { "a GPU command failed" };
-            return Err(Error::value(op, format!("{what}: {msg}")));
+            return Err(if self.lost.load(Ordering::SeqCst) {
+                Error::DeviceLost { op, msg: format!("the GPU device was lost: {msg}") }
+            } else if self.out_of_memory.load(Ordering::SeqCst) {
+                Error::memory(op, format!("a GPU command failed: {msg}"))
+            } else {
+                Error::gpu(op, format!("a GPU command failed: {msg}"))
+            });
         }
         Ok(())
     }
@@ -300,7 +311,7 @@ impl GpuContext {
             if let Some(ctx) = me.upgrade() {
                 ctx.mark_stale(written, &reason);
             }
-            Error::value("gpu", reason)
+            Error::gpu("gpu", reason)
         });
     }
 

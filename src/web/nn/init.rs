@@ -6,7 +6,7 @@
 use super::bag;
 use crate::nn::init::{self, FanMode, Nonlinearity};
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, Named};
+use crate::web::{js_error, JsResult, Kind, Named};
 use wasm_bindgen::prelude::*;
 
 /// A nonlinearity name with leaky ReLU's negative slope `a`.
@@ -20,6 +20,7 @@ fn nonlinearity(op: &str, name: &str, a: f64) -> JsResult<Nonlinearity> {
         other => {
             return Err(js_error(
                 op,
+                Kind::Argument,
                 format!(
                     "nonlinearity must be 'linear', 'conv2d', 'sigmoid', 'tanh', 'relu' or 'leaky_relu', got {other:?}"
                 ),
@@ -33,7 +34,9 @@ fn kaiming(op: &str, o: &Opts) -> JsResult<(FanMode, Nonlinearity)> {
     let mode = match o.string("mode", "fan_in")?.as_str() {
         "fan_in" => FanMode::FanIn,
         "fan_out" => FanMode::FanOut,
-        other => return Err(js_error(op, format!("mode must be 'fan_in' or 'fan_out', got {other:?}"))),
+        other => {
+            return Err(js_error(op, Kind::Argument, format!("mode must be 'fan_in' or 'fan_out', got {other:?}")))
+        }
     };
     let a = o.f64("a", 0.0)?;
     Ok((mode, nonlinearity(op, &o.string("nonlinearity", "leaky_relu")?, a)?))
@@ -53,7 +56,11 @@ pub fn calculate_gain(
 ) -> JsResult<f64> {
     const OP: &str = "calculateGain";
     let Some(name) = nonlinearity_name.as_string() else {
-        return Err(js_error(OP, format!("nonlinearity must be a string, got {}", args::describe(&nonlinearity_name))));
+        return Err(js_error(
+            OP,
+            Kind::Argument,
+            format!("nonlinearity must be a string, got {}", args::describe(&nonlinearity_name)),
+        ));
     };
     let a = match param {
         Some(v) if !(v.is_undefined() || v.is_null()) => args::finite_arg(OP, "param", &v)?,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::io::safetensors;
 use crate::tensor::Tensor;
 use crate::web::args::{self, describe};
-use crate::web::{js_error, rejection, JsResult, JsTensor, Named};
+use crate::web::{js_error, rejection, JsResult, JsTensor, Kind, Named};
 use js_sys::{Array, ArrayBuffer, Promise, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
@@ -30,14 +30,16 @@ pub(crate) fn pairs(op: &str, name: &str, v: &JsValue, what: &str) -> JsResult<V
         let pairs = Array::new();
         for key in js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>()).iter() {
             let text = key.as_string().unwrap_or_default();
-            let value = Reflect::get(v, &key)
-                .map_err(|e| js_error(op, format!("{name}[{text:?}] could not be read: {}", args::thrown_text(&e))))?;
+            let value = Reflect::get(v, &key).map_err(|e| {
+                js_error(op, Kind::Argument, format!("{name}[{text:?}] could not be read: {}", args::thrown_text(&e)))
+            })?;
             pairs.push(&Array::of2(&key, &value));
         }
         pairs
     } else {
         return Err(js_error(
             op,
+            Kind::Argument,
             format!(
                 "{name} must be a Record<string, {what}> or an array of [string, {what}] pairs, got {}",
                 describe(v)
@@ -52,7 +54,11 @@ pub(crate) fn pairs(op: &str, name: &str, v: &JsValue, what: &str) -> JsResult<V
                 .and_then(|a| a.get(0).as_string().map(|k| (k, a.get(1))))
             {
                 Some(kv) => Ok(kv),
-                None => Err(js_error(op, format!("{name}[{i}] must be a [string, {what}] pair, got {}", describe(&p)))),
+                None => Err(js_error(
+                    op,
+                    Kind::Argument,
+                    format!("{name}[{i}] must be a [string, {what}] pair, got {}", describe(&p)),
+                )),
             }
         })
         .collect()
@@ -99,7 +105,7 @@ pub(crate) fn serialize_promise(op: &'static str, entries: Vec<(String, Tensor)>
     }
     let mut seen = std::collections::HashSet::new();
     if let Some((dup, _)) = entries.iter().find(|(n, _)| !seen.insert(n.as_str())) {
-        return Err(js_error(op, format!("tensor name {dup:?} appears twice")));
+        return Err(js_error(op, Kind::Value, format!("tensor name {dup:?} appears twice")));
     }
     // Snapshot now: cpu tensors copied, GPU tensors gathered per dtype.
     let mut slots: Vec<(String, Vec<usize>, Option<Tensor>)> = Vec::with_capacity(entries.len());
@@ -178,7 +184,11 @@ pub fn load_safetensors(
     let o = super::bag(OP, &options, &["device"])?;
     let device = args::device(OP, &o.get("device"))?;
     let Some(bytes) = as_bytes(&bytes) else {
-        return Err(js_error(OP, format!("bytes must be a Uint8Array or ArrayBuffer, got {}", describe(&bytes))));
+        return Err(js_error(
+            OP,
+            Kind::Argument,
+            format!("bytes must be a Uint8Array or ArrayBuffer, got {}", describe(&bytes)),
+        ));
     };
     let explicit = !(o.get("device").is_undefined() || o.get("device").is_null());
     let mut tensors = Vec::new();
@@ -187,6 +197,7 @@ pub fn load_safetensors(
             (true, true) if explicit => {
                 return Err(js_error(
                     OP,
+                    Kind::DType,
                     format!("tensor {name:?} is float64, which WebGPU cannot hold: load it with {{ device: 'cpu' }}"),
                 ))
             }

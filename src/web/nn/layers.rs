@@ -12,7 +12,7 @@ use crate::nn::{
     ReLU, Sequential, SiLU, Sigmoid, Softmax, Tanh, GELU,
 };
 use crate::web::args::{self, describe};
-use crate::web::{js_error, JsResult, Named};
+use crate::web::{js_error, JsResult, Kind as ErrorKind, Named};
 use std::rc::Rc;
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
@@ -32,6 +32,7 @@ fn budget(op: &str, dims: &[usize]) -> JsResult<()> {
         Some(n) if n <= MAX_ELEMENTS => Ok(()),
         _ => Err(js_error(
             op,
+            ErrorKind::Memory,
             format!("a parameter of shape {dims:?} is too large (at most {MAX_ELEMENTS} elements per parameter)"),
         )),
     }
@@ -62,7 +63,11 @@ fn py_shape(dims: &[usize]) -> String {
 /// The modules of a JS array (each must be a live `Module`).
 fn modules_arg(op: &str, v: &JsValue) -> JsResult<Vec<Rc<Entry>>> {
     let Some(list) = args::as_array(v) else {
-        return Err(js_error(op, format!("modules must be an array of Modules, got {}", describe(v))));
+        return Err(js_error(
+            op,
+            ErrorKind::Argument,
+            format!("modules must be an array of Modules, got {}", describe(v)),
+        ));
     };
     list.iter().enumerate().map(|(i, m)| module_arg(op, &format!("modules[{i}]"), &m)).collect()
 }
@@ -290,7 +295,13 @@ impl JsModule {
         let approximate = match a.as_str() {
             "none" => GeluApproximate::None,
             "tanh" => GeluApproximate::Tanh,
-            other => return Err(js_error(OP, format!("approximate must be 'none' or 'tanh', got {other:?}"))),
+            other => {
+                return Err(js_error(
+                    OP,
+                    ErrorKind::Argument,
+                    format!("approximate must be 'none' or 'tanh', got {other:?}"),
+                ))
+            }
         };
         Ok(Spec::layer(GELU::with_approximate(approximate), "GELU", format!("approximate='{a}'")).build())
     }
@@ -336,10 +347,14 @@ impl JsModule {
         let (e, h) = (size(OP, "embedDim", &embed_dim)?, size(OP, "numHeads", &num_heads)?);
         let (bias, dropout, causal) = (o.bool("bias", true)?, o.f64("dropout", 0.0)?, o.bool("causal", false)?);
         if h == 0 || e % h != 0 {
-            return Err(js_error(OP, format!("embedDim {e} must be a positive multiple of numHeads {h}")));
+            return Err(js_error(
+                OP,
+                ErrorKind::Value,
+                format!("embedDim {e} must be a positive multiple of numHeads {h}"),
+            ));
         }
         if !(0.0..1.0).contains(&dropout) {
-            return Err(js_error(OP, format!("dropout must be in [0, 1), got {dropout}")));
+            return Err(js_error(OP, ErrorKind::Value, format!("dropout must be in [0, 1), got {dropout}")));
         }
         budget(OP, &[3, e, e])?;
         let mha = Arc::new(MultiHeadAttention::with_options(e, h, bias, dropout).named(OP)?.with_causal(causal));
@@ -424,13 +439,13 @@ fn batch_norm_args(
     };
     // Checked here so the message names the JS class and option, not skiff's config struct.
     if n == 0 {
-        return Err(js_error(op, "numFeatures must be positive, got 0"));
+        return Err(js_error(op, ErrorKind::Value, "numFeatures must be positive, got 0"));
     }
     if !(c.eps > 0.0 && c.eps.is_finite()) {
-        return Err(js_error(op, format!("eps must be positive and finite, got {}", c.eps)));
+        return Err(js_error(op, ErrorKind::Value, format!("eps must be positive and finite, got {}", c.eps)));
     }
     if !(0.0..=1.0).contains(&c.momentum) {
-        return Err(js_error(op, format!("momentum must be in [0, 1], got {}", c.momentum)));
+        return Err(js_error(op, ErrorKind::Value, format!("momentum must be in [0, 1], got {}", c.momentum)));
     }
     let extra = format!(
         "{n}, eps={}, momentum={}, affine={}, track_running_stats={}",

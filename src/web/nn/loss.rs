@@ -6,7 +6,7 @@ use super::{bag, py_float};
 use crate::nn::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use crate::ops::composite::Reduction;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind as ErrorKind, Named};
 use wasm_bindgen::prelude::*;
 
 enum Kind {
@@ -31,7 +31,9 @@ fn reduction(op: &str, o: &Opts) -> JsResult<Reduction> {
         "mean" => Ok(Reduction::Mean),
         "sum" => Ok(Reduction::Sum),
         "none" => Ok(Reduction::None),
-        other => Err(js_error(op, format!("reduction must be 'mean', 'sum' or 'none', got {other:?}"))),
+        other => {
+            Err(js_error(op, ErrorKind::Argument, format!("reduction must be 'mean', 'sum' or 'none', got {other:?}")))
+        }
     }
 }
 
@@ -67,7 +69,7 @@ impl JsLoss {
         let r = reduction(OP, &o)?;
         let ls = o.f64("labelSmoothing", 0.0)?;
         if !(0.0..=1.0).contains(&ls) {
-            return Err(js_error(OP, format!("labelSmoothing must be in [0, 1], got {ls}")));
+            return Err(js_error(OP, ErrorKind::Value, format!("labelSmoothing must be in [0, 1], got {ls}")));
         }
         let mut extra = reduction_repr(r);
         if ls != 0.0 {

@@ -9,7 +9,7 @@ use crate::web::args::{self, describe, object};
 use crate::web::handles::{Class, Found};
 use crate::web::nn::read_entries;
 use crate::web::nn::serialize_promise;
-use crate::web::{js_error, JsResult, JsTensor, Named, SingleThreaded};
+use crate::web::{js_error, JsResult, JsTensor, Kind as ErrorKind, Named, SingleThreaded};
 use js_sys::Array;
 use std::cell::OnceCell;
 use std::cell::RefCell;
@@ -150,13 +150,19 @@ pub(crate) fn module_arg(op: &str, name: &str, v: &JsValue) -> JsResult<Rc<Entry
     let id = match found {
         Found::Id(id) => id,
         Found::Freed => {
-            return Err(js_error(op, format!("{name} must be a Module, got a freed Module (free() was called on it)")))
+            return Err(js_error(
+                op,
+                ErrorKind::Argument,
+                format!("{name} must be a Module, got a freed Module (free() was called on it)"),
+            ))
         }
-        Found::Other => return Err(js_error(op, format!("{name} must be a Module, got {}", describe(v)))),
+        Found::Other => {
+            return Err(js_error(op, ErrorKind::Argument, format!("{name} must be a Module, got {}", describe(v))))
+        }
     };
     MODULES
         .with(|m| m.borrow().live.get(&id).and_then(Weak::upgrade))
-        .ok_or_else(|| js_error(op, format!("{name} is a Module that was freed")))
+        .ok_or_else(|| js_error(op, ErrorKind::Argument, format!("{name} is a Module that was freed")))
 }
 
 /// A hook's return value: undefined/null keeps, a Tensor replaces.
@@ -271,14 +277,24 @@ impl JsModule {
                 let i = if i < 0 { i + kids.len() as isize } else { i };
                 usize::try_from(i).ok().and_then(|i| kids.get(i))
             }
-            (Kind::Dict, None) => return Err(js_error(OP, format!("key must be a string, got {}", describe(&key)))),
-            (Kind::Sequential | Kind::List, Some(_)) => {
-                return Err(js_error(OP, format!("index must be an integer, got {}", describe(&key))))
+            (Kind::Dict, None) => {
+                return Err(js_error(OP, ErrorKind::Argument, format!("key must be a string, got {}", describe(&key))))
             }
-            _ => return Err(js_error(OP, format!("a {} has no children to get", self.entry.name))),
+            (Kind::Sequential | Kind::List, Some(_)) => {
+                return Err(js_error(
+                    OP,
+                    ErrorKind::Argument,
+                    format!("index must be an integer, got {}", describe(&key)),
+                ))
+            }
+            _ => return Err(js_error(OP, ErrorKind::Value, format!("a {} has no children to get", self.entry.name))),
         };
         found.map(|(_, c)| JsModule { entry: c.clone() }).ok_or_else(|| {
-            js_error(OP, format!("no child {} in this {} of {}", describe(&key), self.entry.name, kids.len()))
+            js_error(
+                OP,
+                ErrorKind::Value,
+                format!("no child {} in this {} of {}", describe(&key), self.entry.name, kids.len()),
+            )
         })
     }
 
@@ -424,7 +440,11 @@ impl JsModule {
     ) -> JsResult<Array> {
         const OP: &str = "attention";
         let Kind::Attention(mha) = &self.entry.kind else {
-            return Err(js_error(OP, format!("needs a MultiheadAttention module, this is a {}", self.entry.name)));
+            return Err(js_error(
+                OP,
+                ErrorKind::Argument,
+                format!("needs a MultiheadAttention module, this is a {}", self.entry.name),
+            ));
         };
         let options = options.unwrap_or(JsValue::UNDEFINED);
         let o = bag(OP, &options, &["keyPaddingMask", "causal"])?;

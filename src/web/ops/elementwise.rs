@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
 use crate::web::args::{self, number, Operand, Opts};
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use wasm_bindgen::prelude::*;
 
 /// Methods without arguments that call the skiff method of the same name.
@@ -17,6 +17,7 @@ macro_rules! unary_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
                 pub fn $name(&self) -> JsResult<JsTensor> {
                     const OP: &str = stringify!($name);
                     out(OP, self.get(OP)?.$name())
@@ -52,9 +53,11 @@ macro_rules! operand_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
                 pub fn $name(
                     &self,
-                    #[wasm_bindgen(unchecked_param_type = "Tensor | number")] other: JsValue,
+                    // Operands of another dtype are an error (no promotion).
+                    #[wasm_bindgen(unchecked_param_type = "Tensor<D> | number")] other: JsValue,
                 ) -> JsResult<JsTensor> {
                     const OP: &str = stringify!($name);
                     let $x = self.get(OP)?;
@@ -102,6 +105,7 @@ macro_rules! compare_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<'bool'>")]
                 pub fn $name(
                     &self,
                     #[wasm_bindgen(unchecked_param_type = "Tensor | number")] other: JsValue,
@@ -160,7 +164,7 @@ pub fn where_(
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// `x` where positive, `negativeSlope * x` elsewhere (default slope 0.01).
-    #[wasm_bindgen(js_name = leakyRelu)]
+    #[wasm_bindgen(js_name = leakyRelu, unchecked_return_type = "Tensor<D>")]
     pub fn leaky_relu(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = negativeSlope)] negative_slope: Option<
@@ -175,6 +179,7 @@ impl JsTensor {
     }
 
     /// GELU: exact (erf) by default, the tanh approximation with `{ approximate: 'tanh' }`.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn gelu(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "{ approximate?: 'none' | 'tanh' }")] options: Option<JsValue>,
@@ -185,12 +190,15 @@ impl JsTensor {
         match Opts::known(OP, &options, &["approximate"])?.string("approximate", "none")?.as_str() {
             "none" => out(OP, x.gelu_erf()),
             "tanh" => out(OP, x.gelu()),
-            other => Err(js_error(OP, format!("option approximate must be 'none' or 'tanh', got {other:?}"))),
+            other => {
+                Err(js_error(OP, Kind::Argument, format!("option approximate must be 'none' or 'tanh', got {other:?}")))
+            }
         }
     }
 
     /// Clamps into [min, max]; either bound may be omitted (null or undefined), not both.
     /// As PyTorch: a NaN bound gives NaN everywhere, min > max gives max everywhere.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn clamp(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number | null")] min: Option<JsValue>,
@@ -208,13 +216,13 @@ impl JsTensor {
         };
         let (lo, hi) = (bound("min", min)?, bound("max", max)?);
         if lo.is_none() && hi.is_none() {
-            return Err(js_error(OP, "at least one of min and max must be given"));
+            return Err(js_error(OP, Kind::Argument, "at least one of min and max must be given"));
         }
         out(OP, x.clamp(lo, hi))
     }
 
     /// `condition ? this : other`, elementwise with broadcasting (PyTorch's `Tensor.where`).
-    #[wasm_bindgen(js_name = "where")]
+    #[wasm_bindgen(js_name = "where", unchecked_return_type = "Tensor<D>")]
     pub fn where_method(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] condition: JsValue,
@@ -228,7 +236,7 @@ impl JsTensor {
     }
 
     /// `value` where the bool `mask` is true, this elsewhere (`mask` broadcasts).
-    #[wasm_bindgen(js_name = maskedFill)]
+    #[wasm_bindgen(js_name = maskedFill, unchecked_return_type = "Tensor<D>")]
     pub fn masked_fill(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] mask: JsValue,
@@ -239,13 +247,18 @@ impl JsTensor {
         let mask = args::tensor(OP, "mask", &mask)?;
         if mask.dtype() != DType::Bool {
             let dtype = args::dtype_name(mask.dtype());
-            return Err(js_error(OP, format!("mask must be bool, got {dtype} of shape {:?}", mask.shape())));
+            return Err(js_error(
+                OP,
+                Kind::DType,
+                format!("mask must be bool, got {dtype} of shape {:?}", mask.shape()),
+            ));
         }
         let v = Operand::parse(OP, "value", &value)?;
         let filled = select(OP, &mask, v, Operand::Tensor(x.clone()), ["value", "this"])?;
         if filled.shape() != x.shape() {
             return Err(js_error(
                 OP,
+                Kind::Shape,
                 format!("mask of shape {:?} must broadcast to the tensor's shape {:?}", mask.shape(), x.shape()),
             ));
         }
@@ -253,7 +266,7 @@ impl JsTensor {
     }
 
     /// A copy converted to `dtype` ('float32' | 'float64' | 'int32' | 'bool'); gradients flow between float dtypes.
-    #[wasm_bindgen(js_name = toDtype)]
+    #[wasm_bindgen(js_name = toDtype, skip_typescript)]
     pub fn to_dtype(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "toDtype";
         let x = self.get(OP)?;
@@ -261,33 +274,37 @@ impl JsTensor {
     }
 
     /// This as float32 (`toDtype('float32')`).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<'float32'>")]
     pub fn float(&self) -> JsResult<JsTensor> {
         out("float", self.get("float")?.to_dtype(DType::F32))
     }
 
     /// This as float64 (`toDtype('float64')`; cpu only).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<'float64'>")]
     pub fn double(&self) -> JsResult<JsTensor> {
         out("double", self.get("double")?.to_dtype(DType::F64))
     }
 
     /// This as int32 (`toDtype('int32')`; floats truncate toward zero).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<'int32'>")]
     pub fn int(&self) -> JsResult<JsTensor> {
         out("int", self.get("int")?.to_dtype(DType::I32))
     }
 
     /// This as bool (`toDtype('bool')`: nonzero is true).
-    #[wasm_bindgen(js_name = bool)]
+    #[wasm_bindgen(js_name = bool, unchecked_return_type = "Tensor<'bool'>")]
     pub fn to_bool(&self) -> JsResult<JsTensor> {
         out("bool", self.get("bool")?.to_dtype(DType::Bool))
     }
 
     /// The same values, cut from the autograd graph (shares memory).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn detach(&self) -> JsResult<JsTensor> {
         Ok(JsTensor::wrap(self.get("detach")?.detach()))
     }
 
     /// A contiguous copy with its own memory; differentiable (PyTorch's `clone`).
-    #[wasm_bindgen(js_name = clone)]
+    #[wasm_bindgen(js_name = clone, unchecked_return_type = "Tensor<D>")]
     pub fn clone_tensor(&self) -> JsResult<JsTensor> {
         out("clone", self.get("clone")?.contiguous_copy())
     }
@@ -306,6 +323,7 @@ operand_methods! {
 impl JsTensor {
     /// In place: sets every element to `value` (an int32 tensor takes
     /// integers in its range only); returns this tensor.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn fill_(&self, #[wasm_bindgen(unchecked_param_type = "number")] value: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "fill_";
         let x = self.get(OP)?;
@@ -314,11 +332,13 @@ impl JsTensor {
     }
 
     /// In place: sets every element to zero; returns this tensor.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn zero_(&self) -> JsResult<JsTensor> {
         out("zero_", self.get("zero_")?.zero_())
     }
 
     /// In place: copies `src` (broadcast, converted to this dtype and device) into this tensor; returns it.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn copy_(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] src: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "copy_";
         let x = self.get(OP)?;

@@ -19,7 +19,7 @@ mod reduce;
 mod shape;
 
 use super::args::{self, describe, Opts};
-use super::{js_error, JsResult, JsTensor, Named};
+use super::{js_error, JsResult, JsTensor, Kind, Named};
 use crate::ops::composite::Reduction;
 use crate::tensor::Tensor;
 use js_sys::{Object, Reflect};
@@ -163,7 +163,11 @@ fn check_numel(op: &str, what: &str, dims: impl IntoIterator<Item = u64>) -> JsR
         n = n.saturating_mul(d.max(1));
     }
     if n > MAX_NUMEL {
-        return Err(js_error(op, format!("{what} is too large: its sizes multiply to {n}, over {MAX_NUMEL}")));
+        return Err(js_error(
+            op,
+            Kind::Memory,
+            format!("{what} is too large: its sizes multiply to {n}, over {MAX_NUMEL}"),
+        ));
     }
     Ok(())
 }
@@ -185,7 +189,7 @@ fn signed_shape(op: &str, name: &str, v: &JsValue) -> JsResult<Vec<isize>> {
 /// Refuses a 0-d tensor for ops that cut or index one axis.
 fn needs_axis(op: &str, t: &Tensor) -> JsResult<()> {
     if t.ndim() == 0 {
-        return Err(js_error(op, "needs a tensor with at least one axis, got a scalar (shape [])"));
+        return Err(js_error(op, Kind::Shape, "needs a tensor with at least one axis, got a scalar (shape [])"));
     }
     Ok(())
 }
@@ -198,7 +202,11 @@ fn reduction(op: &str, o: &Opts) -> JsResult<Reduction> {
         Some("mean") => Ok(Reduction::Mean),
         Some("sum") => Ok(Reduction::Sum),
         Some("none") => Ok(Reduction::None),
-        _ => Err(js_error(op, format!("option reduction must be 'mean', 'sum' or 'none', got {}", describe(&v)))),
+        _ => Err(js_error(
+            op,
+            Kind::Argument,
+            format!("option reduction must be 'mean', 'sum' or 'none', got {}", describe(&v)),
+        )),
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{check_numel, is_absent, out, reduction, undef, MAX_NUMEL};
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Kind};
 use wasm_bindgen::prelude::*;
 
 /// Kernel, stride, padding and dilation of a sliding-window op.
@@ -52,6 +52,7 @@ impl Window {
             if span > MAX_NUMEL || padded > MAX_NUMEL {
                 return Err(js_error(
                     op,
+                    Kind::Shape,
                     format!(
                         "kernel {:?} with dilation {:?} over size {size:?} with padding {:?} is too large",
                         self.kernel, self.dilation, self.padding
@@ -77,13 +78,17 @@ impl Window {
 /// Rejects pooling options skiff does not implement, rather than ignoring them.
 fn pool_unsupported(op: &str, o: &Opts, avg: bool) -> JsResult<()> {
     if pair_opt(op, o, "dilation", [1, 1])? != [1, 1] {
-        return Err(js_error(op, "option dilation is not supported (only 1)"));
+        return Err(js_error(op, Kind::Value, "option dilation is not supported (only 1)"));
     }
     if o.bool("ceilMode", false)? {
-        return Err(js_error(op, "option ceilMode is not supported (floor mode only)"));
+        return Err(js_error(op, Kind::Value, "option ceilMode is not supported (floor mode only)"));
     }
     if avg && !o.bool("countIncludePad", true)? {
-        return Err(js_error(op, "option countIncludePad: false is not supported (padding counts toward the mean)"));
+        return Err(js_error(
+            op,
+            Kind::Value,
+            "option countIncludePad: false is not supported (padding counts toward the mean)",
+        ));
     }
     Ok(())
 }
@@ -110,7 +115,7 @@ macro_rules! loss_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
-                #[wasm_bindgen(js_name = $js)]
+                #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor<D>")]
                 pub fn $name(
                     &self,
                     #[wasm_bindgen(unchecked_param_type = "Tensor")] target: JsValue,
@@ -140,6 +145,7 @@ loss_methods! {
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// 2-D cross-correlation of this [N, C, H, W] with `weight` [O, C/groups, kh, kw] and optional `bias` [O].
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn conv2d(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] weight: JsValue,
@@ -166,7 +172,7 @@ impl JsTensor {
     }
 
     /// Max over each kernelSize window of this [N, C, H, W] (`stride` defaults to the kernel size).
-    #[wasm_bindgen(js_name = maxPool2d)]
+    #[wasm_bindgen(js_name = maxPool2d, unchecked_return_type = "Tensor<D>")]
     pub fn max_pool2d(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | [number, number]", js_name = kernelSize)] kernel_size: JsValue,
@@ -182,7 +188,7 @@ impl JsTensor {
     }
 
     /// Where each window's maximum is (PyTorch's `return_indices`): int32 flat indices into each H*W plane.
-    #[wasm_bindgen(js_name = maxPool2dIndices)]
+    #[wasm_bindgen(js_name = maxPool2dIndices, unchecked_return_type = "Tensor<'int32'>")]
     pub fn max_pool2d_indices(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | [number, number]", js_name = kernelSize)] kernel_size: JsValue,
@@ -198,7 +204,7 @@ impl JsTensor {
     }
 
     /// Mean over each kernelSize window of this [N, C, H, W] (zero padding counts toward the mean).
-    #[wasm_bindgen(js_name = avgPool2d)]
+    #[wasm_bindgen(js_name = avgPool2d, unchecked_return_type = "Tensor<D>")]
     pub fn avg_pool2d(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | [number, number]", js_name = kernelSize)] kernel_size: JsValue,
@@ -214,6 +220,7 @@ impl JsTensor {
     }
 
     /// exp(x) / sum(exp(x)) along `dim`.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "softmax";
         let x = self.get(OP)?;
@@ -221,7 +228,7 @@ impl JsTensor {
     }
 
     /// log(softmax(x)) along `dim`, computed stably.
-    #[wasm_bindgen(js_name = logSoftmax)]
+    #[wasm_bindgen(js_name = logSoftmax, unchecked_return_type = "Tensor<D>")]
     pub fn log_softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "logSoftmax";
         let x = self.get(OP)?;
@@ -229,7 +236,7 @@ impl JsTensor {
     }
 
     /// Cross-entropy of [N, C] logits (this) against [N] int32 class labels, with optional label smoothing.
-    #[wasm_bindgen(js_name = crossEntropy)]
+    #[wasm_bindgen(js_name = crossEntropy, unchecked_return_type = "Tensor<D>")]
     pub fn cross_entropy(
         &self,
         #[wasm_bindgen(unchecked_param_type = "Tensor")] target: JsValue,
@@ -248,7 +255,7 @@ impl JsTensor {
     }
 
     /// Normalises over the trailing `normalizedShape` dims (biased variance), then applies optional `weight`/`bias`.
-    #[wasm_bindgen(js_name = layerNorm)]
+    #[wasm_bindgen(js_name = layerNorm, unchecked_return_type = "Tensor<D>")]
     pub fn layer_norm(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]", js_name = normalizedShape)]
@@ -268,6 +275,7 @@ impl JsTensor {
     }
 
     /// Zeroes elements with probability `p` (default 0.5) and scales the rest by 1/(1-p); the identity unless `training` (default true).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn dropout(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number")] p: Option<JsValue>,
@@ -282,6 +290,7 @@ impl JsTensor {
     }
 
     /// Embedding lookup with this int32 tensor of indices into the rows of `weight` [V, D] (F.embedding(input, weight)).
+    #[wasm_bindgen(skip_typescript)]
     pub fn embedding(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] weight: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "embedding";
         let indices = self.get(OP)?;

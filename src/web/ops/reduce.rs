@@ -3,7 +3,7 @@
 
 use super::{out, shape_arg, undef};
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor};
+use crate::web::{js_error, JsResult, JsTensor, Kind};
 use wasm_bindgen::prelude::*;
 
 /// Methods `name(axes?, { keepdim? })` calling `Tensor::name(&axes, keepdim)`.
@@ -13,6 +13,7 @@ macro_rules! reduce_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
                 pub fn $name(
                     &self,
                     #[wasm_bindgen(unchecked_optional_param_type = "number | number[] | null")] axes: Option<JsValue>,
@@ -46,7 +47,7 @@ fn correction(op: &str, o: &Opts) -> JsResult<f64> {
         return Ok(c.unwrap_or(1.0));
     }
     if c.is_some() {
-        return Err(js_error(op, "give either option correction or option unbiased, not both"));
+        return Err(js_error(op, Kind::Argument, "give either option correction or option unbiased, not both"));
     }
     Ok(if o.bool("unbiased", true)? { 1.0 } else { 0.0 })
 }
@@ -58,6 +59,7 @@ macro_rules! spread_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
                 pub fn $name(
                     &self,
                     #[wasm_bindgen(unchecked_optional_param_type = "number | number[] | null")] axes: Option<JsValue>,
@@ -91,6 +93,7 @@ macro_rules! arg_methods {
         impl JsTensor {
             $(
                 #[doc = $doc]
+                #[wasm_bindgen(unchecked_return_type = "Tensor<'int32'>")]
                 pub fn $name(
                     &self,
                     #[wasm_bindgen(unchecked_optional_param_type = "number | null")] axis: Option<JsValue>,
@@ -119,7 +122,7 @@ arg_methods! {
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// Sums broadcast dims away so the result has `shape` (the adjoint of `expand`).
-    #[wasm_bindgen(js_name = sumTo)]
+    #[wasm_bindgen(js_name = sumTo, unchecked_return_type = "Tensor<D>")]
     pub fn sum_to(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "sumTo";
         let x = self.get(OP)?;
@@ -127,6 +130,7 @@ impl JsTensor {
     }
 
     /// Matrix product (NumPy/PyTorch `matmul`): batched, leading dims broadcast, 1-D operands promoted.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn matmul(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "matmul";
         let x = self.get(OP)?;

@@ -6,7 +6,7 @@ use super::{check_numel, is_absent, needs_axis, out, shape_arg, signed_shape, un
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
@@ -32,7 +32,7 @@ fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usiz
     for a in args::axes(op, "dims", v)? {
         let n = normalize_axis(op, a, x.shape()).named(op)?;
         if out.contains(&n) {
-            return Err(js_error(op, format!("axis {a} appears twice")));
+            return Err(js_error(op, Kind::Axis, format!("axis {a} appears twice")));
         }
         out.push(n);
     }
@@ -41,7 +41,7 @@ fn distinct_axes(op: &'static str, x: &Tensor, v: &JsValue) -> JsResult<Vec<usiz
 
 fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
     if is_absent(v) {
-        return Err(js_error(op, format!("{name} is required, got {}", args::describe(v))));
+        return Err(js_error(op, Kind::Argument, format!("{name} is required, got {}", args::describe(v))));
     }
     Ok(())
 }
@@ -49,6 +49,7 @@ fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// The same elements in `shape` (one entry may be -1); a view when the data is contiguous.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn reshape(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -59,6 +60,7 @@ impl JsTensor {
     }
 
     /// Alias of `reshape` (one entry of `shape` may be -1).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn view(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -69,6 +71,7 @@ impl JsTensor {
     }
 
     /// Reorders the axes: `dims` lists every axis once (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn permute(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] dims: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "permute";
         let x = self.get(OP)?;
@@ -77,6 +80,7 @@ impl JsTensor {
     }
 
     /// Swaps axes `dim0` and `dim1` (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn transpose(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim0: JsValue,
@@ -90,17 +94,23 @@ impl JsTensor {
     }
 
     /// The transpose of a matrix (0-D and 1-D tensors are returned as is).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn t(&self) -> JsResult<JsTensor> {
         const OP: &str = "t";
         let x = self.get(OP)?;
         match x.ndim() {
             0 | 1 => Ok(JsTensor::wrap(x)),
             2 => out(OP, x.transpose(0, 1)),
-            _ => Err(js_error(OP, format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()))),
+            _ => Err(js_error(
+                OP,
+                Kind::Shape,
+                format!("expects a tensor with at most 2 dims, got shape {:?}", x.shape()),
+            )),
         }
     }
 
     /// Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn expand(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
@@ -116,7 +126,7 @@ impl JsTensor {
     }
 
     /// `expand` to the shape of `other`.
-    #[wasm_bindgen(js_name = expandAs)]
+    #[wasm_bindgen(js_name = expandAs, unchecked_return_type = "Tensor<D>")]
     pub fn expand_as(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "expandAs";
         let x = self.get(OP)?;
@@ -125,7 +135,7 @@ impl JsTensor {
     }
 
     /// Broadcasts to `shape` (NumPy's `broadcast_to`; a view).
-    #[wasm_bindgen(js_name = broadcastTo)]
+    #[wasm_bindgen(js_name = broadcastTo, unchecked_return_type = "Tensor<D>")]
     pub fn broadcast_to(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] shape: JsValue,
@@ -136,6 +146,7 @@ impl JsTensor {
     }
 
     /// Elements start, start + step, ... below end along `dim` (Python slice bounds: negative counts from the end; a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn slice(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -152,13 +163,14 @@ impl JsTensor {
         let step = undef(step);
         let step = if is_absent(&step) { 1 } else { args::usize_arg(OP, "step", &step)? };
         if step == 0 {
-            return Err(js_error(OP, "step must be at least 1"));
+            return Err(js_error(OP, Kind::Value, "step must be at least 1"));
         }
         // A step past the axis size selects at most one element either way; capping it keeps strides small.
         out(OP, x.slice(ax as isize, start, end, step.min(size.max(1))))
     }
 
     /// `length` elements from `start` (negative counts from the end) along `dim` (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn narrow(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -176,6 +188,7 @@ impl JsTensor {
         if !fits {
             return Err(js_error(
                 OP,
+                Kind::Shape,
                 format!("start {s} + length {len} is outside axis {ax} of size {size} (shape {:?})", x.shape()),
             ));
         }
@@ -183,6 +196,7 @@ impl JsTensor {
     }
 
     /// The slice at `index` (negative counts from the end) along `dim`, with that dim removed (a view).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn select(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -195,12 +209,13 @@ impl JsTensor {
         let i = args::int_arg(OP, "index", &index)?;
         let j = if i < 0 { i + size } else { i };
         if j < 0 || j >= size {
-            return Err(js_error(OP, format!("index {i} is out of range for axis {ax} of size {size}")));
+            return Err(js_error(OP, Kind::Value, format!("index {i} is out of range for axis {ax} of size {size}")));
         }
         out(OP, x.narrow(ax as isize, j as usize, 1).and_then(|y| y.squeeze(Some(ax as isize))))
     }
 
     /// Removes size-1 axes: those in `dims` (a number or a list), or all of them when omitted.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn squeeze(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number | number[]")] dims: Option<JsValue>,
@@ -221,6 +236,7 @@ impl JsTensor {
     }
 
     /// Inserts a size-1 axis at `dim` (which may be ndim, or negative).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn unsqueeze(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
         const OP: &str = "unsqueeze";
         let x = self.get(OP)?;
@@ -228,6 +244,7 @@ impl JsTensor {
     }
 
     /// Merges axes startDim..=endDim (default: all) into one.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn flatten(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = startDim)] start_dim: Option<JsValue>,
@@ -239,12 +256,14 @@ impl JsTensor {
     }
 
     /// The same values laid out row-major (a copy only when needed).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn contiguous(&self) -> JsResult<JsTensor> {
         const OP: &str = "contiguous";
         out(OP, self.get(OP)?.contiguous())
     }
 
     /// Reverses the order of elements along `dims` (a number or a list); a copy.
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn flip(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]")] dims: JsValue,
@@ -259,7 +278,8 @@ impl JsTensor {
         let mut y = x.clone();
         for a in axes {
             let n = x.shape()[a];
-            let top = i32::try_from(n).map_err(|_| js_error(OP, format!("axis {a} of size {n} is too long")))?;
+            let top =
+                i32::try_from(n).map_err(|_| js_error(OP, Kind::Shape, format!("axis {a} of size {n} is too long")))?;
             let idx = Tensor::from_vec((0..top).rev().collect::<Vec<i32>>(), &[n]).and_then(|i| i.to(&x.device()));
             let idx = idx.named(OP)?;
             idx.storage().set_index_bound(n);
@@ -269,7 +289,7 @@ impl JsTensor {
     }
 
     /// Pieces along `dim` (default 0): of `splitSize` each (the last may be smaller), or of the listed sizes.
-    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>[]")]
     pub fn split(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number | number[]", js_name = splitSizeOrSections)]
@@ -286,12 +306,13 @@ impl JsTensor {
             let sizes = args::sizes(OP, "sections", v)?;
             let total = sizes.iter().try_fold(0usize, |s, &d| s.checked_add(d));
             if total.is_none() {
-                return Err(js_error(OP, format!("sections {sizes:?} add up to more than any axis")));
+                return Err(js_error(OP, Kind::Shape, format!("sections {sizes:?} add up to more than any axis")));
             }
             x.split_sizes(&sizes, ax).named(OP)?
         } else {
             return Err(js_error(
                 OP,
+                Kind::Argument,
                 format!("splitSizeOrSections must be a number or an array of sizes, got {}", args::describe(v)),
             ));
         };
@@ -299,7 +320,7 @@ impl JsTensor {
     }
 
     /// `chunks` nearly equal pieces along `dim` (default 0), as PyTorch's `chunk`.
-    #[wasm_bindgen(unchecked_return_type = "Tensor[]")]
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>[]")]
     pub fn chunk(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] chunks: JsValue,
@@ -312,6 +333,7 @@ impl JsTensor {
     }
 
     /// Constant padding, PyTorch's `F.pad` order: `[left, right]` pads the last dim, `[l, r, top, bottom]` the last two, ...
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn pad(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number[]")] pad: JsValue,
@@ -321,7 +343,11 @@ impl JsTensor {
         let x = self.get(OP)?;
         let flat = args::sizes(OP, "pad", &pad)?;
         if flat.len() % 2 != 0 {
-            return Err(js_error(OP, format!("pad must hold (before, after) pairs, got {} numbers", flat.len())));
+            return Err(js_error(
+                OP,
+                Kind::Argument,
+                format!("pad must hold (before, after) pairs, got {} numbers", flat.len()),
+            ));
         }
         let value = undef(value);
         let value = if is_absent(&value) { 0.0 } else { args::number(OP, "value", &value)? };
@@ -340,7 +366,7 @@ impl JsTensor {
     }
 
     /// The slices along `dim` at the positions in the 1-D int32 `index`.
-    #[wasm_bindgen(js_name = indexSelect)]
+    #[wasm_bindgen(js_name = indexSelect, unchecked_return_type = "Tensor<D>")]
     pub fn index_select(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -353,7 +379,7 @@ impl JsTensor {
     }
 
     /// A copy of this with slice k of `source` (times `alpha`) added at position index[k] along `dim`.
-    #[wasm_bindgen(js_name = indexAdd)]
+    #[wasm_bindgen(js_name = indexAdd, unchecked_return_type = "Tensor<D>")]
     pub fn index_add(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -373,6 +399,7 @@ impl JsTensor {
     }
 
     /// PyTorch's `gather`: out[p] = this[p with p[dim] replaced by index[p]] (int32 `index`).
+    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn gather(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -385,7 +412,7 @@ impl JsTensor {
     }
 
     /// A copy of this with src[p] added at p with p[dim] replaced by index[p] (PyTorch's `scatter_add`).
-    #[wasm_bindgen(js_name = scatterAdd)]
+    #[wasm_bindgen(js_name = scatterAdd, unchecked_return_type = "Tensor<D>")]
     pub fn scatter_add(
         &self,
         #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
@@ -412,6 +439,7 @@ pub fn cat(
     if let Some((i, t)) = ts.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
         return Err(js_error(
             OP,
+            Kind::Shape,
             format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
         ));
     }

@@ -2,7 +2,7 @@
 
 use crate::web::args::{self, describe, Opts};
 use crate::web::nn::bag;
-use crate::web::{js_error, JsResult, JsTensor, Named};
+use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use wasm_bindgen::prelude::*;
 
 /// Scales all gradients together so that their joint norm is at most
@@ -19,7 +19,7 @@ pub fn clip_grad_norm(
     let params = args::tensors(OP, "params", &params)?;
     let max_norm = args::finite_arg(OP, "maxNorm", &max_norm)?;
     if max_norm < 0.0 {
-        return Err(js_error(OP, format!("maxNorm must be >= 0, got {max_norm}")));
+        return Err(js_error(OP, Kind::Value, format!("maxNorm must be >= 0, got {max_norm}")));
     }
     let options = options.unwrap_or(JsValue::UNDEFINED);
     let o: Opts = bag(OP, &options, &["normType"])?;
@@ -31,6 +31,7 @@ pub fn clip_grad_norm(
             _ => {
                 return Err(js_error(
                     OP,
+                    Kind::Argument,
                     format!("normType must be a number > 0, Infinity or 'inf', got {}", describe(&v)),
                 ))
             }
@@ -49,7 +50,7 @@ pub fn clip_grad_value(
     let params = args::tensors(OP, "params", &params)?;
     let clip = args::finite_arg(OP, "clipValue", &clip_value)?;
     if clip < 0.0 {
-        return Err(js_error(OP, format!("clipValue must be >= 0, got {clip}")));
+        return Err(js_error(OP, Kind::Value, format!("clipValue must be >= 0, got {clip}")));
     }
     crate::optim::clip_grad_value_(&params, clip).named(OP)
 }

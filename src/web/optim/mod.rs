@@ -22,7 +22,7 @@ use crate::optim::{
 use crate::web::args::{self, describe, object};
 use crate::web::handles::{Class, Found};
 use crate::web::nn::{bag, py_float, read_entries, serialize_promise};
-use crate::web::{js_error, JsResult, Named};
+use crate::web::{js_error, JsResult, Kind, Named};
 use js_sys::Array;
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
@@ -49,10 +49,10 @@ pub(crate) struct OptEntry {
 impl OptEntry {
     /// The optimizer, mutably (an error, not a panic, if it is already in use).
     fn borrow_mut(&self, op: &str) -> JsResult<std::cell::RefMut<'_, Box<dyn Optimizer>>> {
-        self.opt.try_borrow_mut().map_err(|_| js_error(op, "the optimizer is in use"))
+        self.opt.try_borrow_mut().map_err(|_| js_error(op, Kind::Value, "the optimizer is in use"))
     }
     fn borrow(&self, op: &str) -> JsResult<std::cell::Ref<'_, Box<dyn Optimizer>>> {
-        self.opt.try_borrow().map_err(|_| js_error(op, "the optimizer is in use"))
+        self.opt.try_borrow().map_err(|_| js_error(op, Kind::Value, "the optimizer is in use"))
     }
 }
 
@@ -96,13 +96,15 @@ pub(crate) fn optimizer_arg(op: &str, name: &str, v: &JsValue) -> JsResult<Rc<Op
         Found::Id(id) => id,
         Found::Freed => {
             let msg = format!("{name} must be an Optimizer, got a freed Optimizer (free() was called on it)");
-            return Err(js_error(op, msg));
+            return Err(js_error(op, Kind::Argument, msg));
         }
-        Found::Other => return Err(js_error(op, format!("{name} must be an Optimizer, got {}", describe(v)))),
+        Found::Other => {
+            return Err(js_error(op, Kind::Argument, format!("{name} must be an Optimizer, got {}", describe(v))))
+        }
     };
     OPTIMIZERS
         .with(|m| m.borrow().1.get(&id).and_then(Weak::upgrade))
-        .ok_or_else(|| js_error(op, format!("{name} is an Optimizer that was freed")))
+        .ok_or_else(|| js_error(op, Kind::Argument, format!("{name} is an Optimizer that was freed")))
 }
 
 /// An optimizer (PyTorch's `torch.optim`). Create one with the static
@@ -275,6 +277,7 @@ impl JsOptimizer {
             let known: Vec<&str> = self.entry.spec.iter().map(|o| o.js).collect();
             return Err(js_error(
                 OP,
+                Kind::Argument,
                 format!("{} has no option {name:?} (known: {})", self.entry.name, known.join(", ")),
             ));
         };
@@ -285,7 +288,13 @@ impl JsOptimizer {
             v if v.is_undefined() || v.is_null() => (0..n).collect(),
             v => match args::usize_arg(OP, "option group", &v)? {
                 g if g < n => vec![g],
-                g => return Err(js_error(OP, format!("option group is {g}, but there are {n} parameter groups"))),
+                g => {
+                    return Err(js_error(
+                        OP,
+                        Kind::Value,
+                        format!("option group is {g}, but there are {n} parameter groups"),
+                    ))
+                }
             },
         };
         for g in groups {
@@ -342,7 +351,7 @@ impl JsOptimizer {
         // skiff's optimizers prefix their own checks with "load_state_dict: ".
         self.entry.borrow_mut(OP)?.load_state_dict(&state).map_err(|e| {
             let msg = crate::web::without_op(&e);
-            js_error(OP, msg.strip_prefix("load_state_dict: ").unwrap_or(&msg))
+            js_error(OP, Kind::of(&e), msg.strip_prefix("load_state_dict: ").unwrap_or(&msg))
         })
     }
 

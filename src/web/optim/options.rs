@@ -4,7 +4,7 @@
 use crate::optim::{AdamConfig, ParamGroup};
 use crate::web::args::{self, describe};
 use crate::web::nn::bag;
-use crate::web::{js_error, JsResult};
+use crate::web::{js_error, JsResult, Kind};
 use js_sys::{Array, Reflect};
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
@@ -68,14 +68,18 @@ pub(super) fn option_values(op: &str, opt: &Opt, v: &JsValue) -> JsResult<Vec<(&
     Ok(match opt.ty {
         Ty::Num => vec![(opt.keys[0], args::finite_arg(op, opt.js, v)?)],
         Ty::Bool => {
-            let b = v
-                .as_bool()
-                .ok_or_else(|| js_error(op, format!("option {} must be a boolean, got {}", opt.js, describe(v))))?;
+            let b = v.as_bool().ok_or_else(|| {
+                js_error(op, Kind::Argument, format!("option {} must be a boolean, got {}", opt.js, describe(v)))
+            })?;
             vec![(opt.keys[0], if b { 1.0 } else { 0.0 })]
         }
         Ty::Betas => {
             let Some(pair) = args::as_array(v).filter(|a| a.length() == 2) else {
-                return Err(js_error(op, format!("option {} must be [beta1, beta2], got {}", opt.js, describe(v))));
+                return Err(js_error(
+                    op,
+                    Kind::Argument,
+                    format!("option {} must be [beta1, beta2], got {}", opt.js, describe(v)),
+                ));
             };
             vec![
                 (opt.keys[0], args::finite_arg(op, "betas[0]", &pair.get(0))?),
@@ -112,6 +116,7 @@ pub(super) fn param_groups(op: &str, spec: &[Opt], params: &JsValue) -> JsResult
     if !Array::is_array(params) {
         return Err(js_error(
             op,
+            Kind::Argument,
             format!("params must be an array of Tensors or of parameter groups, got {}", describe(params)),
         ));
     }
@@ -134,7 +139,7 @@ pub(super) fn param_groups(op: &str, spec: &[Opt], params: &JsValue) -> JsResult
         vec![ParamGroup::new(args::tensors(op, "params", params)?)]
     };
     if groups.iter().all(|g| g.params().is_empty()) {
-        return Err(js_error(op, "got an empty parameter list"));
+        return Err(js_error(op, Kind::Value, "got an empty parameter list"));
     }
     Ok(groups)
 }

@@ -7,7 +7,7 @@ use super::{optimizer_arg, OptEntry};
 use crate::optim::{CosineAnnealing, ExponentialLR, LrSchedule, OneCycleLR, StepLR};
 use crate::web::args::{self, Opts};
 use crate::web::nn::bag;
-use crate::web::{js_error, JsResult, Named};
+use crate::web::{js_error, JsResult, Kind, Named};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -25,7 +25,7 @@ pub struct JsLrScheduler {
 fn required(op: &str, o: &Opts, key: &str) -> JsResult<JsValue> {
     let v = o.get(key);
     if v.is_undefined() || v.is_null() {
-        return Err(js_error(op, format!("option {key} is required")));
+        return Err(js_error(op, Kind::Argument, format!("option {key} is required")));
     }
     Ok(v)
 }
@@ -35,7 +35,7 @@ fn at_least(op: &str, key: &str, v: f64, min: f64) -> JsResult<()> {
     if v >= min {
         return Ok(());
     }
-    Err(js_error(op, format!("{key} must be >= {min}, got {v}")))
+    Err(js_error(op, Kind::Value, format!("{key} must be >= {min}, got {v}")))
 }
 
 /// An error unless option `key` is above `min`.
@@ -43,7 +43,7 @@ fn above(op: &str, key: &str, v: f64, min: f64) -> JsResult<()> {
     if v > min {
         return Ok(());
     }
-    Err(js_error(op, format!("{key} must be > {min}, got {v}")))
+    Err(js_error(op, Kind::Value, format!("{key} must be > {min}, got {v}")))
 }
 
 fn attach(
@@ -103,7 +103,11 @@ impl JsLrScheduler {
         let total = args::usize_arg(OP, "totalSteps", &required(OP, &o, "totalSteps")?)?;
         let (warmup, min_lr) = (o.usize("warmupSteps", 0)?, o.f64("minLr", 0.0)?);
         if warmup >= total {
-            return Err(js_error(OP, format!("warmupSteps ({warmup}) must be below totalSteps ({total})")));
+            return Err(js_error(
+                OP,
+                Kind::Value,
+                format!("warmupSteps ({warmup}) must be below totalSteps ({total})"),
+            ));
         }
         at_least(OP, "minLr", min_lr, 0.0)?;
         attach(OP, OP, &optimizer, Box::new(CosineAnnealing::new(warmup, total, min_lr).named(OP)?))
@@ -127,7 +131,7 @@ impl JsLrScheduler {
         above(OP, "maxLr", max_lr, 0.0)?;
         at_least(OP, "totalSteps", total as f64, 2.0)?;
         if !(pct > 0.0 && pct < 1.0) {
-            return Err(js_error(OP, format!("pctStart must be in (0, 1), got {pct}")));
+            return Err(js_error(OP, Kind::Value, format!("pctStart must be in (0, 1), got {pct}")));
         }
         above(OP, "divFactor", div, 0.0)?;
         above(OP, "finalDivFactor", final_div, 0.0)?;
@@ -144,7 +148,7 @@ impl JsLrScheduler {
     /// Advances one step and sets every group's learning rate.
     pub fn step(&self) -> JsResult<()> {
         const OP: &str = "LrScheduler.step";
-        let mut sched = self.sched.try_borrow_mut().map_err(|_| js_error(OP, "in use"))?;
+        let mut sched = self.sched.try_borrow_mut().map_err(|_| js_error(OP, Kind::Value, "in use"))?;
         let mut opt = self.opt.borrow_mut(OP)?;
         sched.step(opt.as_mut()).named(OP)
     }
@@ -152,7 +156,7 @@ impl JsLrScheduler {
     /// The rate the schedule set at its current step, per parameter group.
     #[wasm_bindgen(getter, js_name = lastLr, unchecked_return_type = "number[]")]
     pub fn last_lr(&self) -> JsResult<js_sys::Array> {
-        let sched = self.sched.try_borrow().map_err(|_| js_error("lastLr", "in use"))?;
+        let sched = self.sched.try_borrow().map_err(|_| js_error("lastLr", Kind::Value, "in use"))?;
         let st = sched.state();
         Ok(st.base_lrs.iter().map(|&b| JsValue::from_f64(sched.lr_for(st.step, b))).collect())
     }
@@ -160,7 +164,7 @@ impl JsLrScheduler {
     /// How many times `step()` was called (PyTorch's `last_epoch`).
     #[wasm_bindgen(getter, js_name = stepCount)]
     pub fn step_count(&self) -> JsResult<usize> {
-        let sched = self.sched.try_borrow().map_err(|_| js_error("stepCount", "in use"))?;
+        let sched = self.sched.try_borrow().map_err(|_| js_error("stepCount", Kind::Value, "in use"))?;
         Ok(sched.state().step)
     }
 
@@ -168,7 +172,7 @@ impl JsLrScheduler {
     #[wasm_bindgen(js_name = lrAt)]
     pub fn lr_at(&self, #[wasm_bindgen(unchecked_param_type = "number")] step: JsValue) -> JsResult<f64> {
         let step = args::usize_arg("lrAt", "step", &step)?;
-        let sched = self.sched.try_borrow().map_err(|_| js_error("lrAt", "in use"))?;
+        let sched = self.sched.try_borrow().map_err(|_| js_error("lrAt", Kind::Value, "in use"))?;
         Ok(sched.lr_at(step))
     }
 }

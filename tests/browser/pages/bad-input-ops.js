@@ -12,32 +12,34 @@ const BIG = 2 ** 32;
 
 export const OPS = [
   // ---- handles
-  T('add(a forged { _skiffId } of a live tensor) (was taken for it)', (s, f) => f.v.add(f.forged), 'add', /must be a Tensor or a number/, /an object/),
+  T('add(a forged { _skiffId } of a live tensor) (was taken for it)', (s, f) => f.v.add(f.forged), 'add', /must be a Tensor or a number/, /an object/, 'argument'),
   T('add(Object.create(Tensor.prototype))', (s, f) => f.v.add(f.fakeTensor), 'add', /must be a Tensor/),
   T('matmul(a forged handle)', (s, f) => f.x.matmul(f.forged), 'matmul', /must be a Tensor/),
-  T('add(a disposed tensor)', (s, f) => f.v.add(f.gone), 'add', /disposed/),
+  T('add(a disposed tensor)', (s, f) => f.v.add(f.gone), 'add', /disposed/, 'argument'),
   T('add(a freed tensor) (leaked wasm stack through the id getter)', (s, f) => f.v.add(f.freed), 'add', /freed/),
-  T('add on a disposed tensor', (s, f) => f.gone.add(1), 'add', /disposed/),
+  T('add on a disposed tensor', (s, f) => f.gone.add(1), 'add', /disposed/, 'argument'),
   T('shape of a disposed tensor', (s, f) => f.gone.shape, 'shape', /disposed/),
-  T('data() of a disposed tensor', (s, f) => f.gone.data(), 'data', /disposed/),
-  T('add on a freed tensor (was "null pointer passed to rust", leaking wasm stack)', (s, f) => f.freed.add(1), 'add', /freed/),
+  T('data() of a disposed tensor', (s, f) => f.gone.data(), 'data', /disposed/, 'argument'),
+  T('add on a freed tensor (was "null pointer passed to rust", leaking wasm stack)', (s, f) => f.freed.add(1), 'add', /freed/, 'argument'),
   T('add called on Object.create(Tensor.prototype) (leaked wasm stack)', (s, f) => s.Tensor.prototype.add.call(f.fakeTensor, 1), 'add', /not on a Tensor/),
   T('shape of a freed tensor', (s, f) => f.freed.shape, 'shape', /freed/),
   T('array() of a freed tensor', (s, f) => f.freed.array(), 'array', /freed/),
-  T('array() of a disposed tensor', (s, f) => f.gone.array(), 'array', /disposed/),
-  T('item() of a [3] tensor', (s, f) => f.v.item(), 'item', /\[3\]/),
+  T('array() of a disposed tensor', (s, f) => f.gone.array(), 'array', /disposed/, 'argument'),
+  T('item() of a [3] tensor', (s, f) => f.v.item(), 'item', /\[3\]/, 'shape'),
   T("to('tpu')", (s, f) => f.v.to('tpu'), 'to', /"tpu"/),
   T('toAsync(5)', (s, f) => f.v.toAsync(5), 'toAsync', /the number 5/),
   T('toDtype(undefined)', (s, f) => f.v.toDtype(undefined), 'toDtype', /undefined/),
   T("toDtype('float16')", (s, f) => f.v.toDtype('float16'), 'toDtype', /"float16"/),
 
   // ---- elementwise
-  T("add('x')", (s, f) => f.v.add('x'), 'add', /"x"/),
+  T("add('x')", (s, f) => f.v.add('x'), 'add', /"x"/, 'argument'),
   T('add() without an argument', (s, f) => f.v.add(), 'add', /undefined/),
   T('add(1n) (BigInt: was a TypeError without the op)', (s, f) => f.v.add(1n), 'add', /BigInt 1n/),
-  T('add of shapes [3] and [2]', (s, f) => f.v.add(s.ones([2])), 'add', /\[3\]/, /\[2\]/),
+  T('add of shapes [3] and [2]', (s, f) => f.v.add(s.ones([2])), 'add', /\[3\]/, /\[2\]/, 'shape'),
+  T('add of float32 and int32 (no promotion)', (s, f) => f.v.add(s.tensor([0, 1, 2], { dtype: 'int32' })), 'add', /float32/, /int32/, /toDtype/, 'dtype'),
+  T('exp of an int32 tensor', (s, f) => f.i.exp(), 'exp', /float/, /int32/, 'dtype'),
   T('sub(null)', (s, f) => f.v.sub(null), 'sub', /null/),
-  T('mul([1, 2, 3]) (an array is no tensor)', (s, f) => f.v.mul([1, 2, 3]), 'mul', /an array/),
+  T('mul([1, 2, 3]) (an array is no tensor)', (s, f) => f.v.mul([1, 2, 3]), 'mul', /an array/, 'argument'),
   T('div(true)', (s, f) => f.v.div(true), 'div', /the boolean true/),
   T('pow of float32 by int32', (s, f) => f.p.pow(f.i), 'pow', /int32/),
   T('maximum(undefined)', (s, f) => f.v.maximum(undefined), 'maximum', /undefined/),
@@ -72,7 +74,7 @@ export const OPS = [
 
   // ---- reductions
   T("sum('a')", (s, f) => f.x.sum('a'), 'sum', /axes/, /"a"/),
-  T('sum([5]) of a 2-D tensor', (s, f) => f.x.sum([5]), 'sum', /axis 5/),
+  T('sum([5]) of a 2-D tensor', (s, f) => f.x.sum([5]), 'sum', /axis 5/, 'axis'),
   T('sum(0.5)', (s, f) => f.x.sum(0.5), 'sum', /0\.5/),
   T('sum(1, { keepDim: true }) (was ignored)', (s, f) => f.x.sum(1, { keepDim: true }), 'sum', /"keepDim"/),
   T("sum(1, { keepdim: 'y' })", (s, f) => f.x.sum(1, { keepdim: 'y' }), 'sum', /keepdim/, /"y"/),
@@ -85,7 +87,7 @@ export const OPS = [
   T('argmax(0) of a 0-d tensor', (s, f) => f.s.argmax(0), 'argmax', /scalar|shape \[\]/),
   T('argmin(1.5)', (s, f) => f.x.argmin(1.5), 'argmin', /1\.5/),
   T('sumTo([3, 3])', (s, f) => f.x.sumTo([3, 3]), 'sumTo', /\[3, 3\]|\[2, 2\]/),
-  T('matmul [2, 2] x [3]', (s, f) => f.x.matmul(f.v), 'matmul', /\[2, 2\]|\[3\]/),
+  T('matmul [2, 2] x [3]', (s, f) => f.x.matmul(f.v), 'matmul', /\[2, 2\]|\[3\]/, 'shape'),
   T('matmul(undefined)', (s, f) => f.x.matmul(undefined), 'matmul', /undefined/),
   G('sum([]) reduces everything (torch.sum(dim=[]))', (s, f) => f.x.sum([]), { values: 10 }),
   G('max() of x is 4', (s, f) => f.x.max(), { values: 4 }),
@@ -111,7 +113,7 @@ export const OPS = [
   T('expand([2 ** 32])', (s, f) => f.s.expand([BIG]), 'expand', /4294967296/),
   T('expandAs(5)', (s, f) => f.v.expandAs(5), 'expandAs', /the number 5/),
   T('expandAs a smaller tensor', (s, f) => f.x.expandAs(f.v), 'expandAs', /\[3\]/),
-  T('broadcastTo([3]) (named expand)', (s) => s.tensor([1, 2]).broadcastTo([3]), 'broadcastTo', /\[2\]/, /\[3\]/),
+  T('broadcastTo([3]) (named expand)', (s) => s.tensor([1, 2]).broadcastTo([3]), 'broadcastTo', /\[2\]/, /\[3\]/, 'shape'),
   T("broadcastTo('3')", (s, f) => f.v.broadcastTo('3'), 'broadcastTo', /"3"/),
   T('slice(5) of a 2-D tensor', (s, f) => f.x.slice(5), 'slice', /axis 5/),
   T('slice(0, 0, 2, 0) (step 0)', (s, f) => f.v.slice(0, 0, 2, 0), 'slice', /step/),
@@ -123,7 +125,7 @@ export const OPS = [
   T('select(0, 3)', (s, f) => f.v.select(0, 3), 'select', /index 3/),
   T('select(0, -4)', (s, f) => f.v.select(0, -4), 'select', /-4/),
   T('squeeze([0, 0])', (s, f) => s.ones([1, 2]).squeeze([0, 0]), 'squeeze', /twice/),
-  T('squeeze(5)', (s, f) => f.v.squeeze(5), 'squeeze', /axis 5/),
+  T('squeeze(5)', (s, f) => f.v.squeeze(5), 'squeeze', /axis 5/, 'axis'),
   T('unsqueeze(3) of a 1-D tensor', (s, f) => f.v.unsqueeze(3), 'unsqueeze', /3/),
   T('unsqueeze(undefined)', (s, f) => f.v.unsqueeze(undefined), 'unsqueeze', /undefined/),
   T('flatten(1, 0)', (s, f) => f.x.flatten(1, 0), 'flatten', /1|0/),
@@ -155,7 +157,7 @@ export const OPS = [
 
   // ---- indexing
   T('indexSelect with float indices', (s, f) => f.v.indexSelect(0, f.v), 'indexSelect', /int32|i32|index/),
-  T('indexSelect with an index out of range', (s, f) => f.v.indexSelect(0, s.tensor([5], { dtype: 'int32' })), 'indexSelect', /5/),
+  T('indexSelect with an index out of range', (s, f) => f.v.indexSelect(0, s.tensor([5], { dtype: 'int32' })), 'indexSelect', /5/, 'value'),
   T("indexSelect('0', i)", (s, f) => f.v.indexSelect('0', f.i), 'indexSelect', /"0"/),
   T("indexAdd alpha 'x'", (s, f) => f.x.indexAdd(0, s.tensor([0], { dtype: 'int32' }), s.ones([1, 2]), { alpha: 'x' }), 'indexAdd', /alpha/, /"x"/),
   T('indexAdd with a source of the wrong shape', (s, f) => f.x.indexAdd(0, s.tensor([0], { dtype: 'int32' }), s.ones([3])), 'indexAdd', /\[3\]|shape/),
@@ -189,7 +191,7 @@ export const OPS = [
   T('softmax(2) of a 2-D tensor', (s, f) => f.x.softmax(2), 'softmax', /axis 2/),
   T("softmax('a')", (s, f) => f.x.softmax('a'), 'softmax', /"a"/),
   T('logSoftmax(undefined)', (s, f) => f.x.logSoftmax(undefined), 'logSoftmax', /undefined/),
-  T('crossEntropy with labels out of range', (s, f) => f.x.crossEntropy(s.tensor([5, 0], { dtype: 'int32' })), 'crossEntropy', /5/),
+  T('crossEntropy with labels out of range', (s, f) => f.x.crossEntropy(s.tensor([5, 0], { dtype: 'int32' })), 'crossEntropy', /5/, 'value'),
   T('crossEntropy with float labels', (s, f) => f.x.crossEntropy(f.v), 'crossEntropy', /int32|i32|label|target/),
   T("crossEntropy reduction 'avg'", (s, f) => f.x.crossEntropy(f.labels, { reduction: 'avg' }), 'crossEntropy', /"avg"/),
   T('crossEntropy label_smoothing (was ignored)', (s, f) => f.x.crossEntropy(f.labels, { label_smoothing: 0.1 }), 'crossEntropy', /"label_smoothing"/),
@@ -210,13 +212,13 @@ export const OPS = [
   T('requiresGrad_ of an int32 tensor', (s, f) => f.i.requiresGrad_(true), 'requiresGrad_', /float|int32|i32/),
   T('backward of a non-scalar without a gradient', (s, f) => f.p.mul(2).backward(), 'backward', /scalar|grad/),
   T('backward of a tensor that does not require grad', (s, f) => f.v.sum().backward(), 'backward', /require/),
-  T('backward(5)', (s, f) => f.p.sum().backward(5), 'backward', /grad/, /the number 5/),
-  T('backward retain_graph (was ignored)', (s, f) => f.p.sum().backward(undefined, { retain_graph: true }), 'backward', /"retain_graph"/),
+  T('backward(5)', (s, f) => f.p.sum().backward(5), 'backward', /grad/, /the number 5/, 'argument'),
+  T('backward retain_graph (was ignored)', (s, f) => f.p.sum().backward(undefined, { retain_graph: true }), 'backward', /"retain_graph"/, 'argument'),
   T('backward twice', (s, f) => {
     const y = f.p.mul(f.p).sum();
     y.backward();
     return y.backward();
-  }, 'backward', /second time|retainGraph/),
+  }, 'backward', /second time|retainGraph/, 'autograd'),
   T('backward after an in-place change of a saved tensor', (s, f) => {
     const a = f.p.mul(1);
     const y = a.mul(a).sum();

@@ -1,7 +1,9 @@
 // The bad-input corpus of the JS API: distinct bad calls (creation, every op
 // family, autograd, nn, optim, io, testing), each of which must either throw
-// an Error whose message starts with the op the caller called ("broadcastTo:
-// ...", "Linear.forward: ...") and names the bad value, or give PyTorch's
+// a SkiffError whose message starts with the op the caller called ("broadcastTo:
+// ...", "Linear.forward: ...") and names the bad value, with that op as
+// `error.op` and a valid `error.kind` (a given one for representative
+// entries), or give PyTorch's
 // documented result where the call is legal. After every call the instance
 // must still work: a small op gives the right value, no tidy scope is left
 // open, grad mode is still on. Several entries were wasm traps
@@ -11,6 +13,7 @@
 //
 // No skiff import: the module under test is passed in (browser and Node).
 
+import { ERROR_KINDS } from './bad-input-kit.js';
 import { CREATION } from './bad-input-creation.js';
 import { OPS } from './bad-input-ops.js';
 import { MODULES } from './bad-input-modules.js';
@@ -115,7 +118,7 @@ export async function stillWorks(s) {
 }
 
 /** The failure of one entry's outcome, or ''. */
-function judge(entry, outcome) {
+function judge(s, entry, outcome) {
   if (entry.kind === 'gives') {
     if (outcome.threw) return `expected a result, got ${outcome.error && outcome.error.constructor.name}: ${outcome.error && outcome.error.message}`;
     return matches(outcome.value, entry.want) ? '' : `got ${show(outcome.value)}, expected ${show(entry.want)}`;
@@ -126,7 +129,18 @@ function judge(entry, outcome) {
   if (e instanceof WebAssembly.RuntimeError) return `trapped (WebAssembly.RuntimeError: ${e.message})`;
   if (!e.message.startsWith(`${entry.op}: `)) return `the message does not start with "${entry.op}: ": ${show(e.message)}`;
   const missed = (entry.patterns ?? []).filter((p) => !p.test(e.message));
-  return missed.length ? `the message ${show(e.message)} does not match ${missed.join(', ')}` : '';
+  if (missed.length) return `the message ${show(e.message)} does not match ${missed.join(', ')}`;
+  return skiffErrorFault(s, entry, e);
+}
+
+/** What is wrong with `e` as the SkiffError of `entry` (its class, name, op and kind), or ''. */
+function skiffErrorFault(s, entry, e) {
+  if (!(e instanceof s.SkiffError)) return `${show(e.message)} is a ${e.constructor.name}, not a SkiffError`;
+  if (e.name !== 'SkiffError') return `its name is ${show(e.name)}, not "SkiffError"`;
+  if (e.op !== entry.op) return `its op is ${show(e.op)}, not ${show(entry.op)} (${show(e.message)})`;
+  if (!ERROR_KINDS.includes(e.kind)) return `its kind ${show(e.kind)} is none of ${ERROR_KINDS.join(', ')} (${show(e.message)})`;
+  if (entry.errorKind && e.kind !== entry.errorKind) return `its kind is ${show(e.kind)}, not ${show(entry.errorKind)} (${show(e.message)})`;
+  return '';
 }
 
 /**
@@ -147,7 +161,7 @@ export async function runBadInput(s, { filter = () => true } = {}) {
     count++;
     const outcome = await attempt(s, entry);
     if (outcome.threw) messages.push([entry.label, String(outcome.error && outcome.error.message)]);
-    const bad = judge(entry, outcome);
+    const bad = judge(s, entry, outcome);
     if (bad) failures.push(`${entry.label}: ${bad}`);
     if (entry.op) ops.add(entry.op);
     // A disabled grad mode or open scope is the entry's fault: report it, then repair.
@@ -183,7 +197,7 @@ export async function repeatEntries(s, pick, { reps = 10_000, every = 1000 } = {
       } catch (error) {
         outcome = { threw: true, error };
       }
-      const bad = judge(entry, outcome);
+      const bad = judge(s, entry, outcome);
       if (bad) {
         failures.push(`${entry.label} (repetition ${k + 1}): ${bad}`);
         break;
@@ -214,7 +228,14 @@ export async function hugeAllocations(s) {
   try {
     for (let k = 0; k < 4; k++) kept.push(s.zeros([2 ** 28], { device: 'cpu' }));
   } catch (e) {
-    error = { isError: e instanceof Error, trap: e instanceof WebAssembly.RuntimeError, message: String(e && e.message) };
+    error = {
+      isError: e instanceof Error,
+      isSkiffError: e instanceof s.SkiffError,
+      op: e && e.op,
+      kind: e && e.kind,
+      trap: e instanceof WebAssembly.RuntimeError,
+      message: String(e && e.message),
+    };
   }
   for (const t of kept) t.dispose();
   return { made: kept.length, error, works: await stillWorks(s) };

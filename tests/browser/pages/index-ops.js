@@ -115,6 +115,16 @@ async function rejection(promise) {
   }
 }
 
+/** The SkiffError fields of what `promise` rejects with ({ isSkiffError, op, kind, innerOp }), or null. */
+async function rejectionFields(promise) {
+  try {
+    await promise;
+    return null;
+  } catch (e) {
+    return { isSkiffError: e instanceof skiff.SkiffError, op: e?.op, kind: e?.kind, innerOp: e?.innerOp ?? null };
+  }
+}
+
 /**
  * Each op with out-of-range indices made on the GPU: whether the call threw,
  * the message the next readback rejects with, the same result read again
@@ -143,8 +153,9 @@ export async function outOfRange() {
     const first = y ? await rejection(y.data()) : null;
     const again = y ? await arr(y) : null;
     const reused = y ? await rejection(run().data()) : null;
+    const reusedFields = y ? await rejectionFields(run().data()) : null;
     const later = await arr(skiff.tensor([1, 2, 3], GPU).mul(2));
-    out[name] = { threw, first, again, reused, later };
+    out[name] = { threw, first, again, reused, reusedFields, later };
   }
   out.x = Array.from(ramp(5, 3, 3));
   return out;
@@ -173,6 +184,7 @@ export async function outOfMemory() {
   const withItAgain = await rejection(withIt.data());
   const earlierValues = await arr(earlier);
   const bigRead = big ? await rejection(big.data()) : null;
+  const bigReadFields = big ? await rejectionFields(big.data()) : null;
   big?.dispose();
   const afterDispose = skiff.memory().gpu;
   // The device keeps working: ops, a gradient, readbacks, a new allocation.
@@ -187,6 +199,7 @@ export async function outOfMemory() {
     withItAgain,
     earlierValues,
     bigRead,
+    bigReadFields,
     later,
     grad,
     fresh,

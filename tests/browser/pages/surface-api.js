@@ -183,6 +183,25 @@ export const apiScenarios = {
     c.equal('double() (cpu only)', [cpu.double().dtype, await arr(cpu.double())], ['float64', [0.5, 1]]);
     c.equal('toString of a cpu tensor shows its values', tensor([[1, 2]], { device: 'cpu' }).toString(), 'Tensor(shape=[1, 2], dtype=float32, device=cpu, data=[1.0, 2.0])');
     c.close('item()', await tensor([[2.5]]).item(), 2.5);
+    // The dtypes tests/types/dtypes.ts types (Tensor<D>), as the runtime gives them.
+    const cpu64 = { device: 'cpu' };
+    const dtypes = (ts) => ts.map((t) => t.dtype);
+    c.equal(
+      'creation infers the dtype as typed',
+      dtypes([tensor([1]), tensor(new Float64Array(1), cpu64), tensor(new Int32Array(1)), tensor(new Uint8Array(1)), tensor([true]), tensor([])]).concat(
+        dtypes([tensor(new Int32Array(1), { dtype: 'float32' }), skiff.full([1], true), skiff.full([1], 1), skiff.zeros([1]), skiff.randint(0, 2, [1]), skiff.arange(0, 2)]),
+      ),
+      ['float32', 'float64', 'int32', 'bool', 'bool', 'float32', 'float32', 'bool', 'float32', 'float32', 'int32', 'float32'],
+    );
+    const ints = tensor([0, 1], { dtype: 'int32' });
+    c.equal(
+      'ops keep or change the dtype as typed',
+      dtypes([m.gt(1), ints.eq(0), m.argmax(1), m.argmin(), m.sum(), m.toDtype('int32'), ints.float(), m.bool(), ints.embedding(m.t()), ints.reshape([2, 1]).t()]),
+      ['bool', 'bool', 'int32', 'int32', 'float32', 'int32', 'float32', 'bool', 'float32', 'int32'],
+    );
+    const kinds = [tensor([1]), tensor(new Float64Array(1), cpu64), ints, tensor([true])];
+    c.equal('data() per dtype', (await Promise.all(kinds.map((t) => t.data()))).map((d) => d.constructor.name), ['Float32Array', 'Float64Array', 'Int32Array', 'Uint8Array']);
+    c.equal('array() of a bool tensor: booleans; item() of one: a number', [await tensor([true, false]).array(), typeof (await tensor(true).item())], [[true, false], 'number']);
     const h = m.handle();
     m.dispose();
     c.equal('handle(): disposing one handle leaves the other', [m.isDisposed, h.isDisposed, await arr(h.sum())], [true, false, [21]]);
@@ -237,12 +256,36 @@ export const apiScenarios = {
    */
   async loseDevice(skiff, { gpu }) {
     const c = checker();
+    // The error as { isSkiffError, name, op, kind } (null when nothing was thrown).
+    const fields = async (fn) => {
+      try {
+        await fn();
+        return null;
+      } catch (e) {
+        return { isSkiffError: e instanceof skiff.SkiffError, name: e.name, op: e.op, kind: e.kind };
+      }
+    };
     if (!gpu) {
       await c.throws('loseDevice() without a WebGPU device', () => skiff.testing.loseDevice(), /^loseDevice:/, /no WebGPU device/);
+      c.equal('its SkiffError fields', await fields(() => skiff.testing.loseDevice()), { isSkiffError: true, name: 'SkiffError', op: 'loseDevice', kind: 'device' });
       return c.report();
     }
+    const onGpu = skiff.ones([2], { device: 'webgpu' });
     skiff.testing.loseDevice();
     await c.throws('GPU work after loseDevice()', async () => skiff.ones([2], { device: 'webgpu' }).add(1).data(), /device was lost/);
+    // From the destroyed device itself, not from its message: kind 'device-lost' for the op called.
+    c.equal('a GPU op after loseDevice(): its SkiffError fields', await fields(() => onGpu.add(1)), {
+      isSkiffError: true,
+      name: 'SkiffError',
+      op: 'add',
+      kind: 'device-lost',
+    });
+    c.equal('a readback after loseDevice(): its SkiffError fields', await fields(() => onGpu.data()), {
+      isSkiffError: true,
+      name: 'SkiffError',
+      op: 'data',
+      kind: 'device-lost',
+    });
     c.equal('the cpu still works', Array.from(await skiff.ones([2], { device: 'cpu' }).add(1).data()), [2, 2]);
     return c.report();
   },
