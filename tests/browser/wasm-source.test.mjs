@@ -19,7 +19,7 @@ test('Node: wrong bytes, a missing file, then the real bytes', () => {
     for (const wasm of [new Uint8Array([1, 2, 3, 4]), '/nonexistent/skiff_bg.wasm', 42]) {
       await skiff.init({ wasm }).then(
         () => errors.push('resolved'),
-        (e) => errors.push(e instanceof skiff.SkiffError && e.op === 'init' ? `${e.kind} ${e.message}` : `not a SkiffError: ${e}`),
+        (e) => errors.push(e instanceof skiff.SkiffError && e.op === 'init' ? e.kind + ' ' + e.message : 'not a SkiffError: ' + e),
       );
     }
     const info = await skiff.init({ wasm: readFileSync(${JSON.stringify(path.join(PKG_DIR, 'skiff_bg.wasm'))}) });
