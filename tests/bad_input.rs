@@ -61,20 +61,20 @@ fn sizes() -> Vec<Bad> {
         bad!(Memory, "linspace", ["out of memory"], Tensor::linspace(0.0, 1.0, BIG, DType::F32)),
         bad!(Memory, "eye", ["out of memory"], Tensor::eye(1 << 20, DType::F32)),
         bad!(Memory, "full", ["more bytes than one allocation"], Tensor::full(&[HUGE], 1.0, DType::F32)),
-        bad!(Shape, "eye", ["[4294967296, 4294967296]", "too many"], Tensor::eye(1 << 32, DType::F32)),
-        bad!(Shape, "zeros", ["[1099511627776, 1099511627776]", "too many"], Tensor::zeros(&[BIG, BIG], DType::F32)),
-        bad!(Shape, "zeros", ["too many"], Tensor::zeros(&[0, BIG, BIG], DType::F32)),
-        bad!(Shape, "ones", ["too many"], Tensor::ones(&[usize::MAX, 2], DType::F32)),
-        bad!(Shape, "full", ["too many"], Tensor::full(&[usize::MAX], 0.0, DType::F32)),
+        bad!(Memory, "eye", ["[4294967296, 4294967296]", "too many"], Tensor::eye(1 << 32, DType::F32)),
+        bad!(Memory, "zeros", ["[1099511627776, 1099511627776]", "too many"], Tensor::zeros(&[BIG, BIG], DType::F32)),
+        bad!(Memory, "zeros", ["too many"], Tensor::zeros(&[0, BIG, BIG], DType::F32)),
+        bad!(Memory, "ones", ["too many"], Tensor::ones(&[usize::MAX, 2], DType::F32)),
+        bad!(Memory, "full", ["too many"], Tensor::full(&[usize::MAX], 0.0, DType::F32)),
         bad!(
-            Shape,
+            Memory,
             "arange",
             ["end=100000000000000000000", "values, more than"],
             Tensor::arange(0.0, 1e20, 1e-3, DType::F32)
         ),
-        bad!(Shape, "arange", ["values, more than"], Tensor::arange(0.0, 1e300, 1e-300, DType::F64)),
+        bad!(Memory, "arange", ["values, more than"], Tensor::arange(0.0, 1e300, 1e-300, DType::F64)),
         bad!(Memory, "arange", ["out of memory"], Tensor::arange(0.0, 1e13, 1.0, DType::F64)),
-        bad!(Shape, "linspace", ["too many"], Tensor::linspace(0.0, 1.0, usize::MAX, DType::F32)),
+        bad!(Memory, "linspace", ["too many"], Tensor::linspace(0.0, 1.0, usize::MAX, DType::F32)),
         bad!(
             Shape,
             "from_vec",
@@ -86,11 +86,11 @@ fn sizes() -> Vec<Bad> {
         bad!(Shape, "reshape", ["cannot reshape"], f32s(&[2, 3]).reshape(&[-1, 1 << 62, 4])),
         bad!(Shape, "reshape", ["cannot reshape"], f32s(&[2, 3]).reshape_dims(&[2, (1usize << 63) + 3])),
         bad!(Shape, "reshape", ["cannot reshape"], f32s(&[0]).reshape(&[0, 1 << 62, 1 << 62])),
-        bad!(Shape, "pad", ["the padding", "4611686018427387904"], f32s(&[2]).pad(&[(HUGE, HUGE)], 0.0)),
-        bad!(Shape, "pad", ["the padded size"], f32s(&[2]).pad(&[(isize::MAX as usize, 0)], 0.0)),
-        bad!(Shape, "pad", ["the padding"], f32s(&[2]).pad(&[(usize::MAX, 1)], 0.0)),
+        bad!(Memory, "pad", ["the padding", "4611686018427387904"], f32s(&[2]).pad(&[(HUGE, HUGE)], 0.0)),
+        bad!(Memory, "pad", ["the padded size"], f32s(&[2]).pad(&[(isize::MAX as usize, 0)], 0.0)),
+        bad!(Memory, "pad", ["the padding"], f32s(&[2]).pad(&[(usize::MAX, 1)], 0.0)),
         bad!(Memory, "pad", ["out of memory"], f32s(&[2]).pad(&[(BIG, 0)], 0.0)),
-        bad!(Shape, "expand", ["too many"], f32s(&[1, 1]).expand_dims(&[BIG, BIG])),
+        bad!(Memory, "expand", ["too many"], f32s(&[1, 1]).expand_dims(&[BIG, BIG])),
         bad!(
             Memory,
             "contiguous",
@@ -115,7 +115,7 @@ fn sizes() -> Vec<Bad> {
         ),
         bad!(Memory, "concat", ["out of memory"], Tensor::concat(&[f32s(&[1]).expand_dims(&[BIG])?, f32s(&[1])], 0)),
         bad!(
-            Shape,
+            Memory,
             "concat",
             ["the joined length"],
             Tensor::concat(&[f32s(&[1]).expand_dims(&[HUGE])?, f32s(&[1]).expand_dims(&[HUGE])?], 0)
@@ -128,15 +128,15 @@ fn sizes() -> Vec<Bad> {
         ),
         bad!(Shape, "narrow", ["exceeds size 3"], f32s(&[3]).narrow(0, usize::MAX, 2)),
         bad!(Shape, "split", ["do not add up"], f32s(&[3]).split_sizes(&[usize::MAX, 4], 0)),
-        bad!(Shape, "unfold2d", ["2 x padding"], f32s(&[1, 1, 3, 3]).unfold2d([1, 1], [1, 1], [HUGE * 2, 0], [1, 1])),
+        bad!(Memory, "unfold2d", ["2 x padding"], f32s(&[1, 1, 3, 3]).unfold2d([1, 1], [1, 1], [HUGE * 2, 0], [1, 1])),
         bad!(
-            Shape,
+            Memory,
             "unfold2d",
             ["dilation x (kernel - 1)"],
             f32s(&[1, 1, 3, 3]).unfold2d([HUGE, 1], [1, 1], [0, 0], [HUGE, 1])
         ),
         bad!(
-            Shape,
+            Memory,
             "max_pool2d",
             ["dilation x (kernel - 1)"],
             f32s(&[1, 1, 3, 3]).max_pool2d([usize::MAX, 1], [1, 1], [0, 0])

@@ -111,8 +111,11 @@ chromium_path() {
 }
 
 has_vulkan_icd() {
-  ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1 &&
-    { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; }
+  local f found=""
+  for f in /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json; do
+    [ -e "$f" ] && found=1
+  done
+  [ -n "$found" ] && { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; }
 }
 
 # What `npm test` needs beyond the build: clippy and rustfmt, a Chromium for the
