@@ -94,9 +94,11 @@
 pub mod autograd;
 pub mod backend;
 pub mod device;
+pub mod dispatch;
 pub mod dtype;
 pub mod error;
 pub mod io;
+pub mod kernel;
 pub mod nn;
 pub mod ops;
 pub mod optim;

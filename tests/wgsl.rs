@@ -6,7 +6,7 @@
 #![cfg(feature = "gpu")]
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use skiff::backend::gpu::catalog::all_kernel_sources;
+use skiff::ops::gpu_kernel_sources as all_kernel_sources;
 
 /// WebGPU's default limits (https://www.w3.org/TR/webgpu/#limits) that a
 /// compute shader's source alone decides.

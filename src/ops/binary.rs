@@ -4,9 +4,10 @@
 use super::reference::{self, Host, Kind};
 use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::cpu::elementwise::BinarySlices;
-use crate::backend::elementwise::{self as be, BinaryKernel};
+use crate::dispatch::elementwise as be;
 use crate::error::Result;
+use crate::kernel::BinaryKernel;
+use crate::kernel::BinarySlices;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
@@ -43,7 +44,7 @@ macro_rules! binary_slices {
                 *o = f(x, y);
             }
         }
-        $crate::backend::cpu::elementwise::BinarySlices::<$t, $u> { vv, vs, sv, ss: f }
+        $crate::kernel::BinarySlices::<$t, $u> { vv, vs, sv, ss: f }
     }};
 }
 
@@ -53,6 +54,7 @@ macro_rules! binary_row {
         pub static $NAME: BinaryDef = BinaryDef {
             op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: true, cases: $cases },
             kernel: BinaryKernel {
+                name: $name,
         f32: binary_slices!(f32 => f32, |$a, $b| $e),
         f64: binary_slices!(f64 => f64, |$a, $b| $e),
                 wgsl: $wgsl,

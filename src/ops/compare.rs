@@ -3,10 +3,11 @@
 use super::reference::{self, Host};
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::elementwise::{self as be, CompareKernel};
 use crate::binary_slices;
+use crate::dispatch::elementwise as be;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::CompareKernel;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
@@ -27,6 +28,7 @@ macro_rules! compare_row {
                 cases: || compare_cases(|xs| xs[0].$method(&xs[1]), |h| reference::compare(&h[0], &h[1], |$a, $b| $e)),
             },
             kernel: CompareKernel {
+                name: $name,
         f32: binary_slices!(f32 => u8, |$a, $b| ($e) as u8),
         f64: binary_slices!(f64 => u8, |$a, $b| ($e) as u8),
         i32: binary_slices!(i32 => u8, |$a, $b| ($e) as u8),

@@ -59,7 +59,7 @@ fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Res
     #[cfg(feature = "gpu")]
     {
         let what = crate::backend::gpu::checks::CheckWhat::Label { scores_shape: scores.shape().to_vec() };
-        if crate::backend::index::check_on_device(op, labels, c, what)? {
+        if crate::dispatch::index::check_on_device(op, labels, c, what)? {
             return Ok(());
         }
     }
@@ -271,7 +271,7 @@ impl Tensor {
                     index_shape: indices.shape().to_vec(),
                     effect: Effect::ReadsZero,
                 };
-                crate::backend::index::check_on_device(op, indices, self.shape()[0], what)?;
+                crate::dispatch::index::check_on_device(op, indices, self.shape()[0], what)?;
             }
             let rows = self.index_select(0, &indices.reshape(&[-1])?)?;
             let mut shape = indices.dims();

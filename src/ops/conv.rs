@@ -11,9 +11,9 @@
 use super::reference as r;
 use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::conv as be;
-use crate::backend::cpu::conv::Window2d;
+use crate::dispatch::conv as be;
 use crate::error::{Error, Result};
+use crate::kernel::Window2d;
 use crate::tensor::Tensor;
 
 /// Kernel, stride, padding and dilation of one sliding-window op.

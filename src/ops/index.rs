@@ -17,7 +17,7 @@ use super::reference as r;
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::node::BackwardCtx;
 use crate::autograd::{needs_record, record};
-use crate::backend::index as be;
+use crate::dispatch::index as be;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::normalize_axis;

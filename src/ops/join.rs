@@ -7,7 +7,7 @@ use super::reference as r;
 use super::slice::slice_layout;
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::movement as be;
+use crate::dispatch::movement as be;
 use crate::error::{Error, Result};
 use crate::shape::{add_sizes, normalize_real_axis, Dims, Layout};
 use crate::tensor::Tensor;

@@ -5,7 +5,7 @@
 use super::reference as r;
 use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::matmul as be;
+use crate::dispatch::matmul as be;
 use crate::error::{Error, Result};
 use crate::shape::{broadcast_shapes, Dims};
 use crate::tensor::Tensor;

@@ -266,6 +266,19 @@ pub fn registry() -> Vec<&'static OpDef> {
     all
 }
 
+/// Every WGSL source the GPU backend can build for this registry: its fixed
+/// kernel families plus one instantiation per elementwise table row (for
+/// validation with naga natively and with the browser's compiler).
+#[cfg(feature = "gpu")]
+pub fn gpu_kernel_sources() -> Vec<(String, String)> {
+    let rows = crate::backend::gpu::catalog::Rows {
+        unary: unary::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
+        binary: binary::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
+        compare: compare::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
+    };
+    crate::backend::gpu::catalog::all_kernel_sources(&rows)
+}
+
 /// The one device check every multi-input op runs (DESIGN: placement rules).
 pub(crate) fn same_device(op: &'static str, ts: &[&Tensor]) -> Result<()> {
     if let Some(first) = ts.first() {

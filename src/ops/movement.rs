@@ -6,7 +6,7 @@
 use super::reference as r;
 use super::{Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::elementwise as be_copy;
+use crate::dispatch::elementwise as be_copy;
 use crate::error::{Error, Result};
 use crate::shape::{contiguous_strides, normalize_axis, normalize_real_axis, numel, Dims, Layout};
 use crate::tensor::Tensor;
@@ -153,7 +153,7 @@ static TO_DEVICE: OpDef = OpDef {
 
 /// Copies `x` to `device` (recorded, so gradients flow back to `x`'s device).
 pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Tensor> {
-    let out = crate::backend::transfer(x, device)?;
+    let out = crate::dispatch::transfer(x, device)?;
     if !needs_record(&[x]) {
         return Ok(out);
     }
@@ -168,7 +168,7 @@ pub(crate) fn to_device_read(
     device: &crate::device::Device,
 ) -> Result<Tensor> {
     let cpu = Tensor::from_buffer(crate::backend::Buffer::Cpu(host), x.shape());
-    let out = if device.is_gpu() { crate::backend::transfer(&cpu, device)? } else { cpu };
+    let out = if device.is_gpu() { crate::dispatch::transfer(&cpu, device)? } else { cpu };
     if !needs_record(&[x]) {
         return Ok(out);
     }

@@ -4,9 +4,9 @@
 use super::reference::{self as r, Host};
 use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::cpu::reduce::ReduceKind;
-use crate::backend::reduce as be;
+use crate::dispatch::reduce as be;
 use crate::error::{Error, Result};
+use crate::kernel::ReduceKind;
 use crate::shape::{normalize_axes, normalize_axis, Dims};
 use crate::tensor::Tensor;
 

@@ -7,7 +7,7 @@ use super::movement::{one, view_op};
 use super::reference as r;
 use super::{Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::movement as be;
+use crate::dispatch::movement as be;
 use crate::error::{Error, Result};
 use crate::shape::{normalize_real_axis, Layout};
 use crate::tensor::Tensor;

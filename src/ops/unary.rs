@@ -5,9 +5,10 @@
 use super::reference::{self, Kind};
 use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
-use crate::backend::elementwise::{self as be, UnaryKernel};
+use crate::dispatch::elementwise as be;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::kernel::UnaryKernel;
 use crate::tensor::Tensor;
 
 /// What a unary row's backward reads back.
@@ -74,6 +75,7 @@ macro_rules! unary_row {
         pub static $NAME: UnaryDef = UnaryDef {
             op: OpDef { name: $name, kind: OpKind::Primitive, backward: Some($bw), second_order: $so, cases: $cases },
             kernel: UnaryKernel {
+                name: $name,
                 f32: slice_kernel!(f32, |$x, $p| $e),
                 f64: slice_kernel!(f64, |$x, $p| $e),
                 wgsl: $wgsl,

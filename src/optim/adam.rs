@@ -12,7 +12,7 @@
 
 use super::core::{impl_optimizer, non_negative, options, unit, Core, Hyper, Slot};
 use super::IntoParamGroups;
-use crate::backend::optim as fused;
+use crate::dispatch::optim as fused;
 use crate::error::Result;
 use crate::tensor::Tensor;
 

@@ -214,7 +214,7 @@ impl Tensor {
         if &self.device() == device || !self.device().is_gpu() {
             return self.to(device);
         }
-        let host = crate::backend::host_copy_async(self).await?;
+        let host = crate::dispatch::host_copy_async(self).await?;
         crate::ops::movement::to_device_read(self, host, device)
     }
 }

@@ -12,7 +12,7 @@
 
 use super::Tensor;
 use crate::autograd::{is_grad_enabled, no_grad};
-use crate::backend::elementwise::write_into;
+use crate::dispatch::elementwise::write_into;
 use crate::error::{Error, Result};
 
 impl Tensor {

@@ -253,7 +253,7 @@ impl Tensor {
                 format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
             ));
         }
-        let host = crate::backend::host_copy(self)?;
+        let host = crate::dispatch::host_copy(self)?;
         T::unwrap(host).ok_or_else(|| Error::dtype("to_vec", format!("internal: {} storage", self.dtype())))
     }
     /// `to_vec` without blocking: awaits the GPU readback (the only way to
@@ -265,13 +265,13 @@ impl Tensor {
                 format!("requested {} elements from a {} tensor of shape {:?}", T::DTYPE, self.dtype(), self.shape()),
             ));
         }
-        let host = crate::backend::host_copy_async(self).await?;
+        let host = crate::dispatch::host_copy_async(self).await?;
         T::unwrap(host).ok_or_else(|| Error::dtype("to_vec", format!("internal: {} storage", self.dtype())))
     }
     /// The elements converted to f64 (any dtype; masks give 0/1). Reads back
     /// from a GPU (blocking natively), which can fail if the device was lost.
     pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
-        let host = crate::backend::host_copy(self)?;
+        let host = crate::dispatch::host_copy(self)?;
         Ok(crate::with_cpu_buffer!(&host, v, T => v.iter().map(|&x| cpu::Elem::to_f64(x)).collect()))
     }
     /// The elements as f32 (floats converted; integer and mask dtypes too).

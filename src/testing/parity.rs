@@ -25,7 +25,7 @@ pub fn parity_tolerance(op: &str, case: &Case) -> (f64, f64) {
 /// The elements of `t` as f64, read without blocking (GPU tensors through
 /// `host_copy_async`).
 async fn values_async(t: &Tensor) -> Result<Vec<f64>> {
-    let host = crate::backend::host_copy_async(t).await?;
+    let host = crate::dispatch::host_copy_async(t).await?;
     Ok(crate::with_cpu_buffer!(&host, v, T => v.iter().map(|&x| crate::backend::cpu::Elem::to_f64(x)).collect()))
 }
 

@@ -321,7 +321,7 @@ impl JsTensor {
     pub fn data(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("data")?;
         Ok(wasm_bindgen_futures::future_to_promise(async move {
-            let host = crate::backend::host_copy_async(&t).await.map_err(|e| rejection("data", e))?;
+            let host = crate::dispatch::host_copy_async(&t).await.map_err(|e| rejection("data", e))?;
             Ok(match host {
                 CpuBuffer::F32(v) => Float32Array::from(&v[..]).into(),
                 CpuBuffer::F64(v) => Float64Array::from(&v[..]).into(),
@@ -343,7 +343,7 @@ impl JsTensor {
             ));
         }
         Ok(wasm_bindgen_futures::future_to_promise(async move {
-            let host = crate::backend::host_copy_async(&t).await.map_err(|e| rejection("item", e))?;
+            let host = crate::dispatch::host_copy_async(&t).await.map_err(|e| rejection("item", e))?;
             let first =
                 crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
             Ok(JsValue::from_f64(first.unwrap_or(f64::NAN)))

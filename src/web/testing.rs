@@ -118,7 +118,7 @@ pub(super) fn registry_case_arg(
 #[wasm_bindgen(js_name = kernelSources, unchecked_return_type = "[string, string][]")]
 pub fn kernel_sources() -> Array {
     #[cfg(feature = "gpu")]
-    let all = crate::backend::gpu::catalog::all_kernel_sources();
+    let all = crate::ops::gpu_kernel_sources();
     #[cfg(not(feature = "gpu"))]
     let all: Vec<(String, String)> = Vec::new();
     all.into_iter().map(|(name, src)| JsValue::from(Array::of2(&name.into(), &src.into()))).collect()

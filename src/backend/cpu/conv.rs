@@ -5,35 +5,9 @@
 //! no per-element bounds tests, and padding is simply never touched.
 
 use super::Elem;
+use crate::kernel::Window2d;
 use num_traits::Float;
 use std::ops::Add;
-
-/// The geometry of one unfold/fold: input [n, c, h, w], kernel, stride,
-/// padding, dilation, and the resulting grid of out_h x out_w windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window2d {
-    pub n: usize,
-    pub c: usize,
-    pub h: usize,
-    pub w: usize,
-    pub kernel: [usize; 2],
-    pub stride: [usize; 2],
-    pub padding: [usize; 2],
-    pub dilation: [usize; 2],
-    pub out_h: usize,
-    pub out_w: usize,
-}
-
-impl Window2d {
-    /// Rows of the column matrix per image (c * kh * kw).
-    pub fn col_rows(&self) -> usize {
-        self.c * self.kernel[0] * self.kernel[1]
-    }
-    /// Windows per image (out_h * out_w).
-    pub fn windows(&self) -> usize {
-        self.out_h * self.out_w
-    }
-}
 
 /// The output positions `o` in `0..out` whose input coordinate
 /// `o * stride + offset - pad` lies in `0..size`, as a half-open range

@@ -3,26 +3,8 @@
 //! the common cases (same shape, bias broadcast, scalar operand) vectorise.
 
 use super::buffer::{for_each_row, gather_strided, Elem};
+use crate::kernel::{BinarySlices, UnarySlice};
 use crate::shape::{contiguous_strides, Layout};
-
-/// Slice kernel of a unary op: `out[i] = f(x[i], params)`.
-pub type UnarySlice<T> = fn(&[T], &mut [T], [T; 2]);
-
-/// Slice kernels of a binary op, for the contiguous/broadcast combinations.
-pub struct BinarySlices<T, U> {
-    pub vv: fn(&[T], &[T], &mut [U]),
-    pub vs: fn(&[T], T, &mut [U]),
-    pub sv: fn(T, &[T], &mut [U]),
-    pub ss: fn(T, T) -> U,
-}
-
-// Manual impls: derive would require T: Clone.
-impl<T, U> Clone for BinarySlices<T, U> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T, U> Copy for BinarySlices<T, U> {}
 
 pub fn unary_map<T: Elem>(x: &[T], layout: &Layout, k: UnarySlice<T>, p: [T; 2]) -> Vec<T> {
     let n = layout.numel();

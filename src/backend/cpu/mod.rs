@@ -10,3 +10,4 @@ pub mod matmul;
 pub mod pool;
 pub mod reduce;
 pub mod room;
+pub mod run;

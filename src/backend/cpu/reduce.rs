@@ -4,15 +4,9 @@
 //! it is gathered as [kept..., reduced...] rows first.
 
 use super::buffer::gather_strided;
+use crate::kernel::ReduceKind;
 use crate::shape::{Dims, Layout};
 use num_traits::Float;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceKind {
-    Sum,
-    Max,
-    Min,
-}
 
 /// Rows of the reduced axes: returns (data, number of rows, row length).
 fn rows<T: super::Elem>(x: &[T], layout: &Layout, axes: &[usize]) -> (Vec<T>, usize, usize) {

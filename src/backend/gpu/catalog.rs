@@ -11,17 +11,26 @@
 use super::elementwise::{binary_source, cast_source, copy_into_source, fill_source, unary_source, where_source};
 use super::{conv, index, matmul, reduce};
 use crate::dtype::DType;
-use crate::ops::{binary, compare, unary};
+
+/// The elementwise table rows, as (name, WGSL expression): the registry
+/// (`crate::ops::gpu_kernel_sources`) hands them in, so this backend lists
+/// every instantiation without knowing which ops exist.
+#[derive(Default)]
+pub struct Rows {
+    pub unary: Vec<(&'static str, &'static str)>,
+    pub binary: Vec<(&'static str, &'static str)>,
+    pub compare: Vec<(&'static str, &'static str)>,
+}
 
 /// The dtypes tensors can have on the GPU (f64 stays on the cpu).
 const GPU_DTYPES: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
 
 /// (name, full WGSL source) of every kernel the backend can build.
-pub fn all_kernel_sources() -> Vec<(String, String)> {
+pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    all.extend(unary_sources());
-    all.extend(binary_sources());
-    all.extend(compare_sources());
+    all.extend(unary_sources(rows));
+    all.extend(binary_sources(rows));
+    all.extend(compare_sources(rows));
     for dt in GPU_DTYPES {
         all.push((format!("where:{}", dt.name()), where_source(dt)));
         all.push((format!("fill:{}", dt.name()), fill_source(dt)));
@@ -39,30 +48,24 @@ pub fn all_kernel_sources() -> Vec<(String, String)> {
     all
 }
 
-fn unary_sources() -> Vec<(String, String)> {
-    unary::rows().into_iter().map(|row| (format!("unary:{}", row.op.name), unary_source(row.kernel.wgsl))).collect()
+fn unary_sources(rows: &Rows) -> Vec<(String, String)> {
+    rows.unary.iter().map(|(name, wgsl)| (format!("unary:{name}"), unary_source(wgsl))).collect()
 }
 
-fn binary_sources() -> Vec<(String, String)> {
-    binary::rows()
-        .into_iter()
-        .map(|row| {
-            (
-                format!("binary:{}:{}", row.op.name, DType::F32.name()),
-                binary_source(DType::F32, DType::F32, row.kernel.wgsl),
-            )
+fn binary_sources(rows: &Rows) -> Vec<(String, String)> {
+    rows.binary
+        .iter()
+        .map(|(name, wgsl)| {
+            (format!("binary:{name}:{}", DType::F32.name()), binary_source(DType::F32, DType::F32, wgsl))
         })
         .collect()
 }
 
-fn compare_sources() -> Vec<(String, String)> {
+fn compare_sources(rows: &Rows) -> Vec<(String, String)> {
     let mut all = Vec::new();
-    for row in compare::rows() {
+    for (name, wgsl) in &rows.compare {
         for dt in GPU_DTYPES {
-            all.push((
-                format!("binary:{}:{}", row.op.name, dt.name()),
-                binary_source(dt, DType::Bool, row.kernel.wgsl),
-            ));
+            all.push((format!("binary:{name}:{}", dt.name()), binary_source(dt, DType::Bool, wgsl)));
         }
     }
     all

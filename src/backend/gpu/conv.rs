@@ -6,9 +6,9 @@
 use super::index::kernel_source;
 use super::kernels::launch;
 use super::GpuBuffer;
-use crate::backend::cpu::conv::Window2d;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::Window2d;
 use crate::shape::Layout;
 
 pub const CONV: &str = include_str!("../../../shaders/conv.wgsl");

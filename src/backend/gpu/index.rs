@@ -1,7 +1,7 @@
 //! The index family on the GPU (`shaders/index.wgsl`): gather (which also
 //! runs index_select, by viewing its 1-D index as broadcast along every other
 //! dim) and a deterministic scatter-add (which also runs index_add). Indices
-//! were range-checked on the host by `backend::index` (from the values it
+//! were range-checked on the host by `dispatch::index` (from the values it
 //! holds), are trusted (argmax), or are checked on the device (`checks`); the
 //! kernels themselves never read or write out of bounds (see index.wgsl).
 //!
@@ -96,7 +96,7 @@ pub struct ScatterPlan {
     /// offset. Each output then scans its whole line (see `scatter_add_scan`).
     device_offset: Option<usize>,
     /// For a device index written by max-pool's window argmax (see
-    /// `backend::index::pool_windows`): each output visits only the windows
+    /// `dispatch::index::pool_windows`): each output visits only the windows
     /// covering it (`scatter_add_window`) instead of its whole line.
     pub(crate) windows: Option<PoolWindows>,
 }

@@ -19,6 +19,7 @@ pub mod optim;
 pub mod pipelines;
 pub mod readback;
 pub mod reduce;
+pub mod run;
 pub mod runtime;
 
 pub use runtime::{GpuContext, GpuCounters};

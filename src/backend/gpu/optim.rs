@@ -1,5 +1,5 @@
 //! Fused optimizer updates on the GPU: one dispatch per parameter instead of
-//! a dozen elementwise ones (see `backend::optim`).
+//! a dozen elementwise ones (see `dispatch::optim`).
 
 use super::kernels::{workgroups, PRELUDE};
 use super::GpuBuffer;

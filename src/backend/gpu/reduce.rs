@@ -10,9 +10,9 @@
 use super::kernels::{MAX_RANK, PRELUDE};
 use super::runtime::WORKGROUP;
 use super::GpuBuffer;
-use crate::backend::cpu::reduce::ReduceKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::ReduceKind;
 use crate::shape::{coalesce, Dims, Layout};
 
 pub const REDUCE: &str = include_str!("../../../shaders/reduce.wgsl");

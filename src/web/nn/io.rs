@@ -137,7 +137,7 @@ pub(crate) fn serialize_promise(op: &'static str, entries: Vec<(String, Tensor)>
     let js = move |e: Error| rejection(op, e);
     Ok(wasm_bindgen_futures::future_to_promise(async move {
         for (flat, idx) in flats {
-            let host = crate::backend::host_copy_async(&flat).await.map_err(js)?;
+            let host = crate::dispatch::host_copy_async(&flat).await.map_err(js)?;
             let mut off = 0;
             for i in idx {
                 let Some(slot) = slots.get_mut(i) else { continue };

@@ -4,8 +4,8 @@
 //! gradient and state tensors are contiguous and share a device and dtype;
 //! other cases (and AMSGrad) take the tensor-op path.
 
-use super::cpu::CpuBuffer;
-use super::Buffer;
+use crate::backend::cpu::CpuBuffer;
+use crate::backend::Buffer;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use num_traits::Float;
@@ -66,7 +66,7 @@ pub fn adam_step(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, h: AdamHyper) -
             ) => adam_cpu(&g[..n], &mut p[..n], &mut m[..n], &mut v[..n], h),
             #[cfg(feature = "gpu")]
             (Buffer::Gpu(g), Buffer::Gpu(p), Buffer::Gpu(m), Buffer::Gpu(v)) => {
-                super::gpu::optim::adam_step(g, p, m, v, n, h)?
+                crate::backend::gpu::optim::adam_step(g, p, m, v, n, h)?
             }
             _ => {
                 return Err(Error::dtype("adam_step", format!("unsupported dtype {} for the fused update", p.dtype())))

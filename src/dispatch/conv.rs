@@ -2,12 +2,13 @@
 //! the per-window argmax that max pooling gathers through, on the cpu
 //! (contiguous copies first) or the GPU (strided reads, `gpu::conv`).
 
-use super::cpu::conv::{self as k, Window2d};
-use super::cpu::{gather_strided, CpuBuffer, Elem};
+use crate::backend::cpu::conv as k;
+use crate::backend::cpu::{gather_strided, CpuBuffer, Elem};
 #[cfg(feature = "gpu")]
-use super::gpu::conv as gk;
-use super::Buffer;
+use crate::backend::gpu::conv as gk;
+use crate::backend::Buffer;
 use crate::error::{Error, Result};
+use crate::kernel::Window2d;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
 
@@ -70,7 +71,7 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
     // them, and each inside its own window (padding never wins), which lets
     // max-pool's backward scatter visit only the windows covering a pixel.
     let y = Tensor::from_buffer(out, &[g.n, g.c, g.out_h, g.out_w]);
-    let windows = (g.dilation == [1, 1]).then_some(super::PoolWindows {
+    let windows = (g.dilation == [1, 1]).then_some(crate::backend::PoolWindows {
         h: g.h,
         w: g.w,
         out_h: g.out_h,
@@ -79,6 +80,6 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
         stride: g.stride,
         padding: g.padding,
     });
-    y.storage().set_index_facts(super::IndexBound { bound: g.h * g.w, windows });
+    y.storage().set_index_facts(crate::backend::IndexBound { bound: g.h * g.w, windows });
     Ok(y)
 }

@@ -6,11 +6,11 @@
 //! on a GPU are never read back for it (the browser cannot block): a device
 //! check runs with the op and reports at the next readback (`gpu::checks`).
 
-use super::cpu::index as k;
-use super::cpu::{gather_strided, CpuBuffer, Elem};
+use crate::backend::cpu::index as k;
+use crate::backend::cpu::{gather_strided, CpuBuffer, Elem};
 #[cfg(feature = "gpu")]
-use super::gpu::index as gk;
-use super::Buffer;
+use crate::backend::gpu::index as gk;
+use crate::backend::Buffer;
 #[cfg(feature = "gpu")]
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -100,7 +100,7 @@ fn checked_indices(
 
 /// What an out-of-range index does to the result of a device-checked op.
 #[cfg(feature = "gpu")]
-use super::gpu::checks::Effect;
+use crate::backend::gpu::checks::Effect;
 #[cfg(not(feature = "gpu"))]
 #[derive(Clone, Copy)]
 enum Effect {
@@ -109,7 +109,7 @@ enum Effect {
 }
 
 #[cfg(feature = "gpu")]
-use super::gpu::checks::{CheckDesc, CheckWhat};
+use crate::backend::gpu::checks::{CheckDesc, CheckWhat};
 
 /// Records the device range check of the GPU index `index` (see `gpu::checks`).
 #[cfg(feature = "gpu")]
@@ -119,7 +119,7 @@ fn device_check(desc: CheckDesc, index: &Tensor) -> Result<()> {
     if ib.dtype != DType::I32 {
         return Err(Error::dtype(desc.op, format!("index must be i32, got {} of shape {:?}", ib.dtype, index.shape())));
     }
-    super::gpu::checks::check_indices(desc, index.storage(), ib, index.layout())
+    crate::backend::gpu::checks::check_indices(desc, index.storage(), ib, index.layout())
 }
 
 /// For composites that index with `index` (embedding, the class losses):
@@ -281,7 +281,7 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
 /// axis, `axis`, each line starting at a plane, and the target axis is the
 /// [h, w] plane flattened (max-pool's backward; see `scatter_add_window`).
 #[cfg(feature = "gpu")]
-fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<super::PoolWindows> {
+fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<crate::backend::PoolWindows> {
     let pw = index.storage().index_facts()?.windows?;
     let l = index.layout();
     let per_plane = pw.out_h * pw.out_w;

@@ -1,7 +1,7 @@
 //! Device dispatch for data movement that views cannot express.
 
-use super::cpu::{self, CpuBuffer};
-use super::Buffer;
+use crate::backend::cpu::{self, CpuBuffer};
+use crate::backend::Buffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Layout;
@@ -58,7 +58,7 @@ pub fn assemble(
 #[cfg(feature = "gpu")]
 fn assemble_gpu(
     op: &'static str,
-    ctx: &std::sync::Arc<super::gpu::GpuContext>,
+    ctx: &std::sync::Arc<crate::backend::gpu::GpuContext>,
     shape: &[usize],
     dtype: DType,
     fill: f64,
@@ -67,7 +67,7 @@ fn assemble_gpu(
     if let Some((_, first)) = pieces.first() {
         super::room_for(op, first, shape, dtype)?;
     }
-    use super::gpu::elementwise as g;
+    use crate::backend::gpu::elementwise as g;
     let n: usize = shape.iter().product();
     let out = g::full(ctx, dtype, n, fill)?;
     for (region, src) in pieces {

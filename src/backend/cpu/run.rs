@@ -1,0 +1,123 @@
+//! The cpu backend's `run`: a `KernelSpec` over views, to the slice kernels.
+
+use super::elementwise as k;
+use super::{gather_strided, matmul, reduce, scatter_strided, CpuBuffer, Elem};
+use crate::backend::{Buffer, View};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::kernel::KernelSpec;
+use crate::shape::Layout;
+
+fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
+    Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
+}
+
+/// The cpu buffers of `inputs`, or an error if one lives elsewhere.
+fn cpu_inputs<'a, const N: usize>(
+    op: &'static str,
+    spec: &KernelSpec,
+    inputs: &[View<'a>],
+) -> Result<[(&'a CpuBuffer, &'a Layout); N]> {
+    let mut out = Vec::with_capacity(N);
+    for v in inputs {
+        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
+        let Buffer::Cpu(b) = v.buffer
+        else {
+            return Err(mismatch(op, spec));
+        };
+        out.push((b, v.layout));
+    }
+    out.try_into().map_err(|_| mismatch(op, spec))
+}
+
+fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {
+    match dtype {
+        DType::F32 => CpuBuffer::F32(k::cast(v, l)),
+        DType::F64 => CpuBuffer::F64(k::cast(v, l)),
+        DType::I32 => CpuBuffer::I32(k::cast(v, l)),
+        DType::Bool => CpuBuffer::Bool(k::cast(v, l)),
+    }
+}
+
+pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<CpuBuffer> {
+    let float_only = || Error::dtype(op, format!("expected a float tensor, got {}", inputs[0].buffer.dtype()));
+    Ok(match spec {
+        KernelSpec::Unary { row, params: [p0, p1] } => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(k::unary_map(v, l, row.f32, [p0.0 as f32, p1.0 as f32])),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(k::unary_map(v, l, row.f64, [p0.0, p1.0])),
+            _ => return Err(mismatch(op, spec)),
+        },
+        KernelSpec::Binary { row } => match cpu_inputs::<2>(op, spec, inputs)? {
+            [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => {
+                CpuBuffer::F32(k::binary_map(x, la, y, lb, out_shape, row.f32))
+            }
+            [(CpuBuffer::F64(x), la), (CpuBuffer::F64(y), lb)] => {
+                CpuBuffer::F64(k::binary_map(x, la, y, lb, out_shape, row.f64))
+            }
+            _ => return Err(mismatch(op, spec)),
+        },
+        KernelSpec::Compare { row } => CpuBuffer::Bool(match cpu_inputs::<2>(op, spec, inputs)? {
+            [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => k::binary_map(x, la, y, lb, out_shape, row.f32),
+            [(CpuBuffer::F64(x), la), (CpuBuffer::F64(y), lb)] => k::binary_map(x, la, y, lb, out_shape, row.f64),
+            [(CpuBuffer::I32(x), la), (CpuBuffer::I32(y), lb)] => k::binary_map(x, la, y, lb, out_shape, row.i32),
+            [(CpuBuffer::Bool(x), la), (CpuBuffer::Bool(y), lb)] => k::binary_map(x, la, y, lb, out_shape, row.bool),
+            _ => return Err(mismatch(op, spec)),
+        }),
+        KernelSpec::Where => {
+            let [(c, lc), (a, la), (b, lb)] = cpu_inputs::<3>(op, spec, inputs)?;
+            let CpuBuffer::Bool(c) = c else { return Err(mismatch(op, spec)) };
+            match (a, b) {
+                (CpuBuffer::F32(x), CpuBuffer::F32(y)) => CpuBuffer::F32(k::where_map(c, lc, x, la, y, lb, out_shape)),
+                (CpuBuffer::F64(x), CpuBuffer::F64(y)) => CpuBuffer::F64(k::where_map(c, lc, x, la, y, lb, out_shape)),
+                (CpuBuffer::I32(x), CpuBuffer::I32(y)) => CpuBuffer::I32(k::where_map(c, lc, x, la, y, lb, out_shape)),
+                (CpuBuffer::Bool(x), CpuBuffer::Bool(y)) => {
+                    CpuBuffer::Bool(k::where_map(c, lc, x, la, y, lb, out_shape))
+                }
+                _ => return Err(mismatch(op, spec)),
+            }
+        }
+        KernelSpec::Cast { to } => {
+            let [(b, l)] = cpu_inputs::<1>(op, spec, inputs)?;
+            crate::with_cpu_buffer!(b, v, T => cast_to(v, l, *to))
+        }
+        KernelSpec::Copy => {
+            let [(b, l)] = cpu_inputs::<1>(op, spec, inputs)?;
+            crate::with_cpu_buffer!(b, v, T => T::wrap(gather_strided(v, l)))
+        }
+        KernelSpec::Reduce { kind, axes } => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(reduce::reduce(v, l, axes, *kind)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(reduce::reduce(v, l, axes, *kind)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::ArgReduce { axis, max } => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(reduce::arg_reduce(v, l, *axis, *max)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(reduce::arg_reduce(v, l, *axis, *max)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::Matmul { batch } => match cpu_inputs::<2>(op, spec, inputs)? {
+            [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => CpuBuffer::F32(matmul::matmul(x, la, y, lb, batch)),
+            [(CpuBuffer::F64(x), la), (CpuBuffer::F64(y), lb)] => CpuBuffer::F64(matmul::matmul(x, la, y, lb, batch)),
+            [(a, _), (b, _)] => {
+                return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
+            }
+        },
+        KernelSpec::CopyInto => return Err(Error::value(op, "internal: copy_into writes in place (run_into)")),
+    })
+}
+
+pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], out: &mut CpuBuffer, ld: &Layout) -> Result<()> {
+    let KernelSpec::CopyInto = spec else {
+        return Err(Error::value(op, format!("internal: {} makes a new buffer (run)", spec.name())));
+    };
+    // The source is contiguous here (dispatch copies a strided one first).
+    let [(s, ls)] = cpu_inputs::<1>(op, spec, inputs)?;
+    let (off, n) = (ls.offset, ls.numel());
+    match (out, s) {
+        (CpuBuffer::F32(d), CpuBuffer::F32(s)) => scatter_strided(d, ld, &s[off..off + n]),
+        (CpuBuffer::F64(d), CpuBuffer::F64(s)) => scatter_strided(d, ld, &s[off..off + n]),
+        (CpuBuffer::I32(d), CpuBuffer::I32(s)) => scatter_strided(d, ld, &s[off..off + n]),
+        (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => scatter_strided(d, ld, &s[off..off + n]),
+        _ => return Err(mismatch(op, spec)),
+    }
+    Ok(())
+}

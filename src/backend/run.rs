@@ -1,0 +1,60 @@
+//! The storage-level entry points: run a `KernelSpec` over views of buffers.
+//! This is the only place that picks a backend by buffer variant; each
+//! backend's `run` matches on the spec.
+
+use super::Buffer;
+use crate::error::{Error, Result};
+use crate::kernel::KernelSpec;
+use crate::shape::Layout;
+
+/// What a kernel reads: a buffer and the layout (shape, strides, offset) of
+/// the view of it.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub buffer: &'a Buffer,
+    pub layout: &'a Layout,
+}
+
+impl<'a> View<'a> {
+    pub fn new(buffer: &'a Buffer, layout: &'a Layout) -> Self {
+        View { buffer, layout }
+    }
+}
+
+fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<()> {
+    if inputs.len() != spec.arity() {
+        return Err(Error::value(
+            op,
+            format!("internal: kernel {} takes {} inputs, got {}", spec.name(), spec.arity(), inputs.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `spec` on `inputs` (all on one device) into a new contiguous buffer
+/// of `out_shape`, on the backend that holds the first input.
+pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
+    check_arity(op, spec, inputs)?;
+    match inputs[0].buffer {
+        Buffer::Cpu(_) => super::cpu::run::run(op, spec, inputs, out_shape).map(Buffer::Cpu),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(_) => super::gpu::run::run(op, spec, inputs, out_shape).map(Buffer::Gpu),
+    }
+}
+
+/// Runs an in-place `spec` (`KernelSpec::CopyInto`) writing into the view
+/// `out_layout` of `out`.
+pub fn run_into(
+    op: &'static str,
+    spec: &KernelSpec,
+    inputs: &[View],
+    out: &mut Buffer,
+    out_layout: &Layout,
+) -> Result<()> {
+    check_arity(op, spec, inputs)?;
+    match out {
+        Buffer::Cpu(o) => super::cpu::run::run_into(op, spec, inputs, o, out_layout),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(o) => super::gpu::run::run_into(op, spec, inputs, o, out_layout),
+    }
+}

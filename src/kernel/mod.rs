@@ -1,0 +1,113 @@
+//! What the backends run, as data: the kernel descriptions both backends
+//! implement. This module sits below `backend`, `dispatch` and `ops` and
+//! imports only the core types, so the registry (`ops`) can describe its
+//! kernels here and the backends can run them without knowing any op.
+
+mod spec;
+
+pub use spec::{KernelSpec, Scalar};
+
+/// What a reduction computes along its axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Sum,
+    Max,
+    Min,
+}
+
+/// The geometry of one unfold/fold: input [n, c, h, w], kernel, stride,
+/// padding, dilation, and the resulting grid of out_h x out_w windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Window2d {
+    pub n: usize,
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+    pub dilation: [usize; 2],
+    pub out_h: usize,
+    pub out_w: usize,
+}
+
+impl Window2d {
+    /// Rows of the column matrix per image (c * kh * kw).
+    pub fn col_rows(&self) -> usize {
+        self.c * self.kernel[0] * self.kernel[1]
+    }
+    /// Windows per image (out_h * out_w).
+    pub fn windows(&self) -> usize {
+        self.out_h * self.out_w
+    }
+}
+
+/// Slice kernel of a unary op: `out[i] = f(x[i], params)`.
+pub type UnarySlice<T> = fn(&[T], &mut [T], [T; 2]);
+
+/// Slice kernels of a binary op, for the contiguous/broadcast combinations.
+pub struct BinarySlices<T, U> {
+    pub vv: fn(&[T], &[T], &mut [U]),
+    pub vs: fn(&[T], T, &mut [U]),
+    pub sv: fn(T, &[T], &mut [U]),
+    pub ss: fn(T, T) -> U,
+}
+
+// Manual impls: derive would require T: Clone.
+impl<T, U> Clone for BinarySlices<T, U> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, U> Copy for BinarySlices<T, U> {}
+
+/// A unary row's kernels: one per float dtype on the cpu, and a WGSL
+/// expression over `x` (with scalars `p0`, `p1`) for the GPU template.
+/// A row is identified by its op's name (equality and hashing use it).
+pub struct UnaryKernel {
+    pub name: &'static str,
+    pub f32: UnarySlice<f32>,
+    pub f64: UnarySlice<f64>,
+    pub wgsl: &'static str,
+}
+
+/// A binary row's kernels, one per float dtype, and a WGSL expression over `a`, `b`.
+pub struct BinaryKernel {
+    pub name: &'static str,
+    pub f32: BinarySlices<f32, f32>,
+    pub f64: BinarySlices<f64, f64>,
+    pub wgsl: &'static str,
+}
+
+/// A comparison's kernels, one per dtype, producing masks, and a WGSL bool expression.
+pub struct CompareKernel {
+    pub name: &'static str,
+    pub f32: BinarySlices<f32, u8>,
+    pub f64: BinarySlices<f64, u8>,
+    pub i32: BinarySlices<i32, u8>,
+    pub bool: BinarySlices<u8, u8>,
+    pub wgsl: &'static str,
+}
+
+/// Rows are identified by name: one static row per op.
+macro_rules! row_identity {
+    ($($row:ident),*) => {$(
+        impl std::fmt::Debug for $row {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}({})", stringify!($row), self.name)
+            }
+        }
+        impl PartialEq for $row {
+            fn eq(&self, other: &Self) -> bool {
+                self.name == other.name
+            }
+        }
+        impl Eq for $row {}
+        impl std::hash::Hash for $row {
+            fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+                self.name.hash(h);
+            }
+        }
+    )*};
+}
+row_identity!(UnaryKernel, BinaryKernel, CompareKernel);

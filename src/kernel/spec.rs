@@ -1,0 +1,81 @@
+//! `KernelSpec`: one value per kernel a registry entry runs, with everything
+//! the kernel needs besides its inputs (which arrive as views). Two equal
+//! specs over equal inputs compute the same result on any backend, so a spec
+//! can be recorded, compared, hashed and replayed.
+
+use super::{BinaryKernel, CompareKernel, ReduceKind, UnaryKernel};
+use crate::dtype::DType;
+use crate::shape::Dims;
+
+/// An f64 parameter compared and hashed by its bits (so specs can be keys;
+/// `-0.0` and `0.0` are different kernels, every NaN its own).
+#[derive(Clone, Copy, Debug)]
+pub struct Scalar(pub f64);
+
+impl PartialEq for Scalar {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+impl Eq for Scalar {}
+impl std::hash::Hash for Scalar {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.to_bits().hash(h);
+    }
+}
+
+/// A kernel, as data. Inputs are views (buffer + layout) in the order each
+/// variant names; the output is a new contiguous buffer of the shape the
+/// caller passes, except for in-place kernels, which write into a view.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KernelSpec {
+    /// `out = row(x, params)` for a unary table row. Inputs: `[x]`.
+    Unary { row: &'static UnaryKernel, params: [Scalar; 2] },
+    /// `out = row(a, b)`, broadcast to the output shape. Inputs: `[a, b]`.
+    Binary { row: &'static BinaryKernel },
+    /// A comparison row: a bool mask, broadcast. Inputs: `[a, b]`.
+    Compare { row: &'static CompareKernel },
+    /// `out = cond ? a : b`, broadcast. Inputs: `[cond, a, b]`.
+    Where,
+    /// A contiguous copy converted to `to` (saturating float to int, NaN to 0). Inputs: `[x]`.
+    Cast { to: DType },
+    /// A contiguous copy in the same dtype. Inputs: `[x]`.
+    Copy,
+    /// In place: writes the source view into the destination view (same
+    /// shape and dtype). Inputs: `[src]`; output: the destination view.
+    CopyInto,
+    /// Reduces `axes` (sorted, distinct) of a float tensor. Inputs: `[x]`.
+    Reduce { kind: ReduceKind, axes: Dims },
+    /// The i32 position of the max (or min) along `axis`. Inputs: `[x]`.
+    ArgReduce { axis: usize, max: bool },
+    /// `a [..., m, k] x b [..., k, n]`, same rank, batch dims broadcast to
+    /// `batch`. Inputs: `[a, b]`.
+    Matmul { batch: Dims },
+}
+
+impl KernelSpec {
+    /// The kernel's name, for messages (`unary:exp`, `reduce:Sum`, ...).
+    pub fn name(&self) -> String {
+        match self {
+            KernelSpec::Unary { row, .. } => format!("unary:{}", row.name),
+            KernelSpec::Binary { row } => format!("binary:{}", row.name),
+            KernelSpec::Compare { row } => format!("compare:{}", row.name),
+            KernelSpec::Where => "where".into(),
+            KernelSpec::Cast { to } => format!("cast:{}", to.name()),
+            KernelSpec::Copy => "copy".into(),
+            KernelSpec::CopyInto => "copy_into".into(),
+            KernelSpec::Reduce { kind, .. } => format!("reduce:{kind:?}"),
+            KernelSpec::ArgReduce { max, .. } => format!("arg_reduce:{}", if *max { "max" } else { "min" }),
+            KernelSpec::Matmul { .. } => "matmul".into(),
+        }
+    }
+
+    /// How many input views the kernel reads.
+    pub fn arity(&self) -> usize {
+        match self {
+            KernelSpec::Binary { .. } | KernelSpec::Compare { .. } | KernelSpec::Matmul { .. } => 2,
+            KernelSpec::Where => 3,
+            _ => 1,
+        }
+    }
+}
