@@ -7,17 +7,23 @@ use crate::error::Result;
 use crate::kernel::{BinaryKernel, CompareKernel, KernelSpec, Scalar, UnaryKernel};
 use crate::tensor::Tensor;
 
-/// Runs `spec` over `inputs` into a new tensor of `out_shape`.
-fn run(op: &'static str, spec: KernelSpec, inputs: &[&Tensor], out_shape: &[usize]) -> Result<Tensor> {
-    let guards: Vec<_> = inputs.iter().map(|t| t.storage().read()).collect();
-    let views: Vec<View> = guards.iter().zip(inputs).map(|(g, t)| View::new(g, t.layout())).collect();
+/// Runs `spec` over `inputs` into a new tensor of `out_shape` (arrays, not
+/// Vecs: this runs for every elementwise op).
+fn run<const N: usize>(
+    op: &'static str,
+    spec: KernelSpec,
+    inputs: [&Tensor; N],
+    out_shape: &[usize],
+) -> Result<Tensor> {
+    let guards = inputs.map(|t| t.storage().read());
+    let views: [View; N] = std::array::from_fn(|i| View::new(&guards[i], inputs[i].layout()));
     let out = backend::run(op, &spec, &views, out_shape)?;
     Ok(Tensor::from_buffer(out, out_shape))
 }
 
 pub fn unary(op: &'static str, x: &Tensor, kern: &'static UnaryKernel, p: [f64; 2]) -> Result<Tensor> {
     super::room_for(op, x, x.shape(), x.dtype())?;
-    run(op, KernelSpec::Unary { row: kern, params: [Scalar(p[0]), Scalar(p[1])] }, &[x], x.shape())
+    run(op, KernelSpec::Unary { row: kern, params: [Scalar(p[0]), Scalar(p[1])] }, [x], x.shape())
 }
 
 pub fn binary(
@@ -28,7 +34,7 @@ pub fn binary(
     kern: &'static BinaryKernel,
 ) -> Result<Tensor> {
     super::room_for(op, a, out_shape, a.dtype())?;
-    run(op, KernelSpec::Binary { row: kern }, &[a, b], out_shape)
+    run(op, KernelSpec::Binary { row: kern }, [a, b], out_shape)
 }
 
 pub fn compare(
@@ -39,24 +45,24 @@ pub fn compare(
     kern: &'static CompareKernel,
 ) -> Result<Tensor> {
     super::room_for(op, a, out_shape, DType::Bool)?;
-    run(op, KernelSpec::Compare { row: kern }, &[a, b], out_shape)
+    run(op, KernelSpec::Compare { row: kern }, [a, b], out_shape)
 }
 
 pub fn where_(cond: &Tensor, a: &Tensor, b: &Tensor, out_shape: &[usize]) -> Result<Tensor> {
     super::room_for("where", a, out_shape, a.dtype())?;
-    run("where", KernelSpec::Where, &[cond, a, b], out_shape)
+    run("where", KernelSpec::Where, [cond, a, b], out_shape)
 }
 
 /// A contiguous copy in `dtype`.
 pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
     super::room_for("to_dtype", x, x.shape(), dtype)?;
-    run("to_dtype", KernelSpec::Cast { to: dtype }, &[x], x.shape())
+    run("to_dtype", KernelSpec::Cast { to: dtype }, [x], x.shape())
 }
 
 /// A contiguous copy with the same dtype.
 pub fn copy(x: &Tensor) -> Result<Tensor> {
     super::room_for("contiguous", x, x.shape(), x.dtype())?;
-    let out = run("contiguous", KernelSpec::Copy, &[x], x.shape())?;
+    let out = run("contiguous", KernelSpec::Copy, [x], x.shape())?;
     x.storage().carry_facts_to(x.layout(), out.storage());
     Ok(out)
 }

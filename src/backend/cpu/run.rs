@@ -12,22 +12,25 @@ fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
 }
 
-/// The cpu buffers of `inputs`, or an error if one lives elsewhere.
+/// The cpu buffers of `inputs`, or an error if one lives elsewhere (no
+/// allocation: this runs for every op).
 fn cpu_inputs<'a, const N: usize>(
     op: &'static str,
     spec: &KernelSpec,
     inputs: &[View<'a>],
 ) -> Result<[(&'a CpuBuffer, &'a Layout); N]> {
-    let mut out = Vec::with_capacity(N);
-    for v in inputs {
+    let here = |v: &View<'a>| -> Option<&'a CpuBuffer> {
         #[allow(irrefutable_let_patterns)] // without the `gpu` feature
-        let Buffer::Cpu(b) = v.buffer
-        else {
-            return Err(mismatch(op, spec));
-        };
-        out.push((b, v.layout));
+        if let Buffer::Cpu(b) = v.buffer {
+            Some(b)
+        } else {
+            None
+        }
+    };
+    if inputs.len() != N || !inputs.iter().all(|v| here(v).is_some()) {
+        return Err(mismatch(op, spec));
     }
-    out.try_into().map_err(|_| mismatch(op, spec))
+    Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
 }
 
 fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {

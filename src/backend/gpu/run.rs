@@ -11,18 +11,24 @@ fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
 }
 
-/// The GPU buffers of `inputs`, or an error if one lives elsewhere.
+/// The GPU buffers of `inputs`, or an error if one lives elsewhere (no
+/// allocation: this runs for every op).
 fn gpu_inputs<'a, const N: usize>(
     op: &'static str,
     spec: &KernelSpec,
     inputs: &[View<'a>],
 ) -> Result<[(&'a GpuBuffer, &'a Layout); N]> {
-    let mut out = Vec::with_capacity(N);
-    for v in inputs {
-        let Buffer::Gpu(b) = v.buffer else { return Err(mismatch(op, spec)) };
-        out.push((b, v.layout));
+    let here = |v: &View<'a>| -> Option<&'a GpuBuffer> {
+        if let Buffer::Gpu(b) = v.buffer {
+            Some(b)
+        } else {
+            None
+        }
+    };
+    if inputs.len() != N || !inputs.iter().all(|v| here(v).is_some()) {
+        return Err(mismatch(op, spec));
     }
-    out.try_into().map_err(|_| mismatch(op, spec))
+    Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
 }
 
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
