@@ -11,7 +11,7 @@ pub mod cpu;
 pub mod gpu;
 mod run;
 
-pub use run::{run, run_into, View};
+pub use run::{create, run, run_into, View, ViewMut};
 
 use crate::device::Device;
 use crate::dtype::DType;

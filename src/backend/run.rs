@@ -3,6 +3,7 @@
 //! backend's `run` matches on the spec.
 
 use super::Buffer;
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
@@ -18,6 +19,19 @@ pub struct View<'a> {
 impl<'a> View<'a> {
     pub fn new(buffer: &'a Buffer, layout: &'a Layout) -> Self {
         View { buffer, layout }
+    }
+}
+
+/// What an in-place kernel writes: a buffer (its storage's write guard) and
+/// the layout of the view of it.
+pub struct ViewMut<'a> {
+    pub buffer: &'a mut Buffer,
+    pub layout: &'a Layout,
+}
+
+impl<'a> ViewMut<'a> {
+    pub fn new(buffer: &'a mut Buffer, layout: &'a Layout) -> Self {
+        ViewMut { buffer, layout }
     }
 }
 
@@ -42,19 +56,27 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
     }
 }
 
-/// Runs an in-place `spec` (`KernelSpec::CopyInto`) writing into the view
-/// `out_layout` of `out`.
-pub fn run_into(
-    op: &'static str,
-    spec: &KernelSpec,
-    inputs: &[View],
-    out: &mut Buffer,
-    out_layout: &Layout,
-) -> Result<()> {
-    check_arity(op, spec, inputs)?;
-    match out {
-        Buffer::Cpu(o) => super::cpu::run::run_into(op, spec, inputs, o, out_layout),
+/// Runs a kernel without inputs (`KernelSpec::Fill`) into a new buffer of
+/// `out_shape` on `device`.
+pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &[usize]) -> Result<Buffer> {
+    check_arity(op, spec, &[])?;
+    match device {
+        Device::Cpu => super::cpu::run::create(op, spec, out_shape).map(Buffer::Cpu),
         #[cfg(feature = "gpu")]
-        Buffer::Gpu(o) => super::gpu::run::run_into(op, spec, inputs, o, out_layout),
+        Device::Gpu(d) => super::gpu::run::create(op, spec, d.context(), out_shape).map(Buffer::Gpu),
+    }
+}
+
+/// Runs an in-place `spec` (`CopyInto`, `Adam`) reading `inputs` and writing
+/// into `outputs`, on the backend that holds the first output.
+pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+    check_arity(op, spec, inputs)?;
+    let Some(first) = outputs.first() else {
+        return Err(Error::value(op, format!("internal: kernel {} writes no output", spec.name())));
+    };
+    match first.buffer {
+        Buffer::Cpu(_) => super::cpu::run::run_into(op, spec, inputs, outputs),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(_) => super::gpu::run::run_into(op, spec, inputs, outputs),
     }
 }

@@ -1,7 +1,7 @@
 //! Dispatch for the elementwise families, casts and copies: each op's
 //! kernel spec over its operands' views (`backend::run`).
 
-use crate::backend::{self, View};
+use crate::backend::{self, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernel::{BinaryKernel, CompareKernel, KernelSpec, Scalar, UnaryKernel};
@@ -77,5 +77,6 @@ pub fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     };
     let gs = src.storage().read();
     let mut gd = dst.storage().write();
-    backend::run_into("copy_", &KernelSpec::CopyInto, &[View::new(&gs, src.layout())], &mut gd, dst.layout())
+    let mut out = [ViewMut::new(&mut gd, dst.layout())];
+    backend::run_into("copy_", &KernelSpec::CopyInto, &[View::new(&gs, src.layout())], &mut out)
 }

@@ -1,15 +1,16 @@
-//! Device dispatch for data movement that views cannot express.
+//! Dispatch for data movement that views cannot express.
 
-use crate::backend::cpu::{self, CpuBuffer};
-use crate::backend::Buffer;
+use crate::backend::{self, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::{KernelSpec, Scalar};
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 
 /// Builds a new contiguous tensor of `shape` filled with `fill`, then writes
 /// each piece into its region (a strided sub-layout of the new tensor).
-/// Concat, pad and the backward of slice are all this one primitive.
+/// Concat, pad and the backward of slice are all this one primitive: a
+/// `Fill` kernel, then one `CopyInto` per piece.
 pub fn assemble(
     op: &'static str,
     shape: &[usize],
@@ -17,65 +18,26 @@ pub fn assemble(
     fill: f64,
     pieces: &[(Layout, &Tensor)],
 ) -> Result<Tensor> {
-    if let Some((_, first)) = pieces.first() {
-        super::room_for(op, first, shape, dtype)?;
-    }
-    #[cfg(feature = "gpu")]
-    if let Some((_, first)) = pieces.first() {
-        if let crate::device::Device::Gpu(dev) = first.device() {
-            return assemble_gpu(op, dev.context(), shape, dtype, fill, pieces);
+    let device = match pieces.first() {
+        Some((_, first)) => {
+            super::room_for(op, first, shape, dtype)?;
+            first.device()
         }
-    }
-    let mut out = CpuBuffer::filled(dtype, shape.iter().product(), fill);
+        None => crate::device::Device::Cpu,
+    };
+    let mut out = backend::create(op, &KernelSpec::Fill { dtype, value: Scalar(fill) }, &device, shape)?;
     for (region, src) in pieces {
+        if src.device() != device {
+            return Err(Error::Device { op, found: format!("pieces on {} and {}", device, src.device()) });
+        }
+        if src.dtype() != dtype {
+            return Err(Error::dtype(op, format!("pieces must share one dtype, got {} and {}", dtype, src.dtype())));
+        }
+        // CopyInto reads a contiguous source.
+        let src = if src.is_contiguous() { (*src).clone() } else { super::elementwise::copy(src)? };
         let g = src.storage().read();
-        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
-        let Buffer::Cpu(s) = &*g
-        else {
-            return Err(Error::Device { op, found: format!("pieces on {} and cpu", src.device()) });
-        };
-        match (&mut out, s) {
-            (CpuBuffer::F32(d), CpuBuffer::F32(s)) => {
-                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
-            }
-            (CpuBuffer::F64(d), CpuBuffer::F64(s)) => {
-                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
-            }
-            (CpuBuffer::I32(d), CpuBuffer::I32(s)) => {
-                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
-            }
-            (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => {
-                cpu::scatter_strided(d, region, &cpu::gather_strided(s, src.layout()))
-            }
-            _ => {
-                return Err(Error::dtype(op, format!("pieces must share one dtype, got {} and {}", dtype, src.dtype())))
-            }
-        }
+        let views = [View::new(&g, src.layout())];
+        backend::run_into(op, &KernelSpec::CopyInto, &views, &mut [ViewMut::new(&mut out, region)])?;
     }
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), shape))
-}
-
-#[cfg(feature = "gpu")]
-fn assemble_gpu(
-    op: &'static str,
-    ctx: &std::sync::Arc<crate::backend::gpu::GpuContext>,
-    shape: &[usize],
-    dtype: DType,
-    fill: f64,
-    pieces: &[(Layout, &Tensor)],
-) -> Result<Tensor> {
-    if let Some((_, first)) = pieces.first() {
-        super::room_for(op, first, shape, dtype)?;
-    }
-    use crate::backend::gpu::elementwise as g;
-    let n: usize = shape.iter().product();
-    let out = g::full(ctx, dtype, n, fill)?;
-    for (region, src) in pieces {
-        let gs = src.storage().read();
-        let Buffer::Gpu(s) = &*gs else {
-            return Err(Error::Device { op, found: format!("pieces on gpu and {}", src.device()) });
-        };
-        g::copy_into(s, src.layout(), &out, region)?;
-    }
-    Ok(Tensor::from_buffer(Buffer::Gpu(out), shape))
+    Ok(Tensor::from_buffer(out, shape))
 }

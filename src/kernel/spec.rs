@@ -3,7 +3,7 @@
 //! specs over equal inputs compute the same result on any backend, so a spec
 //! can be recorded, compared, hashed and replayed.
 
-use super::{BinaryKernel, CompareKernel, ReduceKind, UnaryKernel};
+use super::{BinaryKernel, CompareKernel, ReduceKind, UnaryKernel, Window2d};
 use crate::dtype::DType;
 use crate::shape::Dims;
 
@@ -51,6 +51,20 @@ pub enum KernelSpec {
     /// `a [..., m, k] x b [..., k, n]`, same rank, batch dims broadcast to
     /// `batch`. Inputs: `[a, b]`.
     Matmul { batch: Dims },
+    /// A new buffer of `dtype` with every element `value`. No inputs: the
+    /// device is named by the caller (`backend::create`).
+    Fill { dtype: DType, value: Scalar },
+    /// im2col: `[n, c, h, w]` to `[n, c * kh * kw, out_h * out_w]`. Inputs: `[x]`.
+    Unfold(Window2d),
+    /// col2im, summing overlaps: `[n, c * kh * kw, out_h * out_w]` to `[n, c, h, w]`. Inputs: `[cols]`.
+    Fold(Window2d),
+    /// i32 `[n, c, out_h, out_w]`: where in its `[h, w]` plane each window's
+    /// maximum is (padding never wins). Inputs: `[x]`.
+    WindowArgmax(Window2d),
+    /// In place: one fused Adam/AdamW step on contiguous buffers of one shape.
+    /// `hyper` is `[lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1)]`.
+    /// Inputs: `[grad]`; outputs (written): `[param, m, v]`.
+    Adam { hyper: [Scalar; 8] },
 }
 
 impl KernelSpec {
@@ -67,6 +81,11 @@ impl KernelSpec {
             KernelSpec::Reduce { kind, .. } => format!("reduce:{kind:?}"),
             KernelSpec::ArgReduce { max, .. } => format!("arg_reduce:{}", if *max { "max" } else { "min" }),
             KernelSpec::Matmul { .. } => "matmul".into(),
+            KernelSpec::Fill { dtype, .. } => format!("fill:{}", dtype.name()),
+            KernelSpec::Unfold(_) => "unfold2d".into(),
+            KernelSpec::Fold(_) => "fold2d".into(),
+            KernelSpec::WindowArgmax(_) => "window_argmax".into(),
+            KernelSpec::Adam { .. } => "adam".into(),
         }
     }
 
@@ -75,6 +94,7 @@ impl KernelSpec {
         match self {
             KernelSpec::Binary { .. } | KernelSpec::Compare { .. } | KernelSpec::Matmul { .. } => 2,
             KernelSpec::Where => 3,
+            KernelSpec::Fill { .. } => 0,
             _ => 1,
         }
     }

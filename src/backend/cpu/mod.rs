@@ -7,6 +7,7 @@ pub mod conv;
 pub mod elementwise;
 pub mod index;
 pub mod matmul;
+pub mod optim;
 pub mod pool;
 pub mod reduce;
 pub mod room;

@@ -1,12 +1,13 @@
 //! The cpu backend's `run`: a `KernelSpec` over views, to the slice kernels.
 
 use super::elementwise as k;
-use super::{gather_strided, matmul, reduce, scatter_strided, CpuBuffer, Elem};
-use crate::backend::{Buffer, View};
+use super::{conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
+use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
+use std::borrow::Cow;
 
 fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
@@ -31,6 +32,15 @@ fn cpu_inputs<'a, const N: usize>(
         return Err(mismatch(op, spec));
     }
     Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
+}
+
+/// The elements of a view in row-major order, borrowed when already contiguous.
+fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
+    if l.is_contiguous() {
+        Cow::Borrowed(&v[l.offset..l.offset + l.numel()])
+    } else {
+        Cow::Owned(gather_strided(v, l))
+    }
 }
 
 fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {
@@ -104,23 +114,83 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
                 return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
             }
         },
-        KernelSpec::CopyInto => return Err(Error::value(op, "internal: copy_into writes in place (run_into)")),
+        KernelSpec::Unfold(g) => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(conv::unfold(&contiguous(v, l), g)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(conv::unfold(&contiguous(v, l), g)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::Fold(g) => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(conv::fold(&contiguous(v, l), g)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(conv::fold(&contiguous(v, l), g)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::WindowArgmax(g) => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => return Err(wrong_entry(op, spec)),
     })
 }
 
-pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], out: &mut CpuBuffer, ld: &Layout) -> Result<()> {
-    let KernelSpec::CopyInto = spec else {
-        return Err(Error::value(op, format!("internal: {} makes a new buffer (run)", spec.name())));
+fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
+    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
+}
+
+/// A kernel without inputs: a new buffer of `out_shape`.
+pub fn create(op: &'static str, spec: &KernelSpec, out_shape: &[usize]) -> Result<CpuBuffer> {
+    match spec {
+        KernelSpec::Fill { dtype, value } => Ok(CpuBuffer::filled(*dtype, out_shape.iter().product(), value.0)),
+        _ => Err(wrong_entry(op, spec)),
+    }
+}
+
+/// The cpu buffer an in-place kernel writes, or an error if it lives elsewhere.
+fn cpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v mut ViewMut<'_>) -> Result<(&'v mut CpuBuffer, &'v Layout)> {
+    let layout = o.layout;
+    #[allow(irrefutable_let_patterns)] // without the `gpu` feature
+    let Buffer::Cpu(b) = &mut *o.buffer
+    else {
+        return Err(mismatch(op, spec));
     };
-    // The source is contiguous here (dispatch copies a strided one first).
-    let [(s, ls)] = cpu_inputs::<1>(op, spec, inputs)?;
-    let (off, n) = (ls.offset, ls.numel());
-    match (out, s) {
-        (CpuBuffer::F32(d), CpuBuffer::F32(s)) => scatter_strided(d, ld, &s[off..off + n]),
-        (CpuBuffer::F64(d), CpuBuffer::F64(s)) => scatter_strided(d, ld, &s[off..off + n]),
-        (CpuBuffer::I32(d), CpuBuffer::I32(s)) => scatter_strided(d, ld, &s[off..off + n]),
-        (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => scatter_strided(d, ld, &s[off..off + n]),
-        _ => return Err(mismatch(op, spec)),
+    Ok((b, layout))
+}
+
+pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+    match spec {
+        KernelSpec::CopyInto => {
+            // The source is contiguous here (dispatch copies a strided one first).
+            let [(s, ls)] = cpu_inputs::<1>(op, spec, inputs)?;
+            let [out] = outputs else { return Err(mismatch(op, spec)) };
+            let (d, ld) = cpu_out(op, spec, out)?;
+            let (off, n) = (ls.offset, ls.numel());
+            match (d, s) {
+                (CpuBuffer::F32(d), CpuBuffer::F32(s)) => scatter_strided(d, ld, &s[off..off + n]),
+                (CpuBuffer::F64(d), CpuBuffer::F64(s)) => scatter_strided(d, ld, &s[off..off + n]),
+                (CpuBuffer::I32(d), CpuBuffer::I32(s)) => scatter_strided(d, ld, &s[off..off + n]),
+                (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => scatter_strided(d, ld, &s[off..off + n]),
+                _ => return Err(mismatch(op, spec)),
+            }
+        }
+        KernelSpec::Adam { hyper } => {
+            let [(g, lg)] = cpu_inputs::<1>(op, spec, inputs)?;
+            let [p, m, v] = outputs else { return Err(mismatch(op, spec)) };
+            let ((p, _), (m, _), (v, _)) = (cpu_out(op, spec, p)?, cpu_out(op, spec, m)?, cpu_out(op, spec, v)?);
+            let h = hyper.map(|s| s.0);
+            let n = lg.numel();
+            match (g, p, m, v) {
+                (CpuBuffer::F32(g), CpuBuffer::F32(p), CpuBuffer::F32(m), CpuBuffer::F32(v)) => {
+                    optim::adam(&g[..n], &mut p[..n], &mut m[..n], &mut v[..n], h)
+                }
+                (CpuBuffer::F64(g), CpuBuffer::F64(p), CpuBuffer::F64(m), CpuBuffer::F64(v)) => {
+                    optim::adam(&g[..n], &mut p[..n], &mut m[..n], &mut v[..n], h)
+                }
+                (g, ..) => {
+                    return Err(Error::dtype(op, format!("unsupported dtype {} for the fused update", g.dtype())))
+                }
+            }
+        }
+        _ => return Err(wrong_entry(op, spec)),
     }
     Ok(())
 }

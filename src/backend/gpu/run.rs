@@ -1,11 +1,12 @@
 //! The GPU backend's `run`: a `KernelSpec` over views, to the WGSL kernels.
 
-use super::{elementwise as g, matmul, reduce, GpuBuffer};
-use crate::backend::{Buffer, View};
+use super::{conv, elementwise as g, matmul, optim, reduce, GpuBuffer, GpuContext};
+use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
+use std::sync::Arc;
 
 fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
@@ -78,14 +79,57 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             let [(x, la), (y, lb)] = gpu_inputs::<2>(op, spec, inputs)?;
             matmul::matmul(x, la, y, lb, batch)
         }
-        KernelSpec::CopyInto => Err(Error::value(op, "internal: copy_into writes in place (run_into)")),
+        KernelSpec::Unfold(w) => {
+            let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
+            conv::unfold(op, x, l, w)
+        }
+        KernelSpec::Fold(w) => {
+            let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
+            conv::fold(op, x, l, w)
+        }
+        KernelSpec::WindowArgmax(w) => {
+            let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
+            conv::window_argmax(op, x, l, w)
+        }
+        KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => Err(wrong_entry(op, spec)),
     }
 }
 
-pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], out: &mut GpuBuffer, ld: &Layout) -> Result<()> {
-    let KernelSpec::CopyInto = spec else {
-        return Err(Error::value(op, format!("internal: {} makes a new buffer (run)", spec.name())));
-    };
-    let [(s, ls)] = gpu_inputs::<1>(op, spec, inputs)?;
-    g::copy_into(s, ls, out, ld)
+fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
+    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
+}
+
+/// A kernel without inputs: a new buffer of `out_shape` on `ctx`'s device.
+pub fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_shape: &[usize]) -> Result<GpuBuffer> {
+    match spec {
+        KernelSpec::Fill { dtype, value } => g::full(ctx, *dtype, out_shape.iter().product(), value.0),
+        _ => Err(wrong_entry(op, spec)),
+    }
+}
+
+/// The GPU buffer an in-place kernel writes, or an error if it lives elsewhere.
+fn gpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v ViewMut<'_>) -> Result<(&'v GpuBuffer, &'v Layout)> {
+    let Buffer::Gpu(b) = &*o.buffer else { return Err(mismatch(op, spec)) };
+    Ok((b, o.layout))
+}
+
+pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+    match spec {
+        KernelSpec::CopyInto => {
+            let [(s, ls)] = gpu_inputs::<1>(op, spec, inputs)?;
+            let [out] = outputs else { return Err(mismatch(op, spec)) };
+            let (d, ld) = gpu_out(op, spec, out)?;
+            g::copy_into(s, ls, d, ld)
+        }
+        KernelSpec::Adam { hyper } => {
+            let [(gr, lg)] = gpu_inputs::<1>(op, spec, inputs)?;
+            let [p, m, v] = outputs else { return Err(mismatch(op, spec)) };
+            let ((p, _), (m, _), (v, _)) = (gpu_out(op, spec, p)?, gpu_out(op, spec, m)?, gpu_out(op, spec, v)?);
+            if gr.dtype != DType::F32 {
+                return Err(Error::dtype(op, format!("unsupported dtype {} for the fused update", gr.dtype)));
+            }
+            optim::adam_step(gr, p, m, v, lg.numel(), hyper.map(|s| s.0))
+        }
+        _ => Err(wrong_entry(op, spec)),
+    }
 }

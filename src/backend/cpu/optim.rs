@@ -1,0 +1,23 @@
+//! The fused Adam/AdamW update (one pass over each parameter instead of the
+//! dozen a tensor-op step makes; see `dispatch::optim`).
+
+use num_traits::Float;
+
+/// One step in place. `h` is `[lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1)]`.
+pub fn adam<T: Float>(g: &[T], p: &mut [T], m: &mut [T], v: &mut [T], h: [f64; 8]) {
+    let c = |x: f64| T::from(x).expect("finite hyperparameter");
+    let (b1, b2, eps, wd, bc2_sqrt) = (c(h[1]), c(h[2]), c(h[3]), c(h[4]), c(h[6]));
+    let (step, shrink, decoupled) = (c(h[0] / h[5]), c(1.0 - h[0] * h[4]), h[7] != 0.0);
+    let one = T::one();
+    for i in 0..p.len() {
+        let mut g = g[i];
+        if decoupled {
+            p[i] = p[i] * shrink;
+        } else {
+            g = g + wd * p[i];
+        }
+        m[i] = b1 * m[i] + (one - b1) * g;
+        v[i] = b2 * v[i] + (one - b2) * g * g;
+        p[i] = p[i] - step * m[i] / (v[i].sqrt() / bc2_sqrt + eps);
+    }
+}
