@@ -115,7 +115,11 @@ has_vulkan_icd() {
   for f in /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json; do
     [ -e "$f" ] && found=1
   done
-  [ -n "$found" ] && { ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; }
+  [ -n "$found" ] || return 1
+  # Read the list first: grep -q closing the pipe early would fail under pipefail.
+  local libs
+  libs="$(ldconfig -p 2>/dev/null || true)"
+  grep -q 'libvulkan\.so\.1' <<<"$libs"
 }
 
 # What `npm test` needs beyond the build: clippy and rustfmt, a Chromium for the

@@ -96,3 +96,15 @@ test('no Rust at all: the rustup line', () => {
   assert.equal(r.status, 1);
   assert.match(r.stderr, /Rust is not installed; install it with rustup[\s\S]*sh\.rustup\.rs/);
 });
+
+test('an installed Vulkan driver is found under set -o pipefail (no reinstall)', () => {
+  // ldconfig -p piped into grep -q used to fail under pipefail (SIGPIPE), so
+  // npm test reinstalled lavapipe on every run. Needs a real driver here.
+  const probe = spawnSync('bash', ['-c', 'ls /usr/share/vulkan/icd.d/*.json'], { encoding: 'utf8' });
+  if (probe.status !== 0) return; // no driver on this machine: nothing to find
+  const r = spawnSync('bash', ['-c', 'set -euo pipefail; . scripts/lib/toolchain.sh; has_vulkan_icd'], {
+    cwd: REPO,
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, `has_vulkan_icd failed: ${r.stderr}`);
+});
