@@ -11,7 +11,7 @@ pub mod cpu;
 pub mod gpu;
 mod run;
 
-pub use run::{create, run, run_into, View, ViewMut};
+pub use run::{create, download, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut};
 
 use crate::device::Device;
 use crate::dtype::DType;
@@ -41,6 +41,34 @@ impl Buffer {
             Buffer::Cpu(b) => b.dtype(),
             #[cfg(feature = "gpu")]
             Buffer::Gpu(b) => b.dtype,
+        }
+    }
+    /// The host buffer, when this one lives on the cpu.
+    pub fn as_cpu(&self) -> Option<&CpuBuffer> {
+        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
+        if let Buffer::Cpu(b) = self {
+            Some(b)
+        } else {
+            None
+        }
+    }
+    /// Elements in the buffer (all of it, whatever views look at).
+    pub fn len(&self) -> usize {
+        match self {
+            Buffer::Cpu(b) => b.len(),
+            #[cfg(feature = "gpu")]
+            Buffer::Gpu(b) => b.len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Bytes the buffer holds on its device (GPU elements are 4 bytes each).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Buffer::Cpu(b) => b.len() * b.dtype().size_in_bytes(),
+            #[cfg(feature = "gpu")]
+            Buffer::Gpu(b) => b.len * 4,
         }
     }
 }

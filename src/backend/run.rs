@@ -2,7 +2,7 @@
 //! This is the only place that picks a backend by buffer variant; each
 //! backend's `run` matches on the spec.
 
-use super::Buffer;
+use super::{Buffer, CpuBuffer};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
@@ -78,5 +78,70 @@ pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &
         Buffer::Cpu(_) => super::cpu::run::run_into(op, spec, inputs, outputs),
         #[cfg(feature = "gpu")]
         Buffer::Gpu(_) => super::gpu::run::run_into(op, spec, inputs, outputs),
+    }
+}
+
+/// A contiguous host copy of `view` (natively a GPU readback blocks; in the
+/// browser it is an error saying to await `start_download` instead).
+pub fn download(view: View) -> Result<CpuBuffer> {
+    match view.buffer {
+        Buffer::Cpu(b) => Ok(
+            crate::with_cpu_buffer!(b, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, view.layout))),
+        ),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => super::gpu::elementwise::download(b, view.layout),
+    }
+}
+
+/// A download started without blocking: finish it with `Pending::finish`.
+pub enum Pending {
+    Ready(CpuBuffer),
+    #[cfg(feature = "gpu")]
+    Gpu(super::gpu::readback::Readback, crate::dtype::DType),
+}
+
+impl Pending {
+    /// The host copy, once the device has written it (the browser's map
+    /// callback wakes this; natively the future waits for the device).
+    pub async fn finish(self) -> Result<CpuBuffer> {
+        match self {
+            Pending::Ready(b) => Ok(b),
+            #[cfg(feature = "gpu")]
+            Pending::Gpu(readback, dtype) => {
+                let bytes = super::gpu::readback::read(readback).await?;
+                Ok(super::gpu::elementwise::decode(&bytes, dtype))
+            }
+        }
+    }
+}
+
+/// Starts a contiguous host copy of `view`; nothing blocks.
+pub fn start_download(view: View) -> Result<Pending> {
+    match view.buffer {
+        Buffer::Cpu(_) => download(view).map(Pending::Ready),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => Ok(Pending::Gpu(super::gpu::elementwise::start_download(b, view.layout)?, b.dtype)),
+    }
+}
+
+/// A host buffer, already contiguous, moved onto `device` (on the cpu it is
+/// kept as it is: no copy).
+pub fn upload_owned(host: CpuBuffer, device: &Device) -> Result<Buffer> {
+    match device {
+        Device::Cpu => Ok(Buffer::Cpu(host)),
+        #[cfg(feature = "gpu")]
+        Device::Gpu(_) => upload(&host, &Layout::contiguous(&[host.len()]), device),
+    }
+}
+
+/// The elements of the host buffer `host` (viewed as `layout`) in a new
+/// contiguous buffer on `device`.
+pub fn upload(host: &CpuBuffer, layout: &Layout, device: &Device) -> Result<Buffer> {
+    match device {
+        Device::Cpu => Ok(Buffer::Cpu(
+            crate::with_cpu_buffer!(host, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, layout))),
+        )),
+        #[cfg(feature = "gpu")]
+        Device::Gpu(d) => super::gpu::elementwise::upload(d.context(), host, layout).map(Buffer::Gpu),
     }
 }

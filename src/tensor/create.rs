@@ -92,11 +92,11 @@ impl Tensor {
         match device {
             Device::Cpu => Tensor::full(shape, value, dtype),
             #[cfg(feature = "gpu")]
-            Device::Gpu(g) => {
+            Device::Gpu(_) => {
                 representable("full", "fill value", value, dtype)?;
-                let n = check_size("full", shape)?;
-                let b = crate::backend::gpu::elementwise::full(g.context(), dtype, n, value)?;
-                Ok(Tensor::from_buffer(Buffer::Gpu(b), shape))
+                check_size("full", shape)?;
+                let spec = crate::kernel::KernelSpec::Fill { dtype, value: crate::kernel::Scalar(value) };
+                Ok(Tensor::from_buffer(crate::backend::create("full", &spec, device, shape)?, shape))
             }
         }
     }

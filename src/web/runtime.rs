@@ -218,12 +218,7 @@ pub fn memory_info() -> JsValue {
 
 /// Bytes of the whole storage behind `t` (not just its view).
 fn storage_bytes(t: &crate::tensor::Tensor) -> usize {
-    let g = t.storage().read();
-    match &*g {
-        crate::backend::Buffer::Cpu(b) => b.len() * t.dtype().size_in_bytes(),
-        #[cfg(feature = "gpu")]
-        crate::backend::Buffer::Gpu(b) => b.len * 4,
-    }
+    t.storage().read().bytes()
 }
 
 /// Frees the pools of unused buffers: the cpu pool and the GPU's
