@@ -113,20 +113,7 @@ pub(crate) struct IndexBound {
     /// (along the last axis) lies inside window k, so a scatter along that
     /// axis need only look at the windows covering each target.
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))] // only the GPU scatter reads it
-    pub windows: Option<PoolWindows>,
-}
-
-/// The window geometry of a max-pool argmax over [h, w] planes (dilation 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-pub(crate) struct PoolWindows {
-    pub h: usize,
-    pub w: usize,
-    pub out_h: usize,
-    pub out_w: usize,
-    pub kernel: [usize; 2],
-    pub stride: [usize; 2],
-    pub padding: [usize; 2],
+    pub windows: Option<crate::kernel::PoolWindows>,
 }
 
 /// i32 GPU storages up to this many elements keep a host mirror.

@@ -33,7 +33,7 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
     // Flat positions in each H*W plane: trusted by the gather/scatter that use
     // them, and each inside its own window (padding never wins), which lets
     // max-pool's backward scatter visit only the windows covering a pixel.
-    let windows = (g.dilation == [1, 1]).then_some(crate::backend::PoolWindows {
+    let windows = (g.dilation == [1, 1]).then_some(crate::kernel::PoolWindows {
         h: g.h,
         w: g.w,
         out_h: g.out_h,

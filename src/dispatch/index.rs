@@ -6,27 +6,15 @@
 //! on a GPU are never read back for it (the browser cannot block): a device
 //! check runs with the op and reports at the next readback (`gpu::checks`).
 
-use crate::backend::cpu::index as k;
 use crate::backend::cpu::{gather_strided, CpuBuffer, Elem};
-#[cfg(feature = "gpu")]
-use crate::backend::gpu::index as gk;
-use crate::backend::Buffer;
+use crate::backend::{self, View};
 #[cfg(feature = "gpu")]
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-#[cfg(feature = "gpu")]
-use crate::shape::Dims;
+use crate::kernel::KernelSpec;
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
-
-fn cpu_of(buf: &Buffer) -> Result<&CpuBuffer> {
-    match buf {
-        Buffer::Cpu(b) => Ok(b),
-        #[cfg(feature = "gpu")]
-        Buffer::Gpu(_) => Err(Error::value("index", "internal: a GPU buffer reached a cpu index kernel")),
-    }
-}
 
 /// The elements of a layout in row-major order, borrowed when already contiguous.
 fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
@@ -40,27 +28,14 @@ fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
 /// An index operand after its range check.
 enum Checked {
     /// The values, read on the host and checked to lie in `0..dim`.
-    Host(Vec<usize>),
+    /// (Read to plan GPU scatters; the cpu kernels read the index itself.)
+    Host(#[cfg_attr(not(feature = "gpu"), allow(dead_code))] Vec<usize>),
     /// A GPU index the host does not hold: its storage carries a bound within
     /// `0..dim` (written by argmax or max-pool's window argmax, or checked
     /// on the device before), or its check was recorded on the device and
     /// reports at the next readback. Nothing was read back.
     #[cfg(feature = "gpu")]
     Device,
-}
-
-impl Checked {
-    /// The host values (`Trusted` only arises for GPU indices, which the cpu
-    /// kernels never see).
-    fn host(&self, op: &'static str) -> Result<&[usize]> {
-        #[cfg(not(feature = "gpu"))]
-        let _ = op;
-        match self {
-            Checked::Host(v) => Ok(v),
-            #[cfg(feature = "gpu")]
-            Checked::Device => Err(Error::value(op, "internal: a GPU index reached a cpu index kernel")),
-        }
-    }
 }
 
 /// Checks every value of `index` (I32, checked by the caller) is in
@@ -90,7 +65,8 @@ fn checked_indices(
         return Ok(Checked::Device);
     }
     let g = index.storage().read();
-    let CpuBuffer::I32(v) = cpu_of(&g)? else { return Err(not_i32()) };
+    let host = g.as_cpu().ok_or_else(|| Error::value(op, "internal: a GPU index on the host path"))?;
+    let CpuBuffer::I32(v) = host else { return Err(not_i32()) };
     let v = contiguous(v, index.layout());
     if trusted {
         return Ok(Checked::Host(v.iter().map(|&i| i as usize).collect()));
@@ -115,7 +91,9 @@ use crate::backend::gpu::checks::{CheckDesc, CheckWhat};
 #[cfg(feature = "gpu")]
 fn device_check(desc: CheckDesc, index: &Tensor) -> Result<()> {
     let g = index.storage().read();
-    let Buffer::Gpu(ib) = &*g else { return Err(Error::value(desc.op, "internal: a cpu index on the GPU path")) };
+    let crate::backend::Buffer::Gpu(ib) = &*g else {
+        return Err(Error::value(desc.op, "internal: a cpu index on the GPU path"));
+    };
     if ib.dtype != DType::I32 {
         return Err(Error::dtype(desc.op, format!("index must be i32, got {} of shape {:?}", ib.dtype, index.shape())));
     }
@@ -163,26 +141,30 @@ fn in_range(
     Ok(out)
 }
 
-/// (outer, dim, inner) of `shape` around `axis`.
-fn split3(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
+/// Runs an index `spec` over `inputs` into a new tensor of `out_shape`.
+fn run<const N: usize>(
+    op: &'static str,
+    spec: KernelSpec,
+    inputs: [(&Tensor, &Layout); N],
+    out_shape: &[usize],
+) -> Result<Tensor> {
+    let guards = inputs.map(|(t, _)| t.storage().read());
+    let views: [View; N] = std::array::from_fn(|i| View::new(&guards[i], inputs[i].1));
+    let out = backend::run(op, &spec, &views, out_shape)?;
+    Ok(Tensor::from_buffer(out, out_shape))
 }
 
-fn internal(op: &'static str, what: &str) -> Error {
-    Error::dtype(op, format!("operands must share one float or i32 dtype ({what})"))
-}
-
-/// Runs `$body` with `$x`/`$y` bound to the typed slices of two same-dtype
-/// buffers of an addable dtype (f32, f64, i32), wrapping the Vec it returns.
-macro_rules! addable_pair {
-    ($op:expr, $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr) => {
-        match ($a, $b) {
-            (CpuBuffer::F32($x), CpuBuffer::F32($y)) => CpuBuffer::F32($body),
-            (CpuBuffer::F64($x), CpuBuffer::F64($y)) => CpuBuffer::F64($body),
-            (CpuBuffer::I32($x), CpuBuffer::I32($y)) => CpuBuffer::I32($body),
-            _ => return Err(internal($op, "add")),
+/// The index operand of a scatter on a device: the host-checked values as a
+/// cpu tensor (the backend plans the scatter from them), else the device
+/// index itself. On the cpu, the index tensor (already checked).
+fn scatter_index(index: &Tensor, idx: &Checked) -> Result<Tensor> {
+    match idx {
+        #[cfg(feature = "gpu")]
+        Checked::Host(v) if index.device().is_gpu() => {
+            Tensor::from_vec(v.iter().map(|&i| i as i32).collect::<Vec<i32>>(), index.shape())
         }
-    };
+        _ => Ok(index.clone()),
+    }
 }
 
 /// Slices of `x` along `axis` at the positions in 1-D `index`.
@@ -190,63 +172,24 @@ pub fn index_select(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -
     let mut shape = x.dims();
     shape[axis] = index.numel();
     super::room_for(op, x, &shape, x.dtype())?;
-    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
-    #[cfg(feature = "gpu")]
-    if on_gpu(x) {
-        // The 1-D index viewed in the output's shape, broadcast along every other dim.
-        let il = index.layout();
-        let mut strides: Dims = smallvec::smallvec![0; shape.len()];
-        strides[axis] = il.strides[0];
-        return gpu_gather(op, x, axis, index, &Layout { shape: shape.clone(), strides, offset: il.offset });
-    }
-    let (outer, dim, inner) = split3(x.shape(), axis);
-    let g = x.storage().read();
-    let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => {
-        T::wrap(k::index_select(&contiguous(v, x.layout()), outer, dim, inner, idx.host(op)?))
-    });
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), &shape))
+    checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
+    run(op, KernelSpec::IndexSelect { axis }, [(x, x.layout()), (index, index.layout())], &shape)
 }
 
 /// A copy of `base` with the slices of `src` along `axis` added at `index`.
 pub fn index_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     super::room_for(op, base, base.shape(), base.dtype())?;
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape(), Effect::AddsNothing)?;
-    #[cfg(feature = "gpu")]
-    if on_gpu(base) {
-        let plan = match &idx {
-            Checked::Host(v) => gk::ScatterPlan::index_add(v, base.shape()),
-            Checked::Device => {
-                // The 1-D index seen from every output position: its stride on the axis, 0 elsewhere.
-                let il = index.layout();
-                let mut strides: Dims = smallvec::smallvec![0; base.ndim()];
-                strides[axis] = il.strides[0];
-                let view = Layout { shape: base.dims(), strides, offset: il.offset };
-                gk::ScatterPlan::device_index(index.numel(), base.shape(), view)
-            }
-        };
-        return gpu_scatter_add(op, base, axis, src, Some(index), &plan);
-    }
-    let (outer, dim, inner) = split3(base.shape(), axis);
-    let (gb, gs) = (base.storage().read(), src.storage().read());
-    let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
-        let mut out = gather_strided(b, base.layout());
-        k::index_add(&mut out, outer, dim, inner, idx.host(op)?, &contiguous(s, src.layout()));
-        out
-    });
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
+    let index = scatter_index(index, &idx)?;
+    let inputs = [(base, base.layout()), (&index, index.layout()), (src, src.layout())];
+    run(op, KernelSpec::IndexAdd { axis }, inputs, base.shape())
 }
 
 /// Elements of `x` picked along `axis` by `index` (same rank, PyTorch's gather).
 pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
     super::room_for(op, x, index.shape(), x.dtype())?;
-    let idx = checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
-    #[cfg(feature = "gpu")]
-    if on_gpu(x) {
-        return gpu_gather(op, x, axis, index, index.layout());
-    }
-    let g = x.storage().read();
-    let out = crate::with_cpu_buffer!(cpu_of(&g)?, v, T => T::wrap(k::gather(v, x.layout(), axis, idx.host(op)?, index.shape())));
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), index.shape()))
+    checked_indices(op, index, x.shape()[axis], axis, x.shape(), Effect::ReadsZero)?;
+    run(op, KernelSpec::Gather { axis }, [(x, x.layout()), (index, index.layout())], index.shape())
 }
 
 /// A copy of `base` with `src[p]` added at `p` with `p[axis] = index[p]`.
@@ -254,25 +197,15 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
     super::room_for(op, base, base.shape(), base.dtype())?;
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape(), Effect::AddsNothing)?;
     #[cfg(feature = "gpu")]
-    if on_gpu(base) {
-        let plan = match &idx {
-            Checked::Host(v) => gk::ScatterPlan::scatter(v, index.shape(), axis),
-            Checked::Device => {
-                let mut plan =
-                    gk::ScatterPlan::device_index(index.shape()[axis], index.shape(), index.layout().clone());
-                plan.windows = pool_windows(index, axis, base.shape()[axis]);
-                plan
-            }
-        };
-        return gpu_scatter_add(op, base, axis, src, Some(index), &plan);
-    }
-    let (gb, gs) = (base.storage().read(), src.storage().read());
-    let out = addable_pair!(op, cpu_of(&gb)?, cpu_of(&gs)?, |b, s| {
-        let mut out = gather_strided(b, base.layout());
-        k::scatter_add(&mut out, base.shape(), axis, idx.host(op)?, index.shape(), s, src.layout());
-        out
-    });
-    Ok(Tensor::from_buffer(Buffer::Cpu(out), base.shape()))
+    let windows = match idx {
+        Checked::Device => pool_windows(index, axis, base.shape()[axis]),
+        Checked::Host(_) => None,
+    };
+    #[cfg(not(feature = "gpu"))]
+    let windows = None;
+    let index = scatter_index(index, &idx)?;
+    let inputs = [(base, base.layout()), (&index, index.layout()), (src, src.layout())];
+    run(op, KernelSpec::ScatterAdd { axis, windows }, inputs, base.shape())
 }
 
 /// The window geometry a device scatter may visit instead of scanning whole
@@ -281,7 +214,7 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
 /// axis, `axis`, each line starting at a plane, and the target axis is the
 /// [h, w] plane flattened (max-pool's backward; see `scatter_add_window`).
 #[cfg(feature = "gpu")]
-fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<crate::backend::PoolWindows> {
+fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<crate::kernel::PoolWindows> {
     let pw = index.storage().index_facts()?.windows?;
     let l = index.layout();
     let per_plane = pw.out_h * pw.out_w;
@@ -293,47 +226,4 @@ fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<crate::backen
         && aligned(l.offset)
         && l.shape[..axis].iter().zip(&l.strides[..axis]).all(|(&n, &st)| n == 1 || aligned(st));
     fits.then_some(pw)
-}
-
-#[cfg(feature = "gpu")]
-fn on_gpu(x: &Tensor) -> bool {
-    matches!(x.device(), crate::device::Device::Gpu(_))
-}
-
-#[cfg(feature = "gpu")]
-fn mixed(op: &'static str, a: &Tensor, b: &Tensor) -> Error {
-    Error::Device { op, found: format!("{} and {}", a.device(), b.device()) }
-}
-
-/// `x` gathered at `il`, the index viewed in the output's shape (`il.shape`).
-#[cfg(feature = "gpu")]
-fn gpu_gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor, il: &Layout) -> Result<Tensor> {
-    let (gx, gi) = (x.storage().read(), index.storage().read());
-    let (Buffer::Gpu(xb), Buffer::Gpu(ib)) = (&*gx, &*gi) else { return Err(mixed(op, x, index)) };
-    let out = gk::gather(op, xb, x.layout(), axis, ib, il)?;
-    Ok(Tensor::from_buffer(Buffer::Gpu(out), &il.shape))
-}
-
-#[cfg(feature = "gpu")]
-fn gpu_scatter_add(
-    op: &'static str,
-    base: &Tensor,
-    axis: usize,
-    src: &Tensor,
-    index: Option<&Tensor>,
-    plan: &gk::ScatterPlan,
-) -> Result<Tensor> {
-    let (gb, gs) = (base.storage().read(), src.storage().read());
-    let (Buffer::Gpu(bb), Buffer::Gpu(sb)) = (&*gb, &*gs) else { return Err(mixed(op, base, src)) };
-    if bb.dtype != sb.dtype || !matches!(bb.dtype, DType::F32 | DType::I32) {
-        return Err(internal(op, "add"));
-    }
-    let gi = index.map(|i| i.storage().read());
-    let ib = match gi.as_deref() {
-        Some(Buffer::Gpu(ib)) => Some(ib),
-        Some(_) => return Err(mixed(op, base, index.expect("read above"))),
-        None => None,
-    };
-    let out = gk::scatter_add(op, (bb, base.layout()), (sb, src.layout()), axis, plan, ib)?;
-    Ok(Tensor::from_buffer(Buffer::Gpu(out), base.shape()))
 }

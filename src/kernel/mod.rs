@@ -42,6 +42,18 @@ impl Window2d {
     }
 }
 
+/// The window geometry of a max-pool argmax over [h, w] planes (dilation 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolWindows {
+    pub h: usize,
+    pub w: usize,
+    pub out_h: usize,
+    pub out_w: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub padding: [usize; 2],
+}
+
 /// Slice kernel of a unary op: `out[i] = f(x[i], params)`.
 pub type UnarySlice<T> = fn(&[T], &mut [T], [T; 2]);
 

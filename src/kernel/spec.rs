@@ -3,7 +3,7 @@
 //! specs over equal inputs compute the same result on any backend, so a spec
 //! can be recorded, compared, hashed and replayed.
 
-use super::{BinaryKernel, CompareKernel, ReduceKind, UnaryKernel, Window2d};
+use super::{BinaryKernel, CompareKernel, PoolWindows, ReduceKind, UnaryKernel, Window2d};
 use crate::dtype::DType;
 use crate::shape::Dims;
 
@@ -61,6 +61,23 @@ pub enum KernelSpec {
     /// i32 `[n, c, out_h, out_w]`: where in its `[h, w]` plane each window's
     /// maximum is (padding never wins). Inputs: `[x]`.
     WindowArgmax(Window2d),
+    /// Slices of `x` along `axis` at the positions of the 1-D i32 `index`.
+    /// Inputs: `[x, index]`; every index value was checked to be in range
+    /// (dispatch), on the host or on the device.
+    IndexSelect { axis: usize },
+    /// PyTorch's gather: `out[p] = x[p with p[axis] = index[p]]`. Inputs: `[x, index]`.
+    Gather { axis: usize },
+    /// A copy of `base` with the slices of `src` along `axis` added at the
+    /// positions of the 1-D `index`. Inputs: `[base, index, src]`. On a
+    /// device, an index held on the cpu carries host-checked values (the
+    /// backend plans the scatter from them); an index on the device is read
+    /// there.
+    IndexAdd { axis: usize },
+    /// A copy of `base` with `src[p]` added at `p with p[axis] = index[p]`.
+    /// Inputs: `[base, index, src]`, the index as for `IndexAdd`. `windows`:
+    /// the index is a max-pool argmax viewed by window (max-pool's backward),
+    /// so a device scatter may visit only the windows covering each target.
+    ScatterAdd { axis: usize, windows: Option<PoolWindows> },
     /// In place: one fused Adam/AdamW step on contiguous buffers of one shape.
     /// `hyper` is `[lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1)]`.
     /// Inputs: `[grad]`; outputs (written): `[param, m, v]`.
@@ -86,14 +103,22 @@ impl KernelSpec {
             KernelSpec::Fold(_) => "fold2d".into(),
             KernelSpec::WindowArgmax(_) => "window_argmax".into(),
             KernelSpec::Adam { .. } => "adam".into(),
+            KernelSpec::IndexSelect { .. } => "index_select".into(),
+            KernelSpec::Gather { .. } => "gather".into(),
+            KernelSpec::IndexAdd { .. } => "index_add".into(),
+            KernelSpec::ScatterAdd { .. } => "scatter_add".into(),
         }
     }
 
     /// How many input views the kernel reads.
     pub fn arity(&self) -> usize {
         match self {
-            KernelSpec::Binary { .. } | KernelSpec::Compare { .. } | KernelSpec::Matmul { .. } => 2,
-            KernelSpec::Where => 3,
+            KernelSpec::Binary { .. }
+            | KernelSpec::Compare { .. }
+            | KernelSpec::Matmul { .. }
+            | KernelSpec::IndexSelect { .. }
+            | KernelSpec::Gather { .. } => 2,
+            KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,
             KernelSpec::Fill { .. } => 0,
             _ => 1,
         }

@@ -12,3 +12,4 @@ pub mod pool;
 pub mod reduce;
 pub mod room;
 pub mod run;
+mod run_index;

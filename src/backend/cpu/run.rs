@@ -129,6 +129,10 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
             _ => return Err(float_only()),
         },
+        KernelSpec::IndexSelect { .. }
+        | KernelSpec::Gather { .. }
+        | KernelSpec::IndexAdd { .. }
+        | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs)?,
         KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => return Err(wrong_entry(op, spec)),
     })
 }

@@ -13,9 +13,9 @@
 
 use super::kernels::{elementwise_params, launch, MAX_RANK, PRELUDE};
 use super::{wgsl_type, GpuBuffer};
-use crate::backend::PoolWindows;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::PoolWindows;
 use crate::shape::{contiguous_strides, Layout};
 
 pub const INDEX: &str = include_str!("../../../shaders/index.wgsl");

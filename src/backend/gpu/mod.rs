@@ -20,6 +20,7 @@ pub mod pipelines;
 pub mod readback;
 pub mod reduce;
 pub mod run;
+mod run_index;
 pub mod runtime;
 
 pub use runtime::{GpuContext, GpuCounters};

@@ -91,6 +91,10 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
             conv::window_argmax(op, x, l, w)
         }
+        KernelSpec::IndexSelect { .. }
+        | KernelSpec::Gather { .. }
+        | KernelSpec::IndexAdd { .. }
+        | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs, out_shape),
         KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => Err(wrong_entry(op, spec)),
     }
 }
