@@ -6,7 +6,7 @@
 //! on a GPU are never read back for it (the browser cannot block): a device
 //! check runs with the op and reports at the next readback (`gpu::checks`).
 
-use crate::backend::cpu::{gather_strided, CpuBuffer, Elem};
+use crate::backend::cpu::{contiguous, CpuBuffer};
 use crate::backend::{self, View};
 #[cfg(feature = "gpu")]
 use crate::dtype::DType;
@@ -14,16 +14,6 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
 use crate::tensor::Tensor;
-use std::borrow::Cow;
-
-/// The elements of a layout in row-major order, borrowed when already contiguous.
-fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
-    if l.is_contiguous() {
-        Cow::Borrowed(&v[l.offset..l.offset + l.numel()])
-    } else {
-        Cow::Owned(gather_strided(v, l))
-    }
-}
 
 /// An index operand after its range check.
 enum Checked {

@@ -164,6 +164,16 @@ pub fn for_each_row<const N: usize>(
     }
 }
 
+/// The elements of the view `layout` of `src` in row-major order, borrowed
+/// when the view is already contiguous (no copy), else gathered.
+pub fn contiguous<'a, T: Elem>(src: &'a [T], layout: &Layout) -> std::borrow::Cow<'a, [T]> {
+    if layout.is_contiguous() {
+        std::borrow::Cow::Borrowed(&src[layout.offset..layout.offset + layout.numel()])
+    } else {
+        std::borrow::Cow::Owned(gather_strided(src, layout))
+    }
+}
+
 /// Copies the strided view `layout` of `src` into a new contiguous Vec.
 pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
     let n = layout.numel();

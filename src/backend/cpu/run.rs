@@ -1,13 +1,12 @@
 //! The cpu backend's `run`: a `KernelSpec` over views, to the slice kernels.
 
 use super::elementwise as k;
-use super::{conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
+use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
 use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
-use std::borrow::Cow;
 
 fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
@@ -32,15 +31,6 @@ fn cpu_inputs<'a, const N: usize>(
         return Err(mismatch(op, spec));
     }
     Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
-}
-
-/// The elements of a view in row-major order, borrowed when already contiguous.
-fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
-    if l.is_contiguous() {
-        Cow::Borrowed(&v[l.offset..l.offset + l.numel()])
-    } else {
-        Cow::Owned(gather_strided(v, l))
-    }
 }
 
 fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {

@@ -2,24 +2,13 @@
 //! every index value to lie in range before any of these runs.
 
 use super::index as k;
-use super::{gather_strided, CpuBuffer, Elem};
+use super::{contiguous, gather_strided, CpuBuffer, Elem};
 use crate::backend::View;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
-use crate::shape::Layout;
-use std::borrow::Cow;
 
 fn internal(op: &'static str, what: &str) -> Error {
     Error::dtype(op, format!("operands must share one float or i32 dtype ({what})"))
-}
-
-/// The elements of a view in row-major order, borrowed when already contiguous.
-fn contiguous<'a, T: Elem>(v: &'a [T], l: &Layout) -> Cow<'a, [T]> {
-    if l.is_contiguous() {
-        Cow::Borrowed(&v[l.offset..l.offset + l.numel()])
-    } else {
-        Cow::Owned(gather_strided(v, l))
-    }
 }
 
 /// The (checked) index values of an i32 view.
