@@ -27,16 +27,12 @@ fn broadcast_on_axis(index: &Layout, shape: &[usize], axis: usize) -> Layout {
 }
 
 /// Host-checked values of a cpu index buffer (contiguous, as dispatch makes them).
-fn host_values(op: &'static str, index: &View) -> Result<Option<Vec<usize>>> {
-    match index.buffer {
-        Buffer::Gpu(_) => Ok(None),
-        Buffer::Cpu(b) => match b {
-            crate::backend::CpuBuffer::I32(v) => {
-                let l = index.layout;
-                Ok(Some(crate::backend::cpu::gather_strided(v, l).into_iter().map(|i| i as usize).collect()))
-            }
-            other => Err(Error::dtype(op, format!("index must be i32, got {}", other.dtype()))),
-        },
+fn host_values(op: &'static str, index: &crate::backend::CpuBuffer, layout: &Layout) -> Result<Vec<usize>> {
+    match index {
+        crate::backend::CpuBuffer::I32(v) => {
+            Ok(crate::backend::cpu::gather_strided(v, layout).into_iter().map(|i| i as usize).collect())
+        }
+        other => Err(Error::dtype(op, format!("index must be i32, got {}", other.dtype()))),
     }
 }
 
@@ -56,22 +52,28 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
                 return Err(Error::dtype(op, "operands must share one float or i32 dtype (add)"));
             }
             let add = matches!(spec, KernelSpec::IndexAdd { .. });
-            let (plan, device_index) = match (host_values(op, index)?, index.buffer) {
-                (Some(v), _) if add => (ScatterPlan::index_add(&v, &bl.shape), None),
-                (Some(v), _) => (ScatterPlan::scatter(&v, &index.layout.shape, *axis), None),
-                (None, Buffer::Gpu(ib)) if add => {
-                    let view = broadcast_on_axis(index.layout, &bl.shape, *axis);
-                    (ScatterPlan::device_index(index.layout.numel(), &bl.shape, view), Some(ib))
+            let il = index.layout;
+            let (plan, device_index) = match index.buffer {
+                Buffer::Cpu(host) => {
+                    let v = host_values(op, host, il)?;
+                    let plan = if add {
+                        ScatterPlan::index_add(&v, &bl.shape)
+                    } else {
+                        ScatterPlan::scatter(&v, &il.shape, *axis)
+                    };
+                    (plan, None)
                 }
-                (None, Buffer::Gpu(ib)) => {
-                    let il = index.layout;
+                Buffer::Gpu(ib) if add => {
+                    let view = broadcast_on_axis(il, &bl.shape, *axis);
+                    (ScatterPlan::device_index(il.numel(), &bl.shape, view), Some(ib))
+                }
+                Buffer::Gpu(ib) => {
                     let mut plan = ScatterPlan::device_index(il.shape[*axis], &il.shape, il.clone());
                     if let KernelSpec::ScatterAdd { windows, .. } = spec {
                         plan.windows = *windows;
                     }
                     (plan, Some(ib))
                 }
-                (None, Buffer::Cpu(_)) => unreachable!("host_values reads every cpu index"),
             };
             gk::scatter_add(op, (bb, bl), (sb, sl), *axis, &plan, device_index)
         }
