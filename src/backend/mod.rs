@@ -9,7 +9,7 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
-mod run;
+pub(crate) mod run;
 
 pub use run::{create, download, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut};
 
@@ -47,6 +47,15 @@ impl Buffer {
     pub fn as_cpu(&self) -> Option<&CpuBuffer> {
         #[allow(irrefutable_let_patterns)] // without the `gpu` feature
         if let Buffer::Cpu(b) = self {
+            Some(b)
+        } else {
+            None
+        }
+    }
+    /// The device buffer, when this one lives on a GPU.
+    #[cfg(feature = "gpu")]
+    pub fn as_gpu(&self) -> Option<&gpu::GpuBuffer> {
+        if let Buffer::Gpu(b) = self {
             Some(b)
         } else {
             None

@@ -35,6 +35,26 @@ impl<'a> ViewMut<'a> {
     }
 }
 
+/// The error for views a backend cannot run `spec` on (wrong device or dtype:
+/// dispatch rules these out, so it names an internal mismatch).
+pub(crate) fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
+    Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
+}
+
+/// Exactly `N` inputs, each on the backend `here` recognises, as (buffer,
+/// layout) pairs; else `mismatch`. No allocation: this runs for every op.
+pub(crate) fn typed_inputs<'a, B: 'a, const N: usize>(
+    op: &'static str,
+    spec: &KernelSpec,
+    inputs: &[View<'a>],
+    here: impl Fn(&'a Buffer) -> Option<&'a B>,
+) -> Result<[(&'a B, &'a Layout); N]> {
+    if inputs.len() != N || !inputs.iter().all(|v| here(v.buffer).is_some()) {
+        return Err(mismatch(op, spec));
+    }
+    Ok(std::array::from_fn(|i| (here(inputs[i].buffer).expect("checked above"), inputs[i].layout)))
+}
+
 fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<()> {
     if inputs.len() != spec.arity() {
         return Err(Error::value(

@@ -2,35 +2,20 @@
 
 use super::elementwise as k;
 use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
+use crate::backend::run::{mismatch, typed_inputs};
 use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
 
-fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
-}
-
-/// The cpu buffers of `inputs`, or an error if one lives elsewhere (no
-/// allocation: this runs for every op).
+/// The cpu buffers of `inputs` (see `typed_inputs`).
 fn cpu_inputs<'a, const N: usize>(
     op: &'static str,
     spec: &KernelSpec,
     inputs: &[View<'a>],
 ) -> Result<[(&'a CpuBuffer, &'a Layout); N]> {
-    let here = |v: &View<'a>| -> Option<&'a CpuBuffer> {
-        #[allow(irrefutable_let_patterns)] // without the `gpu` feature
-        if let Buffer::Cpu(b) = v.buffer {
-            Some(b)
-        } else {
-            None
-        }
-    };
-    if inputs.len() != N || !inputs.iter().all(|v| here(v).is_some()) {
-        return Err(mismatch(op, spec));
-    }
-    Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
+    typed_inputs(op, spec, inputs, Buffer::as_cpu)
 }
 
 fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {

@@ -13,7 +13,7 @@ use super::{conv, index, matmul, reduce};
 use crate::dtype::DType;
 
 /// The elementwise table rows, as (name, WGSL expression): the registry
-/// (`crate::ops::gpu_kernel_sources`) hands them in, so this backend lists
+/// (`ops::gpu_kernel_sources` above the backends) hands them in, so this backend lists
 /// every instantiation without knowing which ops exist.
 #[derive(Default)]
 pub struct Rows {

@@ -1,6 +1,7 @@
 //! The GPU backend's `run`: a `KernelSpec` over views, to the WGSL kernels.
 
 use super::{conv, elementwise as g, matmul, optim, reduce, GpuBuffer, GpuContext};
+use crate::backend::run::{mismatch, typed_inputs};
 use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -8,28 +9,13 @@ use crate::kernel::KernelSpec;
 use crate::shape::Layout;
 use std::sync::Arc;
 
-fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
-}
-
-/// The GPU buffers of `inputs`, or an error if one lives elsewhere (no
-/// allocation: this runs for every op).
+/// The GPU buffers of `inputs` (see `typed_inputs`).
 fn gpu_inputs<'a, const N: usize>(
     op: &'static str,
     spec: &KernelSpec,
     inputs: &[View<'a>],
 ) -> Result<[(&'a GpuBuffer, &'a Layout); N]> {
-    let here = |v: &View<'a>| -> Option<&'a GpuBuffer> {
-        if let Buffer::Gpu(b) = v.buffer {
-            Some(b)
-        } else {
-            None
-        }
-    };
-    if inputs.len() != N || !inputs.iter().all(|v| here(v).is_some()) {
-        return Err(mismatch(op, spec));
-    }
-    Ok(std::array::from_fn(|i| (here(&inputs[i]).expect("checked above"), inputs[i].layout)))
+    typed_inputs(op, spec, inputs, Buffer::as_gpu)
 }
 
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
