@@ -5,7 +5,8 @@
 // modules and optimizers; half of the calls draw from plausible values only
 // (small axes and sizes, the fixtures' tensors and views), so they reach the
 // ops themselves. Each call must return or throw an Error whose
-// message starts with the name of the function called, never trap (a
+// message starts with the name of the function called (a SkiffError whose
+// `op` is that function, with a valid `kind`), never trap (a
 // WebAssembly.RuntimeError) or throw anything else, and the instance must
 // still compute afterwards.
 //
@@ -24,6 +25,8 @@ const BUDGET_MS = Number(process.env.SKIFF_FUZZ_MS ?? 5000);
 
 
 /** What a callback given as an argument throws: it may surface as is. */
+// What a SkiffError's kind may be (web/index.d.ts, ErrorKind).
+const KINDS = new Set(['shape', 'axis', 'dtype', 'device', 'value', 'autograd', 'memory', 'device-lost', 'argument']);
 const SENTINEL = 'fuzz: thrown by a callback argument';
 
 /** Fresh handles for one call (made inside its tidy scope). */
@@ -257,6 +260,8 @@ test('random arguments to every function: a result or an Error naming the functi
       else if (!(e instanceof Error)) bad = `threw a non-Error: ${show(e)}`;
       else if (e.message !== SENTINEL && !target.ops.some((op) => e.message.startsWith(`${op}: `))) {
         bad = `the Error does not name ${target.ops.join(' or ')}: ${e.constructor.name}: ${e.message.slice(0, 300)}`;
+      } else if (e.message !== SENTINEL && !(e instanceof skiff.SkiffError && target.ops.includes(e.op) && KINDS.has(e.kind))) {
+        bad = `not a SkiffError of ${target.ops.join(' or ')} with a kind: ${e.constructor.name} op=${e.op} kind=${e.kind}: ${e.message.slice(0, 200)}`;
       }
     }
     broken ||= stillWorks(skiff);
