@@ -41,6 +41,12 @@ pub(crate) fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
     Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
 }
 
+/// The error for a spec handed to the wrong entry point (`run` for an
+/// in-place kernel, `create` for one with inputs, ...).
+pub(crate) fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
+    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
+}
+
 /// Exactly `N` inputs, each on the backend `here` recognises, as (buffer,
 /// layout) pairs; else `mismatch`. No allocation: this runs for every op.
 pub(crate) fn typed_inputs<'a, B: 'a, const N: usize>(

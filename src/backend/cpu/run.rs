@@ -2,7 +2,7 @@
 
 use super::elementwise as k;
 use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
-use crate::backend::run::{mismatch, typed_inputs};
+use crate::backend::run::{mismatch, typed_inputs, wrong_entry};
 use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -110,10 +110,6 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs)?,
         KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => return Err(wrong_entry(op, spec)),
     })
-}
-
-fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
 }
 
 /// A kernel without inputs: a new buffer of `out_shape`.

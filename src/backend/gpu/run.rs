@@ -1,7 +1,7 @@
 //! The GPU backend's `run`: a `KernelSpec` over views, to the WGSL kernels.
 
 use super::{conv, elementwise as g, matmul, optim, reduce, GpuBuffer, GpuContext};
-use crate::backend::run::{mismatch, typed_inputs};
+use crate::backend::run::{mismatch, typed_inputs, wrong_entry};
 use crate::backend::{Buffer, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -83,10 +83,6 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs, out_shape),
         KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => Err(wrong_entry(op, spec)),
     }
-}
-
-fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
 }
 
 /// A kernel without inputs: a new buffer of `out_shape` on `ctx`'s device.
