@@ -19,7 +19,8 @@ fn selected() -> Vec<&'static OpDef> {
 
 #[test]
 fn every_op_has_cases_and_primitives_have_backward() {
-    // An op registered twice, an op without cases, a case without a
+    // An op registered twice, a signature that does not parse, a doc
+    // that is not one line, an op without cases, a case without a
     // reference, or a primitive without a backward rule fails the suite.
     let problems = registry_problems();
     assert!(problems.is_empty(), "the registry breaks its rules:\n{}", problems.join("\n"));

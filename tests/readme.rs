@@ -61,3 +61,36 @@ fn the_readme_example_is_the_crate_doc_example() {
     }
     assert!(checked > 10, "{checked} lines checked");
 }
+
+const TABLE_START: &str =
+    "<!-- op table: generated from the registry (src/ops); SKIFF_BLESS=1 cargo test --test readme rewrites it -->\n";
+const TABLE_END: &str = "<!-- end of op table -->\n";
+
+/// The README's table of registry ops is the registry's own
+/// (`ops::op_table_markdown`: each entry's signature and doc line), so it
+/// cannot fall behind the code. `SKIFF_BLESS=1` rewrites it in place.
+#[test]
+fn the_readme_op_table_is_generated_from_the_registry() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = read("README.md");
+    let (head, rest) = readme.split_once(TABLE_START).expect("README.md has the op table's start marker");
+    let (table, tail) = rest.split_once(TABLE_END).expect("README.md has the op table's end marker");
+    let want = skiff::ops::op_table_markdown();
+    if table != want {
+        if std::env::var("SKIFF_BLESS").is_ok_and(|v| v == "1") {
+            std::fs::write(&path, format!("{head}{TABLE_START}{want}{TABLE_END}{tail}")).unwrap();
+            return;
+        }
+        let first = table.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "README.md's op table is out of date (first difference at its line {}: {:?} should be {:?}); \
+             run `SKIFF_BLESS=1 cargo test --test readme`",
+            first + 1,
+            table.lines().nth(first),
+            want.lines().nth(first)
+        );
+    }
+    for def in skiff::ops::registry() {
+        assert!(table.contains(&format!("| `{}`", def.name)), "{} is in the table", def.name);
+    }
+}

@@ -18,10 +18,12 @@ pub struct CompareDef {
 }
 
 macro_rules! compare_row {
-    ($NAME:ident, $name:literal, $method:ident, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal) => {
+    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, $method:ident, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal) => {
         pub static $NAME: CompareDef = CompareDef {
             op: OpDef {
                 name: $name,
+                signature: $sig,
+                doc: $doc,
                 kind: OpKind::NoGrad,
                 backward: None,
                 second_order: false,
@@ -63,14 +65,14 @@ fn compare_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) ->
     .collect()
 }
 
-compare_row!(EQ, "eq", eq, |a, b| a == b, wgsl: "a == b");
+compare_row!(EQ, "eq", sig: "eq(self, other: Tensor | float) -> Tensor<bool>", doc: "x == y, elementwise, broadcast (a bool mask).", eq, |a, b| a == b, wgsl: "a == b");
 // Not `a != b`: WGSL compiles that to an ordered comparison, false for NaN
 // (IEEE's and the cpu's `!=` are true when either side is NaN).
-compare_row!(NE, "ne", ne, |a, b| a != b, wgsl: "!(a == b)");
-compare_row!(LT, "lt", lt, |a, b| a < b, wgsl: "a < b");
-compare_row!(LE, "le", le, |a, b| a <= b, wgsl: "a <= b");
-compare_row!(GT, "gt", gt, |a, b| a > b, wgsl: "a > b");
-compare_row!(GE, "ge", ge, |a, b| a >= b, wgsl: "a >= b");
+compare_row!(NE, "ne", sig: "ne(self, other: Tensor | float) -> Tensor<bool>", doc: "x != y, elementwise, broadcast (a bool mask).", ne, |a, b| a != b, wgsl: "!(a == b)");
+compare_row!(LT, "lt", sig: "lt(self, other: Tensor | float) -> Tensor<bool>", doc: "x < y, elementwise, broadcast (a bool mask).", lt, |a, b| a < b, wgsl: "a < b");
+compare_row!(LE, "le", sig: "le(self, other: Tensor | float) -> Tensor<bool>", doc: "x <= y, elementwise, broadcast (a bool mask).", le, |a, b| a <= b, wgsl: "a <= b");
+compare_row!(GT, "gt", sig: "gt(self, other: Tensor | float) -> Tensor<bool>", doc: "x > y, elementwise, broadcast (a bool mask).", gt, |a, b| a > b, wgsl: "a > b");
+compare_row!(GE, "ge", sig: "ge(self, other: Tensor | float) -> Tensor<bool>", doc: "x >= y, elementwise, broadcast (a bool mask).", ge, |a, b| a >= b, wgsl: "a >= b");
 
 fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let name = def.op.name;
@@ -82,6 +84,8 @@ fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 static WHERE: OpDef = OpDef {
     name: "where",
+    signature: "where(condition: Tensor<bool>, input: Tensor | float, other: Tensor | float) -> Tensor",
+    doc: "condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let cond = c.saved(0);

@@ -36,6 +36,8 @@ fn zeros_of_input(c: &BackwardCtx, g: &Tensor) -> Result<Tensor> {
 
 static INDEX_SELECT: OpDef = OpDef {
     name: "index_select",
+    signature: "index_select(self, dim: int, index: Tensor<int32>) -> Tensor",
+    doc: "The slices along `dim` at the positions in the 1-D `index`.",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gx = zeros_of_input(c, &g[0])?.index_add(axis_of(c) as isize, c.saved(0), &g[0])?;
@@ -69,6 +71,8 @@ static INDEX_SELECT: OpDef = OpDef {
 
 static INDEX_ADD: OpDef = OpDef {
     name: "index_add",
+    signature: "index_add(self, dim: int, index: Tensor<int32>, source: Tensor, *, alpha: float = 1) -> Tensor",
+    doc: "A copy with slice k of `source` (times `alpha`) added at index[k] along `dim`.",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gb = if c.needs_input_grad(0) { Some(g[0].clone()) } else { None };
@@ -105,6 +109,8 @@ static INDEX_ADD: OpDef = OpDef {
 
 static GATHER: OpDef = OpDef {
     name: "gather",
+    signature: "gather(self, dim: int, index: Tensor<int32>) -> Tensor",
+    doc: "out[p] = x[p with p[dim] replaced by index[p]].",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gx = zeros_of_input(c, &g[0])?.scatter_add(axis_of(c) as isize, c.saved(0), &g[0])?;
@@ -138,6 +144,8 @@ static GATHER: OpDef = OpDef {
 
 static SCATTER_ADD: OpDef = OpDef {
     name: "scatter_add",
+    signature: "scatter_add(self, dim: int, index: Tensor<int32>, src: Tensor) -> Tensor",
+    doc: "A copy with src[p] added at p with p[dim] replaced by index[p].",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gb = if c.needs_input_grad(0) { Some(g[0].clone()) } else { None };

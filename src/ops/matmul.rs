@@ -12,6 +12,8 @@ use crate::tensor::Tensor;
 
 static MATMUL: OpDef = OpDef {
     name: "matmul",
+    signature: "matmul(self, other: Tensor) -> Tensor",
+    doc: "Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted.",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (a, b) = (c.saved(0), c.saved(1));

@@ -17,6 +17,7 @@ pub mod movement;
 pub mod reduce;
 pub mod reference;
 pub mod sample;
+pub mod signature;
 pub mod slice;
 pub mod unary;
 
@@ -54,6 +55,11 @@ pub enum OpKind {
 /// One registry entry.
 pub struct OpDef {
     pub name: &'static str,
+    /// The user-facing call in PyTorch's notation (`signature.rs`): the README's
+    /// op table, the JS method and its TypeScript declaration follow from it.
+    pub signature: &'static str,
+    /// One line saying what the op computes (README, JS docs).
+    pub doc: &'static str,
     pub kind: OpKind,
     pub backward: Option<BackwardFn>,
     /// Gradchecks also check second derivatives for this op.
@@ -252,18 +258,47 @@ pub enum Attrs {
 
 /// Every op, for the generated tests and the docs.
 pub fn registry() -> Vec<&'static OpDef> {
-    let mut all = Vec::new();
-    all.extend(unary::ops());
-    all.extend(binary::ops());
-    all.extend(compare::ops());
-    all.extend(reduce::ops());
-    all.extend(matmul::ops());
-    all.extend(movement::ops());
-    all.extend(join::ops());
-    all.extend(index::ops());
-    all.extend(conv::ops());
-    all.extend(composite::ops());
-    all
+    families().into_iter().flat_map(|(_, ops)| ops).collect()
+}
+
+/// The registry by family, in the order the README's op table lists them.
+pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
+    vec![
+        ("Unary elementwise", unary::ops()),
+        ("Binary elementwise (broadcast, no implicit dtype promotion)", binary::ops()),
+        ("Comparison and selection", compare::ops()),
+        ("Reductions", reduce::ops()),
+        ("Linear algebra", matmul::ops()),
+        ("Movement (views where strides allow)", movement::ops()),
+        ("Joining and padding", join::ops()),
+        ("Indexing", index::ops()),
+        ("Convolution and pooling (NCHW)", conv::ops()),
+        ("Neural-network functions and losses", composite::ops()),
+    ]
+}
+
+/// The README's table of registry ops, generated from each entry's
+/// signature and doc line (`tests/readme.rs` fails when the README's copy
+/// differs): one table per family.
+pub fn op_table_markdown() -> String {
+    let mut out = String::new();
+    for (family, ops) in families() {
+        out += &format!(
+            "**{family}**\n\n| op | call (PyTorch notation; JS uses camelCase) | what it does |\n| --- | --- | --- |\n"
+        );
+        for def in ops {
+            let kind = match def.kind {
+                OpKind::Primitive => "",
+                OpKind::Composite => " (composite)",
+                OpKind::NoGrad => " (no grad)",
+            };
+            // GitHub's tables need `\|` for a pipe, even inside code spans.
+            let cell = |s: &str| s.replace('|', "\\|");
+            out += &format!("| `{}`{kind} | `{}` | {} |\n", def.name, cell(def.signature), cell(def.doc));
+        }
+        out += "\n";
+    }
+    out
 }
 
 /// Every WGSL source the GPU backend can build for this registry: its fixed

@@ -28,6 +28,8 @@ pub(super) fn view_op(def: &'static OpDef, x: &Tensor, layout: Layout, attrs: At
 
 static RESHAPE: OpDef = OpDef {
     name: "reshape",
+    signature: "reshape(self, shape: int | int[]) -> Tensor",
+    doc: "The same elements in `shape` (one entry may be -1); a view where strides allow.",
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].reshape_dims(c.input_shape(0)))),
     second_order: true,
@@ -53,6 +55,8 @@ static RESHAPE: OpDef = OpDef {
 
 static PERMUTE: OpDef = OpDef {
     name: "permute",
+    signature: "permute(self, dims: int[]) -> Tensor",
+    doc: "Reorders the axes, each listed once (a view).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Perm(p) = c.attrs() else { unreachable!() };
@@ -80,6 +84,8 @@ static PERMUTE: OpDef = OpDef {
 
 static EXPAND: OpDef = OpDef {
     name: "expand",
+    signature: "expand(self, shape: int | int[]) -> Tensor",
+    doc: "Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].sum_to(c.input_shape(0)))),
     second_order: true,
@@ -100,6 +106,8 @@ static EXPAND: OpDef = OpDef {
 
 static CONTIGUOUS: OpDef = OpDef {
     name: "contiguous",
+    signature: "contiguous(self) -> Tensor",
+    doc: "The same values laid out row-major (a copy only when needed).",
     kind: OpKind::Primitive,
     backward: Some(|_, g| one(Ok(g[0].clone()))),
     second_order: true,
@@ -114,6 +122,8 @@ static CONTIGUOUS: OpDef = OpDef {
 
 static SQUEEZE: OpDef = OpDef {
     name: "squeeze_unsqueeze_flatten",
+    signature: "flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor",
+    doc: "Merges axes start_dim..=end_dim; `squeeze` and `unsqueeze` are the same view op.",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -136,6 +146,8 @@ static SQUEEZE: OpDef = OpDef {
 /// Moving between devices: the gradient moves back.
 static TO_DEVICE: OpDef = OpDef {
     name: "to_device",
+    signature: "to(self, device: Device) -> Tensor",
+    doc: "A copy on `device` (the same tensor when already there); recorded by autodiff.",
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].to(c.input_device(0)))),
     second_order: true,

@@ -79,6 +79,8 @@ fn grid(s: Vec<usize>) -> Input {
 
 static SUM: OpDef = OpDef {
     name: "sum",
+    signature: "sum(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
+    doc: "Sum over `axes` (all when omitted; Rust: `sum`, `sum_all`).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| Ok(vec![Some(unreduce(&g[0], c.attrs(), c.input_shape(0))?.expand_dims(c.input_shape(0))?)])),
     second_order: true,
@@ -96,6 +98,8 @@ static SUM: OpDef = OpDef {
 
 static MAX: OpDef = OpDef {
     name: "max",
+    signature: "max(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
+    doc: "Maximum over `axes` (all when omitted): the values only.",
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -115,6 +119,8 @@ static MAX: OpDef = OpDef {
 
 static MIN: OpDef = OpDef {
     name: "min",
+    signature: "min(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
+    doc: "Minimum over `axes` (all when omitted): the values only.",
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -131,6 +137,8 @@ static MIN: OpDef = OpDef {
 
 static ARGMAX: OpDef = OpDef {
     name: "argmax",
+    signature: "argmax(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
+    doc: "Index of the maximum along `axis`, or into the flattened tensor.",
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -162,6 +170,8 @@ static ARGMAX: OpDef = OpDef {
 
 static ARGMIN: OpDef = OpDef {
     name: "argmin",
+    signature: "argmin(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
+    doc: "Index of the minimum along `axis`, or into the flattened tensor.",
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -187,6 +197,8 @@ static ARGMIN: OpDef = OpDef {
 
 static MEAN: OpDef = OpDef {
     name: "mean",
+    signature: "mean(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
+    doc: "Mean over `axes` (all when omitted).",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -201,6 +213,8 @@ static MEAN: OpDef = OpDef {
 
 static VAR: OpDef = OpDef {
     name: "var",
+    signature: "var(self, axes: int | int[] | None = None, *, correction: float = 1, keepdim: bool = False) -> Tensor",
+    doc: "Variance over `axes`: correction 1 (unbiased) or 0 (population).",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -220,6 +234,8 @@ static VAR: OpDef = OpDef {
 
 static STD: OpDef = OpDef {
     name: "std",
+    signature: "std(self, axes: int | int[] | None = None, *, correction: float = 1, keepdim: bool = False) -> Tensor",
+    doc: "Standard deviation over `axes`, with `correction` as in `var`.",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -236,6 +252,8 @@ static STD: OpDef = OpDef {
 
 static LOGSUMEXP: OpDef = OpDef {
     name: "logsumexp",
+    signature: "logsumexp(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
+    doc: "log(sum(exp(x))) over `axes`, computed stably.",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -252,6 +270,8 @@ static LOGSUMEXP: OpDef = OpDef {
 
 static SUM_TO: OpDef = OpDef {
     name: "sum_to",
+    signature: "sum_to(self, shape: int[]) -> Tensor",
+    doc: "Sums broadcast dims away so the result has `shape` (the adjoint of `expand`).",
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

@@ -14,6 +14,8 @@ use crate::tensor::Tensor;
 
 static SLICE: OpDef = OpDef {
     name: "slice",
+    signature: "slice(self, dim: int, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor",
+    doc: "Elements start, start + step, ... below end along `dim` (Python bounds; a view).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, dim } = c.attrs().clone() else { unreachable!() };
@@ -42,6 +44,8 @@ static SLICE: OpDef = OpDef {
 /// The adjoint of `slice`: zeros of the full shape with `g` written into the slice.
 static SLICE_BACKWARD: OpDef = OpDef {
     name: "slice_backward",
+    signature: "slice_backward(grad: Tensor, dim: int, start: int, step: int, length: int, size: int) -> Tensor",
+    doc: "The gradient of `slice`: `grad` placed into zeros of size `size` along `dim` (runs in backward).",
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, .. } = c.attrs().clone() else { unreachable!() };

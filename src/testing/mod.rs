@@ -182,6 +182,12 @@ pub fn registry_problems() -> Vec<String> {
                 problems.push(format!("op '{}' has two cases named {:?}", def.name, case.name));
             }
         }
+        if let Err(e) = crate::ops::signature::Signature::parse(def.signature) {
+            problems.push(format!("op '{}': {e}", def.name));
+        }
+        if def.doc.is_empty() || def.doc.contains('\n') || !def.doc.ends_with('.') {
+            problems.push(format!("op '{}' needs a one-line doc ending in a full stop: {:?}", def.name, def.doc));
+        }
         if def.kind == OpKind::Primitive && def.backward.is_none() {
             problems.push(format!("primitive op '{}' has no backward rule", def.name));
         }
