@@ -9,7 +9,7 @@
 // tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
 
 import * as raw from '../pkg/skiff.js';
-import { SkiffError, checkOptions, describe, fail, isHandle, liveId, nameFreedCalls } from './checks.js';
+import { SkiffError, checkOptions, describe, fail, guardMember, isHandle, liveId, nameFreedCalls } from './checks.js';
 import { backend, ready, setBackend } from './state.js';
 
 export const Tensor = raw.Tensor;
@@ -31,8 +31,28 @@ export function _setLoader(fn) {
   loadWasm = async (...args) => {
     const instance = await fn(...args);
     raw._setErrorClass(SkiffError);
+    installOpMethods();
     return instance;
   };
+}
+
+// The Tensor methods the op registry generates (src/ops/surface.rs): one per
+// entry of opMethods(), calling into wasm with exactly its arity (no
+// argument array is built per call).
+const CALLERS = [
+  (id) => function () { return raw.callMethod0(id, this); },
+  (id) => function (a) { return raw.callMethod1(id, this, a); },
+  (id) => function (a, b) { return raw.callMethod2(id, this, a, b); },
+  (id) => function (a, b, c) { return raw.callMethod3(id, this, a, b, c); },
+  (id) => function (a, b, c, d) { return raw.callMethod4(id, this, a, b, c, d); },
+];
+
+function installOpMethods() {
+  for (const { name, id, arity } of raw.opMethods()) {
+    const method = CALLERS[arity](id);
+    Object.defineProperty(method, 'name', { value: name });
+    Object.defineProperty(raw.Tensor.prototype, name, { value: guardMember(raw.Tensor, name, method), writable: true, configurable: true });
+  }
 }
 
 

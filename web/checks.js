@@ -106,28 +106,34 @@ export function nameFreedCalls(cls, prefix) {
     // free itself, and the registry-id getters the bindings read (they handle a freed object).
     if (key === 'constructor' || key === 'free' || key.startsWith('_')) continue;
     const d = Object.getOwnPropertyDescriptor(proto, key);
-    const op = prefix ? `${prefix}.${key}` : key;
-    const freed = () => fail(op, 'argument', `this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
-    const guard = (f) =>
-      f &&
-      function guarded(...args) {
-        // Checked before entering wasm: wasm-bindgen's own check throws from
-        // inside wasm, and each such exception leaks wasm stack space (a few
-        // thousand calls on a freed handle would corrupt the instance).
-        const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
-        if (ptr === 0) throw freed();
-        if (typeof ptr !== 'number') {
-          const what = this instanceof cls ? `an object that poses as a ${cls.name}` : describe(this);
-          throw fail(op, 'argument', `called on ${what}, not on a ${cls.name} made by skiff`);
-        }
-        try {
-          return f.apply(this, args);
-        } catch (e) {
-          if (e instanceof Error && e.message === FREED) throw freed();
-          throw e;
-        }
-      };
+    const guard = (f) => guardMember(cls, prefix ? `${prefix}.${key}` : key, f);
     if (typeof d.value === 'function') Object.defineProperty(proto, key, { ...d, value: guard(d.value) });
     else if (d.get || d.set) Object.defineProperty(proto, key, { ...d, get: guard(d.get), set: guard(d.set) });
   }
+}
+
+/**
+ * `f` (a method or accessor of `cls` named `op`), checked to run on a live
+ * object that skiff made; undefined stays undefined (an absent accessor).
+ */
+export function guardMember(cls, op, f) {
+  if (!f) return f;
+  const freed = () => fail(op, 'argument', `this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+  return function guarded(...args) {
+    // Checked before entering wasm: wasm-bindgen's own check throws from
+    // inside wasm, and each such exception leaks wasm stack space (a few
+    // thousand calls on a freed handle would corrupt the instance).
+    const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
+    if (ptr === 0) throw freed();
+    if (typeof ptr !== 'number') {
+      const what = this instanceof cls ? `an object that poses as a ${cls.name}` : describe(this);
+      throw fail(op, 'argument', `called on ${what}, not on a ${cls.name} made by skiff`);
+    }
+    try {
+      return f.apply(this, args);
+    } catch (e) {
+      if (e instanceof Error && e.message === FREED) throw freed();
+      throw e;
+    }
+  };
 }

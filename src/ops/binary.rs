@@ -1,6 +1,7 @@
 //! Binary elementwise ops with NumPy broadcasting: one table row each. Every
 //! backward rule reduces its gradient back to the operand's shape (`sum_to`).
 
+use super::args::Operand;
 use super::reference::{self, Host, Kind};
 use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
@@ -49,22 +50,23 @@ macro_rules! binary_slices {
 }
 
 macro_rules! binary_row {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal, saves_inputs: $si:expr,
+    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, |$a:ident, $b:ident| $e:expr, wgsl: $wgsl:literal, saves_inputs: $si:expr,
      saves_output: $so:expr, backward: $bw:expr, cases: $cases:expr) => {
         pub static $NAME: BinaryDef = BinaryDef {
             op: OpDef {
                 name: $name,
                 signature: $sig,
-        doc: $doc,
-        kind: OpKind::Primitive,
+                doc: $doc,
+                forward: Some($fw),
+                kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: true,
                 cases: $cases,
             },
             kernel: BinaryKernel {
                 name: $name,
-                f32: binary_slices!(f32 => f32, |$a, $b| $e),
-                f64: binary_slices!(f64 => f64, |$a, $b| $e),
+        f32: binary_slices!(f32 => f32, |$a, $b| $e),
+        f64: binary_slices!(f64 => f64, |$a, $b| $e),
                 wgsl: $wgsl,
             },
             saves_inputs: $si,
@@ -122,39 +124,39 @@ fn tie_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) -> Hos
     v
 }
 
-binary_row!(ADD, "add", sig: "add(self, other: Tensor) -> Tensor", doc: "x + y, broadcast.", |a, b| a + b, wgsl: "a + b", saves_inputs: false, saves_output: false,
+binary_row!(ADD, "add", sig: "add(self, other: Tensor) -> Tensor", doc: "x + y, broadcast.", fwd: |a| a.this()?.add(a.tensor("other")?), |a, b| a + b, wgsl: "a + b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || Ok(g[0].clone())),
     cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].add(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a + b)));
-binary_row!(SUB, "sub", sig: "sub(self, other: Tensor) -> Tensor", doc: "x - y, broadcast.", |a, b| a - b, wgsl: "a - b", saves_inputs: false, saves_output: false,
+binary_row!(SUB, "sub", sig: "sub(self, other: Tensor | scalar) -> Tensor", doc: "x - y, broadcast; for a number, `sub_scalar`.", fwd: |a| match a.operand("other")? { Operand::Tensor(t) => a.this()?.sub(t), Operand::Number(c) => a.this()?.sub_scalar(c) }, |a, b| a - b, wgsl: "a - b", saves_inputs: false, saves_output: false,
     backward: |c, g| grads(c, || Ok(g[0].clone()), || g[0].neg()),
     cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].sub(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a - b)));
-binary_row!(MUL, "mul", sig: "mul(self, other: Tensor) -> Tensor", doc: "x * y, broadcast.", |a, b| a * b, wgsl: "a * b", saves_inputs: true, saves_output: false,
+binary_row!(MUL, "mul", sig: "mul(self, other: Tensor) -> Tensor", doc: "x * y, broadcast.", fwd: |a| a.this()?.mul(a.tensor("other")?), |a, b| a * b, wgsl: "a * b", saves_inputs: true, saves_output: false,
     backward: |c, g| grads(c, || g[0].mul(c.saved(1)), || g[0].mul(c.saved(0))),
     cases: || broadcast_cases(-2.0, 2.0, |xs| xs[0].mul(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a * b)));
-binary_row!(DIV, "div", sig: "div(self, other: Tensor) -> Tensor", doc: "x / y, broadcast.", |a, b| a / b, wgsl: "a / b", saves_inputs: true, saves_output: false,
+binary_row!(DIV, "div", sig: "div(self, other: Tensor | scalar) -> Tensor", doc: "x / y, broadcast; for a number, `div_scalar`.", fwd: |a| match a.operand("other")? { Operand::Tensor(t) => a.this()?.div(t), Operand::Number(c) => a.this()?.div_scalar(c) }, |a, b| a / b, wgsl: "a / b", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (a, b) = (c.saved(0), c.saved(1));
         grads(c, || g[0].div(b), || g[0].mul(a)?.div(&b.mul(b)?)?.neg())
     },
     cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].div(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a / b)));
-binary_row!(POW, "pow", sig: "pow(self, exponent: Tensor) -> Tensor", doc: "x ** y, broadcast.", |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
+binary_row!(POW, "pow", sig: "pow(self, exponent: Tensor) -> Tensor", doc: "x ** y, broadcast.", fwd: |a| a.this()?.pow(a.tensor("exponent")?), |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
     backward: |c, g| {
         let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
         grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))
     },
     cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].pow(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| (b * a.ln()).exp())));
-binary_row!(MAXIMUM, "maximum", sig: "maximum(self, other: Tensor | float) -> Tensor", doc: "The elementwise larger of x and y, broadcast.", |a, b| if a >= b { a } else { b }, wgsl: "select(b, a, a >= b)", saves_inputs: true, saves_output: false,
+binary_row!(MAXIMUM, "maximum", sig: "maximum(self, other: Tensor | scalar) -> Tensor", doc: "The elementwise larger of x and y, broadcast.", fwd: |a| { let x = a.this()?; x.maximum(&a.operand_like("other", x)?) }, |a, b| if a >= b { a } else { b }, wgsl: "select(b, a, a >= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         let (wa, wb) = tie_weights(c.saved(0), c.saved(1))?;
         grads(c, || g[0].mul(&wa), || g[0].mul(&wb))
     },
     cases: || tie_cases(|xs| xs[0].maximum(&xs[1]), |h| reference::zip(&h[0], &h[1], Kind::Float, f64::max)));
-binary_row!(MINIMUM, "minimum", sig: "minimum(self, other: Tensor | float) -> Tensor", doc: "The elementwise smaller of x and y, broadcast.", |a, b| if a <= b { a } else { b }, wgsl: "select(b, a, a <= b)", saves_inputs: true, saves_output: false,
+binary_row!(MINIMUM, "minimum", sig: "minimum(self, other: Tensor | scalar) -> Tensor", doc: "The elementwise smaller of x and y, broadcast.", fwd: |a| { let x = a.this()?; x.minimum(&a.operand_like("other", x)?) }, |a, b| if a <= b { a } else { b }, wgsl: "select(b, a, a <= b)", saves_inputs: true, saves_output: false,
     backward: |c, g| {
         // a gets the gradient where b > a: the weight of the larger of (b, a) goes to a.
         let (wa, wb) = tie_weights(c.saved(1), c.saved(0))?;

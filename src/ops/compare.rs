@@ -1,5 +1,6 @@
 //! Comparisons (masks, no gradient) and `where_`, which selects by a mask.
 
+use super::args::{compare_number, Operand};
 use super::reference::{self, Host};
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
@@ -24,6 +25,13 @@ macro_rules! compare_row {
                 name: $name,
                 signature: $sig,
                 doc: $doc,
+                forward: Some(|a| {
+                    let x = a.this()?;
+                    match a.operand("other")? {
+                        Operand::Tensor(t) => x.$method(t),
+                        Operand::Number(c) => compare_number(x, c, Tensor::$method),
+                    }
+                }),
                 kind: OpKind::NoGrad,
                 backward: None,
                 second_order: false,
@@ -65,7 +73,7 @@ fn compare_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) ->
     .collect()
 }
 
-compare_row!(EQ, "eq", sig: "eq(self, other: Tensor | float) -> Tensor<bool>", doc: "x == y, elementwise, broadcast (a bool mask).", eq, |a, b| a == b, wgsl: "a == b");
+compare_row!(EQ, "eq", sig: "eq(self, other: Tensor | scalar) -> Tensor<bool>", doc: "x == y, elementwise, broadcast (a bool mask).", eq, |a, b| a == b, wgsl: "a == b");
 // Not `a != b`: WGSL compiles that to an ordered comparison, false for NaN
 // (IEEE's and the cpu's `!=` are true when either side is NaN).
 compare_row!(NE, "ne", sig: "ne(self, other: Tensor | float) -> Tensor<bool>", doc: "x != y, elementwise, broadcast (a bool mask).", ne, |a, b| a != b, wgsl: "!(a == b)");
@@ -84,8 +92,9 @@ fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 static WHERE: OpDef = OpDef {
     name: "where",
-    signature: "where(condition: Tensor<bool>, input: Tensor | float, other: Tensor | float) -> Tensor",
+    signature: "where(condition: Tensor<bool>, input: Tensor | scalar, other: Tensor | scalar) -> Tensor",
     doc: "condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let cond = c.saved(0);

@@ -144,6 +144,7 @@ static UNFOLD2D: OpDef = OpDef {
     name: "unfold2d",
     signature: "unfold(input: Tensor, kernel_size: int | (int, int), *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1) -> Tensor",
     doc: "im2col: [N, C, H, W] to [N, C*kh*kw, L], one column per window (Rust: `unfold2d`).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (p, input) = Params::from_attrs(c.attrs());
@@ -174,6 +175,7 @@ static FOLD2D: OpDef = OpDef {
     name: "fold2d",
     signature: "fold(input: Tensor, output_size: int | (int, int), kernel_size: int | (int, int), *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1) -> Tensor",
     doc: "col2im, the adjoint of `unfold`: overlapping windows sum (Rust: `fold2d`).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (p, _) = Params::from_attrs(c.attrs());
@@ -206,6 +208,7 @@ static CONV2D: OpDef = OpDef {
     name: "conv2d",
     signature: "conv2d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1, groups: int = 1) -> Tensor",
     doc: "2-D cross-correlation of [N, C, H, W] with [O, C/groups, kh, kw] weights and an optional bias.",
+    forward: None,
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -241,6 +244,7 @@ static MAX_POOL2D: OpDef = OpDef {
     name: "max_pool2d",
     signature: "max_pool2d(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0) -> Tensor",
     doc: "Max over each window of [N, C, H, W] (`stride` defaults to the kernel size).",
+    forward: None,
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -273,6 +277,7 @@ static MAX_POOL2D_INDICES: OpDef = OpDef {
     name: "max_pool2d_indices",
     signature: "max_pool2d_indices(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0) -> Tensor<int32>",
     doc: "Where each window's maximum is: flat indices into each H*W plane.",
+    forward: None,
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -295,6 +300,7 @@ static AVG_POOL2D: OpDef = OpDef {
     name: "avg_pool2d",
     signature: "avg_pool2d(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0) -> Tensor",
     doc: "Mean over each window of [N, C, H, W] (zero padding counts toward the mean).",
+    forward: None,
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

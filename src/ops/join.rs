@@ -16,6 +16,7 @@ static CONCAT: OpDef = OpDef {
     name: "concat",
     signature: "cat(tensors: Tensor[], dim: int = 0) -> Tensor",
     doc: "Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
@@ -72,8 +73,9 @@ static CONCAT: OpDef = OpDef {
 
 static PAD: OpDef = OpDef {
     name: "pad",
-    signature: "pad(self, pad: int[], value: float = 0) -> Tensor",
+    signature: "pad(self, pad: int[], value: scalar = 0) -> Tensor",
     doc: "Constant padding in `F.pad` order: the last dim's (before, after) first.",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Pad { pads, .. } = c.attrs() else { unreachable!() };

@@ -14,6 +14,7 @@ static MATMUL: OpDef = OpDef {
     name: "matmul",
     signature: "matmul(self, other: Tensor) -> Tensor",
     doc: "Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted.",
+    forward: Some(|a| a.this()?.matmul(a.tensor("other")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (a, b) = (c.saved(0), c.saved(1));

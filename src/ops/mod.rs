@@ -6,6 +6,7 @@
 //! Elementwise ops are table rows (`unary.rs`, `binary.rs`); composite ops are
 //! built from primitives and get their gradients from them.
 
+pub mod args;
 pub mod binary;
 pub mod compare;
 pub mod composite;
@@ -19,6 +20,7 @@ pub mod reference;
 pub mod sample;
 pub mod signature;
 pub mod slice;
+pub mod surface;
 pub mod unary;
 
 pub use reference::{Host, Reference};
@@ -41,6 +43,9 @@ pub(crate) fn as_op<T>(op: &'static str, body: impl FnOnce() -> Result<T>) -> Re
 /// gradient of each input (None where an input needs none).
 pub type BackwardFn = fn(&BackwardCtx, &[Tensor]) -> Result<Vec<Option<Tensor>>>;
 
+/// An op's forward over its arguments as data (the signature's parameters).
+pub type Forward = fn(&args::Args) -> Result<Tensor>;
+
 /// How an op relates to autodiff.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -60,6 +65,9 @@ pub struct OpDef {
     pub signature: &'static str,
     /// One line saying what the op computes (README, JS docs).
     pub doc: &'static str,
+    /// Runs the op from its arguments as data (`args.rs`): what the JS
+    /// methods call. `None` while the op's JS method is still written by hand.
+    pub forward: Option<Forward>,
     pub kind: OpKind,
     pub backward: Option<BackwardFn>,
     /// Gradchecks also check second derivatives for this op.

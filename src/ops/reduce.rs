@@ -1,6 +1,7 @@
 //! Reductions over any set of axes with keepdim: sum, max and min are
 //! primitives; mean, var, std and logsumexp are composed from them.
 
+use super::args::Args;
 use super::reference::{self as r, Host};
 use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
@@ -81,6 +82,7 @@ static SUM: OpDef = OpDef {
     name: "sum",
     signature: "sum(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Sum over `axes` (all when omitted; Rust: `sum`, `sum_all`).",
+    forward: Some(|a| a.this()?.sum(&a.ints("axes")?, a.bool("keepdim")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| Ok(vec![Some(unreduce(&g[0], c.attrs(), c.input_shape(0))?.expand_dims(c.input_shape(0))?)])),
     second_order: true,
@@ -100,6 +102,7 @@ static MAX: OpDef = OpDef {
     name: "max",
     signature: "max(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Maximum over `axes` (all when omitted): the values only.",
+    forward: Some(|a| a.this()?.max(&a.ints("axes")?, a.bool("keepdim")?)),
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -121,6 +124,7 @@ static MIN: OpDef = OpDef {
     name: "min",
     signature: "min(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Minimum over `axes` (all when omitted): the values only.",
+    forward: Some(|a| a.this()?.min(&a.ints("axes")?, a.bool("keepdim")?)),
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -139,6 +143,7 @@ static ARGMAX: OpDef = OpDef {
     name: "argmax",
     signature: "argmax(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
     doc: "Index of the maximum along `axis`, or into the flattened tensor.",
+    forward: Some(|a| arg_forward(a, Tensor::argmax)),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -172,6 +177,7 @@ static ARGMIN: OpDef = OpDef {
     name: "argmin",
     signature: "argmin(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
     doc: "Index of the minimum along `axis`, or into the flattened tensor.",
+    forward: Some(|a| arg_forward(a, Tensor::argmin)),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -199,6 +205,7 @@ static MEAN: OpDef = OpDef {
     name: "mean",
     signature: "mean(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Mean over `axes` (all when omitted).",
+    forward: Some(|a| a.this()?.mean(&a.ints("axes")?, a.bool("keepdim")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -213,8 +220,9 @@ static MEAN: OpDef = OpDef {
 
 static VAR: OpDef = OpDef {
     name: "var",
-    signature: "var(self, axes: int | int[] | None = None, *, correction: float = 1, keepdim: bool = False) -> Tensor",
+    signature: "var(self, axes: int | int[] | None = None, *, correction: float | None = None, unbiased: bool | None = None, keepdim: bool = False) -> Tensor",
     doc: "Variance over `axes`: correction 1 (unbiased) or 0 (population).",
+    forward: Some(|a| a.this()?.var(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -234,8 +242,9 @@ static VAR: OpDef = OpDef {
 
 static STD: OpDef = OpDef {
     name: "std",
-    signature: "std(self, axes: int | int[] | None = None, *, correction: float = 1, keepdim: bool = False) -> Tensor",
+    signature: "std(self, axes: int | int[] | None = None, *, correction: float | None = None, unbiased: bool | None = None, keepdim: bool = False) -> Tensor",
     doc: "Standard deviation over `axes`, with `correction` as in `var`.",
+    forward: Some(|a| a.this()?.std(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -254,6 +263,7 @@ static LOGSUMEXP: OpDef = OpDef {
     name: "logsumexp",
     signature: "logsumexp(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "log(sum(exp(x))) over `axes`, computed stably.",
+    forward: Some(|a| a.this()?.logsumexp(&a.ints("axes")?, a.bool("keepdim")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -270,8 +280,9 @@ static LOGSUMEXP: OpDef = OpDef {
 
 static SUM_TO: OpDef = OpDef {
     name: "sum_to",
-    signature: "sum_to(self, shape: int[]) -> Tensor",
+    signature: "sum_to(self, shape: shape) -> Tensor",
     doc: "Sums broadcast dims away so the result has `shape` (the adjoint of `expand`).",
+    forward: Some(|a| a.this()?.sum_to(&a.sizes("shape")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -409,4 +420,23 @@ fn arg_reduce(def: &'static OpDef, x: &Tensor, axis: Option<isize>, keepdim: boo
             be::arg_reduce(def.name, x, a, max, &out)
         }
     }
+}
+
+/// var/std's correction: `correction` (1 when omitted), or PyTorch's older
+/// `unbiased` flag (1 or 0); not both.
+fn correction(a: &Args) -> Result<f64> {
+    match (a.opt_float("correction")?, a.opt_bool("unbiased")?) {
+        (Some(_), Some(_)) => Err(Error::value(a.def.name, "give either correction or unbiased, not both")),
+        (c, None) => Ok(c.unwrap_or(1.0)),
+        (None, Some(unbiased)) => Ok(if unbiased { 1.0 } else { 0.0 }),
+    }
+}
+
+/// argmax/argmin from arguments: an axis needs a tensor that has one.
+fn arg_forward(a: &Args, f: fn(&Tensor, Option<isize>, bool) -> Result<Tensor>) -> Result<Tensor> {
+    let (x, axis) = (a.this()?, a.opt_int("axis")?);
+    if axis.is_some() && x.ndim() == 0 {
+        return Err(Error::shape(a.def.name, "needs a tensor with at least one axis, got a scalar (shape [])"));
+    }
+    f(x, axis, a.bool("keepdim")?)
 }

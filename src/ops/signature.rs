@@ -13,6 +13,13 @@
 //! - The name is PyTorch's (snake_case); the JS name is its camelCase
 //!   (`js_name`). Where a Rust method is named otherwise, the op's doc says so.
 //!
+//! - Types: `Tensor` (in a method: of the receiver's dtype), `Tensor<any>`,
+//!   `Tensor<int32>` and the other dtypes, `Tensor[]`, `scalar` (any number,
+//!   NaN and infinities included: a value for a tensor), `float` (a finite
+//!   hyperparameter), `int`, `int[]`, `shape` (sizes that fit one tensor),
+//!   `(int, int)`, `bool`, `None`, `DType`, `Device` and string literals
+//!   (`'mean' | 'sum'`).
+//!
 //! Types are a closed set (`Type`), so the README, the JS methods and their
 //! TypeScript declarations can all be derived from the same text, and a typo
 //! in a signature fails `registry_problems` instead of reaching users.
@@ -22,17 +29,24 @@ use std::fmt;
 /// One alternative of a parameter's or result's type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Type {
-    /// A tensor of the receiver's dtype (or any dtype where the op says so).
+    /// A tensor; in a method, of the receiver's dtype (no implicit promotion).
     Tensor,
+    /// A tensor of any dtype (`Tensor<any>`: an embedding's weight).
+    TensorAny,
     /// A tensor of one fixed dtype: `Tensor<bool>`, `Tensor<int32>`.
     TensorOf(&'static str),
     /// A list of tensors.
     Tensors,
+    /// Any number, NaN and infinities included: a value for a tensor.
+    Scalar,
+    /// A finite number: a hyperparameter (a slope, a probability, eps).
     Float,
     Int,
     Bool,
-    /// A list of ints (axes, a shape, sizes).
+    /// A list of ints (axes, paddings).
     Ints,
+    /// A shape: non-negative sizes (one int or a list) that fit in one tensor.
+    Shape,
     /// A pair of ints (`(int, int)`: kernel sizes, strides).
     IntPair,
     /// No value (`None`: "all axes", "no bias").
@@ -50,6 +64,9 @@ impl Type {
         Ok(match text {
             "Tensor" => Type::Tensor,
             "Tensor[]" => Type::Tensors,
+            "Tensor<any>" => Type::TensorAny,
+            "scalar" => Type::Scalar,
+            "shape" => Type::Shape,
             "float" => Type::Float,
             "int" => Type::Int,
             "bool" => Type::Bool,
@@ -80,6 +97,9 @@ impl fmt::Display for Type {
             Type::Tensor => f.write_str("Tensor"),
             Type::TensorOf(d) => write!(f, "Tensor<{d}>"),
             Type::Tensors => f.write_str("Tensor[]"),
+            Type::TensorAny => f.write_str("Tensor<any>"),
+            Type::Scalar => f.write_str("scalar"),
+            Type::Shape => f.write_str("shape"),
             Type::Float => f.write_str("float"),
             Type::Int => f.write_str("int"),
             Type::Bool => f.write_str("bool"),

@@ -16,6 +16,7 @@ static SLICE: OpDef = OpDef {
     name: "slice",
     signature: "slice(self, dim: int, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor",
     doc: "Elements start, start + step, ... below end along `dim` (Python bounds; a view).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, dim } = c.attrs().clone() else { unreachable!() };
@@ -46,6 +47,7 @@ static SLICE_BACKWARD: OpDef = OpDef {
     name: "slice_backward",
     signature: "slice_backward(grad: Tensor, dim: int, start: int, step: int, length: int, size: int) -> Tensor",
     doc: "The gradient of `slice`: `grad` placed into zeros of size `size` along `dim` (runs in backward).",
+    forward: None,
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, .. } = c.attrs().clone() else { unreachable!() };

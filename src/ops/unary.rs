@@ -70,13 +70,14 @@ macro_rules! slice_kernel {
 }
 
 macro_rules! unary_row {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, |$x:ident, $p:ident| $e:expr, wgsl: $wgsl:literal, saves: $saves:ident,
+    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, |$x:ident, $p:ident| $e:expr, wgsl: $wgsl:literal, saves: $saves:ident,
      second_order: $so:expr, backward: $bw:expr, cases: $cases:expr) => {
         pub static $NAME: UnaryDef = UnaryDef {
             op: OpDef {
                 name: $name,
                 signature: $sig,
                 doc: $doc,
+                forward: Some($fw),
                 kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: $so,
@@ -135,53 +136,53 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 const GELU_K: f64 = 0.044715;
 const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
-unary_row!(NEG, "neg", sig: "neg(self) -> Tensor", doc: "-x, elementwise.", |x, p| -x, wgsl: "-x", saves: Nothing, second_order: true,
+unary_row!(NEG, "neg", sig: "neg(self) -> Tensor", doc: "-x, elementwise.", fwd: |a| a.this()?.neg(), |x, p| -x, wgsl: "-x", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].neg()),
     cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg(), ref: |x| -x));
-unary_row!(EXP, "exp", sig: "exp(self) -> Tensor", doc: "e^x, elementwise.", |x, p| x.exp(), wgsl: "exp(x)", saves: Output, second_order: true,
+unary_row!(EXP, "exp", sig: "exp(self) -> Tensor", doc: "e^x, elementwise.", fwd: |a| a.this()?.exp(), |x, p| x.exp(), wgsl: "exp(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(c.saved(0))),
     cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp(), ref: |x| x.exp()));
-unary_row!(LOG, "log", sig: "log(self) -> Tensor", doc: "Natural logarithm, elementwise.", |x, p| x.ln(), wgsl: "log(x)", saves: Input, second_order: true,
+unary_row!(LOG, "log", sig: "log(self) -> Tensor", doc: "Natural logarithm, elementwise.", fwd: |a| a.this()?.log(), |x, p| x.ln(), wgsl: "log(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0))),
     cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log(), ref: |x| x.ln()));
-unary_row!(SQRT, "sqrt", sig: "sqrt(self) -> Tensor", doc: "Square root, elementwise.", |x, p| x.sqrt(), wgsl: "sqrt(x)", saves: Output, second_order: true,
+unary_row!(SQRT, "sqrt", sig: "sqrt(self) -> Tensor", doc: "Square root, elementwise.", fwd: |a| a.this()?.sqrt(), |x, p| x.sqrt(), wgsl: "sqrt(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0)).and_then(|t| t.mul_scalar(0.5))),
     cases: cases!("sqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].sqrt(), ref: |x| x.sqrt()));
-unary_row!(RSQRT, "rsqrt", sig: "rsqrt(self) -> Tensor", doc: "1 / sqrt(x), elementwise.", |x, p| 1.0 / x.sqrt(), wgsl: "inverseSqrt(x)", saves: Output, second_order: true,
+unary_row!(RSQRT, "rsqrt", sig: "rsqrt(self) -> Tensor", doc: "1 / sqrt(x), elementwise.", fwd: |a| a.this()?.rsqrt(), |x, p| 1.0 / x.sqrt(), wgsl: "inverseSqrt(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.mul(y)?)?.mul_scalar(-0.5)) },
     cases: cases!("rsqrt", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].rsqrt(), ref: |x| x.powf(-0.5)));
-unary_row!(ABS, "abs", sig: "abs(self) -> Tensor", doc: "|x|, elementwise.", |x, p| x.abs(), wgsl: "abs(x)", saves: Input, second_order: true,
+unary_row!(ABS, "abs", sig: "abs(self) -> Tensor", doc: "|x|, elementwise.", fwd: |a| a.this()?.abs(), |x, p| x.abs(), wgsl: "abs(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sign()?)),
     cases: cases!("abs", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].abs(), ref: |x| x.abs()));
-unary_row!(SIGN, "sign", sig: "sign(self) -> Tensor", doc: "-1, 0 or 1 by the sign of each element.", |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, wgsl: "sign(x)", saves: Nothing, second_order: true,
+unary_row!(SIGN, "sign", sig: "sign(self) -> Tensor", doc: "-1, 0 or 1 by the sign of each element.", fwd: |a| a.this()?.sign(), |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, wgsl: "sign(x)", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].mul_scalar(0.0)),
     cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign(), ref: |x| if x == 0.0 { 0.0 } else { x.signum() }));
-unary_row!(SIN, "sin", sig: "sin(self) -> Tensor", doc: "Sine, elementwise.", |x, p| x.sin(), wgsl: "sin(x)", saves: Input, second_order: true,
+unary_row!(SIN, "sin", sig: "sin(self) -> Tensor", doc: "Sine, elementwise.", fwd: |a| a.this()?.sin(), |x, p| x.sin(), wgsl: "sin(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).cos()?)),
     cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin(), ref: |x| x.sin()));
-unary_row!(COS, "cos", sig: "cos(self) -> Tensor", doc: "Cosine, elementwise.", |x, p| x.cos(), wgsl: "cos(x)", saves: Input, second_order: true,
+unary_row!(COS, "cos", sig: "cos(self) -> Tensor", doc: "Cosine, elementwise.", fwd: |a| a.this()?.cos(), |x, p| x.cos(), wgsl: "cos(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sin()?)?.neg()),
     cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos(), ref: |x| x.cos()));
-unary_row!(TANH, "tanh", sig: "tanh(self) -> Tensor", doc: "Hyperbolic tangent, elementwise.", |x, p| x.tanh(), wgsl: "tanh(x)", saves: Output, second_order: true,
+unary_row!(TANH, "tanh", sig: "tanh(self) -> Tensor", doc: "Hyperbolic tangent, elementwise.", fwd: |a| a.this()?.tanh(), |x, p| x.tanh(), wgsl: "tanh(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
     cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh(), ref: |x| { let e = (2.0 * x).exp(); (e - 1.0) / (e + 1.0) }));
-unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
+unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", fwd: |a| a.this()?.sigmoid(), |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
     cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid(), ref: |x| 1.0 / (1.0 + (-x).exp())));
-unary_row!(RELU, "relu", sig: "relu(self) -> Tensor", doc: "max(x, 0), elementwise.", |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
+unary_row!(RELU, "relu", sig: "relu(self) -> Tensor", doc: "max(x, 0), elementwise.", fwd: |a| a.this()?.relu(), |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?)),
     cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu(), ref: |x| x.max(0.0)));
-unary_row!(LEAKY_RELU, "leaky_relu", sig: "leaky_relu(self, negative_slope: float = 0.01) -> Tensor", doc: "x where positive, negative_slope * x elsewhere.", |x, p| if x > 0.0 { x } else { p[0] * x }, wgsl: "select(p0 * x, x, x > 0.0)", saves: Input, second_order: true,
+unary_row!(LEAKY_RELU, "leaky_relu", sig: "leaky_relu(self, negative_slope: float = 0.01) -> Tensor", doc: "x where positive, negative_slope * x elsewhere.", fwd: |a| a.this()?.leaky_relu(a.finite("negative_slope")?), |x, p| if x > 0.0 { x } else { p[0] * x }, wgsl: "select(p0 * x, x, x > 0.0)", saves: Input, second_order: true,
     backward: |c, g| {
         let a = p0(c.attrs());
         let m = c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?;
         one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
     },
     cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1), ref: |x| if x > 0.0 { x } else { 0.1 * x }));
-unary_row!(GELU, "gelu", sig: "gelu(self, *, approximate: 'tanh') -> Tensor", doc: "GELU with the tanh approximation (Rust: `gelu`).", |x, p| x.gelu_tanh(), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
+unary_row!(GELU, "gelu", sig: "gelu(self, *, approximate: 'tanh') -> Tensor", doc: "GELU with the tanh approximation (Rust: `gelu`).", fwd: |a| a.this()?.gelu(), |x, p| x.gelu_tanh(), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
     cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu(), ref: |x| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())));
-unary_row!(GELU_ERF, "gelu_erf", sig: "gelu(self, *, approximate: 'none' = 'none') -> Tensor", doc: "GELU, exact (erf), PyTorch's default (Rust: `gelu_erf`).", |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.0 + erf_approx(x * 0.70710678118))", saves: Input, second_order: true,
+unary_row!(GELU_ERF, "gelu_erf", sig: "gelu(self, *, approximate: 'none' = 'none') -> Tensor", doc: "GELU, exact (erf), PyTorch's default (Rust: `gelu_erf`).", fwd: |a| a.this()?.gelu_erf(), |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.0 + erf_approx(x * 0.70710678118))", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?.erf()?.add_scalar(1.0)?.mul_scalar(0.5)?;
@@ -189,20 +190,20 @@ unary_row!(GELU_ERF, "gelu_erf", sig: "gelu(self, *, approximate: 'none' = 'none
         one(g[0].mul(&cdf.add(&x.mul(&pdf)?)?))
     },
     cases: cases!("gelu_erf", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu_erf(), ref: |x| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2))));
-unary_row!(ERF, "erf", sig: "erf(self) -> Tensor", doc: "The error function, elementwise.", |x, p| x.erf_(), wgsl: "erf_approx(x)", saves: Input, second_order: true,
+unary_row!(ERF, "erf", sig: "erf(self) -> Tensor", doc: "The error function, elementwise.", fwd: |a| a.this()?.erf(), |x, p| x.erf_(), wgsl: "erf_approx(x)", saves: Input, second_order: true,
     backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?)) },
     cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf(), ref: |x| libm::erf(x)));
-unary_row!(SILU, "silu", sig: "silu(self) -> Tensor", doc: "x * sigmoid(x) (SiLU, swish), elementwise.", |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
+unary_row!(SILU, "silu", sig: "silu(self) -> Tensor", doc: "x * sigmoid(x) (SiLU, swish), elementwise.", fwd: |a| a.this()?.silu(), |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let s = x.sigmoid()?;
         one(g[0].mul(&s.mul(&x.mul(&s.neg()?.add_scalar(1.0)?)?.add_scalar(1.0)?)?))
     },
     cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu(), ref: |x| x / (1.0 + (-x).exp())));
-unary_row!(SOFTPLUS, "softplus", sig: "softplus(self) -> Tensor", doc: "log(1 + e^x), computed stably, elementwise.", |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
+unary_row!(SOFTPLUS, "softplus", sig: "softplus(self) -> Tensor", doc: "log(1 + e^x), computed stably, elementwise.", fwd: |a| a.this()?.softplus(), |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
     cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus(), ref: |x| (1.0 + x.exp()).ln()));
-unary_row!(POW_SCALAR, "pow_scalar", sig: "pow(self, exponent: float) -> Tensor", doc: "x ** exponent for a number exponent (Rust: `pow_scalar`).", |x, p| x.powf(p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
+unary_row!(POW_SCALAR, "pow_scalar", sig: "pow(self, exponent: scalar) -> Tensor", doc: "x ** exponent for a number exponent (Rust: `pow_scalar`).", fwd: |a| a.this()?.pow_scalar(a.float("exponent")?), |x, p| x.powf(p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
 backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
 cases: || vec![
     unary_case(Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)))
@@ -212,17 +213,17 @@ cases: || vec![
     Case::new("pow_scalar -1.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(-1.5))
         .reference(|h| reference::map(&h[0], |x| 1.0 / (x * x.sqrt()))),
 ]);
-unary_row!(ADD_SCALAR, "add_scalar", sig: "add(self, other: float) -> Tensor", doc: "x + c for a number c; `sub(c)` runs `add(-c)` (Rust: `add_scalar`, `sub_scalar`).", |x, p| x + p[0], wgsl: "x + p0", saves: Nothing, second_order: true,
+unary_row!(ADD_SCALAR, "add_scalar", sig: "add(self, other: scalar) -> Tensor", doc: "x + c for a number c (Rust: `add_scalar`; `sub_scalar` runs it with -c).", fwd: |a| a.this()?.add_scalar(a.float("other")?), |x, p| x + p[0], wgsl: "x + p0", saves: Nothing, second_order: true,
     backward: |_, g| one(Ok(g[0].clone())),
     cases: cases!("add_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].add_scalar(1.5), ref: |x| x + 1.5));
-unary_row!(MUL_SCALAR, "mul_scalar", sig: "mul(self, other: float) -> Tensor", doc: "x * c for a number c; `div(c)` runs `mul(1 / c)` (Rust: `mul_scalar`, `div_scalar`).", |x, p| x * p[0], wgsl: "x * p0", saves: Nothing, second_order: true,
+unary_row!(MUL_SCALAR, "mul_scalar", sig: "mul(self, other: scalar) -> Tensor", doc: "x * c for a number c (Rust: `mul_scalar`; `div_scalar` runs it with 1 / c).", fwd: |a| a.this()?.mul_scalar(a.float("other")?), |x, p| x * p[0], wgsl: "x * p0", saves: Nothing, second_order: true,
     backward: |c, g| one(g[0].mul_scalar(p0(c.attrs()))),
     cases: cases!("mul_scalar", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].mul_scalar(-2.5), ref: |x| x * -2.5));
 // PyTorch's clamp: a NaN bound makes every element NaN, NaN elements stay
 // NaN, and min > max makes every element max (the `x < min` branch picks max
 // then, and every other x is above max). The kernel spells this out instead
 // of min(max(..)) because std's and WGSL's min/max ignore or do not define NaN.
-unary_row!(CLAMP, "clamp", sig: "clamp(self, min: float | None = None, max: float | None = None) -> Tensor", doc: "Clamps into [min, max]; either bound may be omitted, not both.",
+unary_row!(CLAMP, "clamp", sig: "clamp(self, min: scalar | None = None, max: scalar | None = None) -> Tensor", doc: "Clamps into [min, max]; either bound may be omitted, not both.", fwd: |a| a.this()?.clamp(a.opt_float("min")?, a.opt_float("max")?),
     |x, p| if p[0].is_nan() || p[1].is_nan() { p[0] + p[1] } else if x < p[0] { if p[0] > p[1] { p[1] } else { p[0] } } else if x > p[1] { p[1] } else { x },
     wgsl: "clamp_(x, p0, p1)", saves: Input, second_order: true,
 backward: |c, g| {
@@ -313,6 +314,7 @@ static TO_DTYPE: OpDef = OpDef {
     name: "to_dtype",
     signature: "to_dtype(self, dtype: DType) -> Tensor",
     doc: "A copy converted to `dtype` (floats to int32 truncate toward zero; nonzero is true).",
+    forward: Some(|a| a.this()?.to_dtype(a.dtype("dtype")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let back = c.input_dtype(0);
@@ -472,6 +474,10 @@ impl Tensor {
     /// min > max every element becomes max. The gradient is 1 where
     /// min <= x <= max (bounds included) and 0 elsewhere.
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            // PyTorch: "At least one of 'min' or 'max' must not be None".
+            return Err(crate::error::Error::value("clamp", "at least one of min and max must be given"));
+        }
         unary(&CLAMP, self, [min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)])
     }
     /// Converts to `dtype` (a copy; gradients flow between float dtypes).

@@ -2,48 +2,12 @@
 //! `Tensor | number` right-hand side, comparisons (bool results), `where`,
 //! casts, `detach`/`clone`, and the in-place ops (`add_`, `fill_`, ...).
 
-use super::{is_absent, out, undef};
+use super::out;
 use crate::dtype::DType;
-use crate::error::Result;
 use crate::tensor::Tensor;
-use crate::web::args::{self, number, Operand, Opts};
+use crate::web::args::{self, number, Operand};
 use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use wasm_bindgen::prelude::*;
-
-/// Methods without arguments that call the skiff method of the same name.
-macro_rules! unary_methods {
-    ($($name:ident: $doc:literal;)*) => {
-        #[wasm_bindgen(js_class = Tensor)]
-        impl JsTensor {
-            $(
-                #[doc = $doc]
-                #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-                pub fn $name(&self) -> JsResult<JsTensor> {
-                    const OP: &str = stringify!($name);
-                    out(OP, self.get(OP)?.$name())
-                }
-            )*
-        }
-    };
-}
-
-unary_methods! {
-    neg: "-this, elementwise.";
-    exp: "e^x, elementwise.";
-    log: "Natural logarithm, elementwise.";
-    sqrt: "Square root, elementwise.";
-    rsqrt: "1 / sqrt(x), elementwise.";
-    abs: "|x|, elementwise.";
-    sign: "-1, 0 or 1 by the sign of each element.";
-    sin: "Sine, elementwise.";
-    cos: "Cosine, elementwise.";
-    tanh: "Hyperbolic tangent, elementwise.";
-    sigmoid: "1 / (1 + e^-x), elementwise.";
-    relu: "max(x, 0), elementwise.";
-    erf: "The error function, elementwise.";
-    silu: "x * sigmoid(x) (SiLU / swish), elementwise.";
-    softplus: "log(1 + e^x), computed stably, elementwise.";
-}
 
 /// Methods taking a Tensor (broadcast) or a number (which runs `$scalar`, a
 /// `JsResult`): the binary ops and their in-place forms.
@@ -69,66 +33,6 @@ macro_rules! operand_methods {
             )*
         }
     };
-}
-
-operand_methods! {
-    add: "this + other (a Tensor, broadcast, or a number).", |x, c| x.add_scalar(c).named(OP);
-    sub: "this - other (a Tensor, broadcast, or a number).", |x, c| x.sub_scalar(c).named(OP);
-    mul: "this * other (a Tensor, broadcast, or a number).", |x, c| x.mul_scalar(c).named(OP);
-    div: "this / other (a Tensor, broadcast, or a number).", |x, c| x.div_scalar(c).named(OP);
-    pow: "this ** exponent (a Tensor, broadcast, or a number).", |x, c| x.pow_scalar(c).named(OP);
-    maximum: "The elementwise larger of this and other (a Tensor, broadcast, or a number).",
-        |x, c| x.maximum(&args::scalar_like(OP, "other", &x, c)?).named(OP);
-    minimum: "The elementwise smaller of this and other (a Tensor, broadcast, or a number).",
-        |x, c| x.minimum(&args::scalar_like(OP, "other", &x, c)?).named(OP);
-}
-
-/// `x OP c` for a number `c`: integer and bool tensors are compared as floats
-/// when `c` is not representable in their dtype (`ints.lt(2.5)`, `mask.eq(2)`).
-fn compare_scalar(x: &Tensor, c: f64, f: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    let exact = match x.dtype() {
-        DType::F32 | DType::F64 => true,
-        DType::I32 => c.fract() == 0.0 && c.abs() <= i32::MAX as f64,
-        DType::Bool => false,
-    };
-    if exact {
-        return f(x, &x.scalar_like(c)?);
-    }
-    let wide = x.to_dtype(if x.device().is_gpu() { DType::F32 } else { DType::F64 })?;
-    f(&wide, &wide.scalar_like(c)?)
-}
-
-/// Comparison methods: bool tensors, no gradient.
-macro_rules! compare_methods {
-    ($($name:ident: $doc:literal;)*) => {
-        #[wasm_bindgen(js_class = Tensor)]
-        impl JsTensor {
-            $(
-                #[doc = $doc]
-                #[wasm_bindgen(unchecked_return_type = "Tensor<'bool'>")]
-                pub fn $name(
-                    &self,
-                    #[wasm_bindgen(unchecked_param_type = "Tensor | number")] other: JsValue,
-                ) -> JsResult<JsTensor> {
-                    const OP: &str = stringify!($name);
-                    let x = self.get(OP)?;
-                    out(OP, match Operand::parse(OP, "other", &other)? {
-                        Operand::Scalar(c) => compare_scalar(&x, c, Tensor::$name),
-                        Operand::Tensor(t) => x.$name(&t),
-                    })
-                }
-            )*
-        }
-    };
-}
-
-compare_methods! {
-    eq: "this == other, elementwise (a bool tensor; other is a Tensor, broadcast, or a number).";
-    ne: "this != other, elementwise (a bool tensor).";
-    lt: "this < other, elementwise (a bool tensor).";
-    le: "this <= other, elementwise (a bool tensor).";
-    gt: "this > other, elementwise (a bool tensor).";
-    ge: "this >= other, elementwise (a bool tensor).";
 }
 
 /// `cond ? a : b` where a number takes the other operand's dtype (checked to
@@ -163,64 +67,6 @@ pub fn where_(
 
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
-    /// `x` where positive, `negativeSlope * x` elsewhere (default slope 0.01).
-    #[wasm_bindgen(js_name = leakyRelu, unchecked_return_type = "Tensor<D>")]
-    pub fn leaky_relu(
-        &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = negativeSlope)] negative_slope: Option<
-            JsValue,
-        >,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "leakyRelu";
-        let x = self.get(OP)?;
-        let slope = undef(negative_slope);
-        let slope = if is_absent(&slope) { 0.01 } else { args::finite_arg(OP, "negativeSlope", &slope)? };
-        out(OP, x.leaky_relu(slope))
-    }
-
-    /// GELU: exact (erf) by default, the tanh approximation with `{ approximate: 'tanh' }`.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn gelu(
-        &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ approximate?: 'none' | 'tanh' }")] options: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "gelu";
-        let x = self.get(OP)?;
-        let options = undef(options);
-        match Opts::known(OP, &options, &["approximate"])?.string("approximate", "none")?.as_str() {
-            "none" => out(OP, x.gelu_erf()),
-            "tanh" => out(OP, x.gelu()),
-            other => {
-                Err(js_error(OP, Kind::Argument, format!("option approximate must be 'none' or 'tanh', got {other:?}")))
-            }
-        }
-    }
-
-    /// Clamps into [min, max]; either bound may be omitted (null or undefined), not both.
-    /// As PyTorch: a NaN bound gives NaN everywhere, min > max gives max everywhere.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn clamp(
-        &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] min: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] max: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "clamp";
-        let x = self.get(OP)?;
-        let bound = |name: &str, v: Option<JsValue>| -> JsResult<Option<f64>> {
-            let v = undef(v);
-            if is_absent(&v) {
-                return Ok(None);
-            }
-            // NaN is a bound like any other: PyTorch's clamp then gives NaN.
-            Ok(Some(number(OP, name, &v)?))
-        };
-        let (lo, hi) = (bound("min", min)?, bound("max", max)?);
-        if lo.is_none() && hi.is_none() {
-            return Err(js_error(OP, Kind::Argument, "at least one of min and max must be given"));
-        }
-        out(OP, x.clamp(lo, hi))
-    }
-
     /// `condition ? this : other`, elementwise with broadcasting (PyTorch's `Tensor.where`).
     #[wasm_bindgen(js_name = "where", unchecked_return_type = "Tensor<D>")]
     pub fn where_method(
@@ -263,14 +109,6 @@ impl JsTensor {
             ));
         }
         Ok(JsTensor::wrap(filled))
-    }
-
-    /// A copy converted to `dtype` ('float32' | 'float64' | 'int32' | 'bool'); gradients flow between float dtypes.
-    #[wasm_bindgen(js_name = toDtype, skip_typescript)]
-    pub fn to_dtype(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "toDtype";
-        let x = self.get(OP)?;
-        out(OP, x.to_dtype(args::dtype(OP, &dtype)?))
     }
 
     /// This as float32 (`toDtype('float32')`).

@@ -13,14 +13,13 @@
 //! are checked here for overflow before skiff does arithmetic with them, and
 //! ops that index an axis are refused on 0-d tensors.
 
+mod call;
 mod elementwise;
 mod nn;
-mod reduce;
 mod shape;
 
-use super::args::{self, describe, Opts};
+use super::args;
 use super::{js_error, JsResult, JsTensor, Kind, Named};
-use crate::ops::composite::Reduction;
 use crate::tensor::Tensor;
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
@@ -192,22 +191,6 @@ fn needs_axis(op: &str, t: &Tensor) -> JsResult<()> {
         return Err(js_error(op, Kind::Shape, "needs a tensor with at least one axis, got a scalar (shape [])"));
     }
     Ok(())
-}
-
-/// `{ reduction: 'mean' | 'sum' | 'none' }` (default 'mean').
-fn reduction(op: &str, o: &Opts) -> JsResult<Reduction> {
-    let v = o.get("reduction");
-    match v.as_string().as_deref() {
-        _ if is_absent(&v) => Ok(Reduction::Mean),
-        Some("mean") => Ok(Reduction::Mean),
-        Some("sum") => Ok(Reduction::Sum),
-        Some("none") => Ok(Reduction::None),
-        _ => Err(js_error(
-            op,
-            Kind::Argument,
-            format!("option reduction must be 'mean', 'sum' or 'none', got {}", describe(&v)),
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! Neural-network functions: convolution and pooling (plus the `unfold` /
-//! `fold` functions behind them), softmax, losses, layer norm, dropout and
-//! embedding. PyTorch has most of these only in `torch.nn.functional`; here
-//! they are `Tensor` methods on the input (`x.conv2d(w)`, `logits.crossEntropy(labels)`).
+//! Convolution and pooling (plus the `unfold` / `fold` functions behind
+//! them). PyTorch has these only in `torch.nn.functional`; here they are
+//! `Tensor` methods on the input (`x.conv2d(w)`). Softmax, the losses, layer
+//! norm, dropout and embedding are generated from the registry (`call.rs`).
 
-use super::{check_numel, is_absent, out, reduction, undef, MAX_NUMEL};
+use super::{check_numel, is_absent, out, undef, MAX_NUMEL};
 use crate::tensor::Tensor;
 use crate::web::args::{self, Opts};
 use crate::web::{js_error, JsResult, JsTensor, Kind};
@@ -108,40 +108,6 @@ fn pool_args(op: &str, x: &Tensor, kernel: &JsValue, options: &JsValue, avg: boo
     Ok(w)
 }
 
-/// Loss methods `name(target, { reduction? })` calling `Tensor::name(&target, reduction)`.
-macro_rules! loss_methods {
-    ($($name:ident, $js:ident: $doc:literal;)*) => {
-        #[wasm_bindgen(js_class = Tensor)]
-        impl JsTensor {
-            $(
-                #[doc = $doc]
-                #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor<D>")]
-                pub fn $name(
-                    &self,
-                    #[wasm_bindgen(unchecked_param_type = "Tensor")] target: JsValue,
-                    #[wasm_bindgen(unchecked_optional_param_type = "{ reduction?: 'mean' | 'sum' | 'none' }")]
-                    options: Option<JsValue>,
-                ) -> JsResult<JsTensor> {
-                    const OP: &str = stringify!($js);
-                    let options = undef(options);
-                    let x = self.get(OP)?;
-                    let target = args::tensor(OP, "target", &target)?;
-                    let r = reduction(OP, &Opts::known(OP, &options, &["reduction"])?)?;
-                    out(OP, x.$name(&target, r))
-                }
-            )*
-        }
-    };
-}
-
-loss_methods! {
-    nll_loss, nllLoss: "Negative log-likelihood of [N, C] log-probabilities against [N] int32 labels.";
-    mse_loss, mseLoss: "Mean squared error against `target` (same shape).";
-    l1_loss, l1Loss: "Mean absolute error against `target` (same shape).";
-    binary_cross_entropy_with_logits, binaryCrossEntropyWithLogits:
-        "Binary cross-entropy of logits (this) against probabilities `target` (same shape), computed stably.";
-}
-
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// 2-D cross-correlation of this [N, C, H, W] with `weight` [O, C/groups, kh, kw] and optional `bias` [O].
@@ -217,84 +183,6 @@ impl JsTensor {
         let x = self.get(OP)?;
         let w = pool_args(OP, &x, &kernel_size, &undef(options), true)?;
         out(OP, x.avg_pool2d(w.kernel, w.stride, w.padding))
-    }
-
-    /// exp(x) / sum(exp(x)) along `dim`.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "softmax";
-        let x = self.get(OP)?;
-        out(OP, x.softmax(args::int_arg(OP, "dim", &dim)?))
-    }
-
-    /// log(softmax(x)) along `dim`, computed stably.
-    #[wasm_bindgen(js_name = logSoftmax, unchecked_return_type = "Tensor<D>")]
-    pub fn log_softmax(&self, #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "logSoftmax";
-        let x = self.get(OP)?;
-        out(OP, x.log_softmax(args::int_arg(OP, "dim", &dim)?))
-    }
-
-    /// Cross-entropy of [N, C] logits (this) against [N] int32 class labels, with optional label smoothing.
-    #[wasm_bindgen(js_name = crossEntropy, unchecked_return_type = "Tensor<D>")]
-    pub fn cross_entropy(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] target: JsValue,
-        #[wasm_bindgen(
-            unchecked_optional_param_type = "{ reduction?: 'mean' | 'sum' | 'none'; labelSmoothing?: number }"
-        )]
-        options: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "crossEntropy";
-        let options = undef(options);
-        let x = self.get(OP)?;
-        let target = args::tensor(OP, "target", &target)?;
-        let o = Opts::known(OP, &options, &["reduction", "labelSmoothing"])?;
-        let r = reduction(OP, &o)?;
-        out(OP, x.cross_entropy(&target, r, o.f64("labelSmoothing", 0.0)?))
-    }
-
-    /// Normalises over the trailing `normalizedShape` dims (biased variance), then applies optional `weight`/`bias`.
-    #[wasm_bindgen(js_name = layerNorm, unchecked_return_type = "Tensor<D>")]
-    pub fn layer_norm(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number | number[]", js_name = normalizedShape)]
-        normalized_shape: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "Tensor | null")] weight: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "Tensor | null")] bias: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ eps?: number }")] options: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "layerNorm";
-        let (weight, bias, options) = (undef(weight), undef(bias), undef(options));
-        let x = self.get(OP)?;
-        let shape = args::dims(OP, "normalizedShape", &normalized_shape)?;
-        let opt = |name: &str, v: &JsValue| if is_absent(v) { Ok(None) } else { args::tensor(OP, name, v).map(Some) };
-        let (weight, bias) = (opt("weight", &weight)?, opt("bias", &bias)?);
-        let eps = Opts::known(OP, &options, &["eps"])?.f64("eps", 1e-5)?;
-        out(OP, x.layer_norm(&shape, weight.as_ref(), bias.as_ref(), eps))
-    }
-
-    /// Zeroes elements with probability `p` (default 0.5) and scales the rest by 1/(1-p); the identity unless `training` (default true).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn dropout(
-        &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "number")] p: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ training?: boolean }")] options: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "dropout";
-        let (p, options) = (undef(p), undef(options));
-        let x = self.get(OP)?;
-        let p = if is_absent(&p) { 0.5 } else { args::finite_arg(OP, "p", &p)? };
-        let training = Opts::known(OP, &options, &["training"])?.bool("training", true)?;
-        out(OP, x.dropout(p, training))
-    }
-
-    /// Embedding lookup with this int32 tensor of indices into the rows of `weight` [V, D] (F.embedding(input, weight)).
-    #[wasm_bindgen(skip_typescript)]
-    pub fn embedding(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] weight: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "embedding";
-        let indices = self.get(OP)?;
-        out(OP, args::tensor(OP, "weight", &weight)?.embedding(&indices))
     }
 }
 

@@ -1,11 +1,11 @@
 //! Movement (reshape, permute, expand, slice, squeeze, flip, ...), joining
-//! and cutting (`cat`, `stack`, `split`, `chunk`, `pad`) and the index ops
-//! (`indexSelect`, `indexAdd`, `gather`, `scatterAdd`).
+//! and cutting (`cat`, `stack`, `split`, `chunk`, `pad`). The index ops are
+//! generated from the registry (`call.rs`).
 
 use super::{check_numel, is_absent, needs_axis, out, shape_arg, signed_shape, undef};
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
-use crate::web::args::{self, Opts};
+use crate::web::args;
 use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
@@ -363,67 +363,6 @@ impl JsTensor {
             check_numel(OP, "the padded tensor", sizes)?;
         }
         out(OP, x.pad(&pairs, value))
-    }
-
-    /// The slices along `dim` at the positions in the 1-D int32 `index`.
-    #[wasm_bindgen(js_name = indexSelect, unchecked_return_type = "Tensor<D>")]
-    pub fn index_select(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "indexSelect";
-        let x = self.get(OP)?;
-        let dim = args::int_arg(OP, "dim", &dim)?;
-        out(OP, x.index_select(dim, &args::tensor(OP, "index", &index)?))
-    }
-
-    /// A copy of this with slice k of `source` (times `alpha`) added at position index[k] along `dim`.
-    #[wasm_bindgen(js_name = indexAdd, unchecked_return_type = "Tensor<D>")]
-    pub fn index_add(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] source: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "{ alpha?: number }")] options: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "indexAdd";
-        let x = self.get(OP)?;
-        let dim = args::int_arg(OP, "dim", &dim)?;
-        let index = args::tensor(OP, "index", &index)?;
-        let source = args::tensor(OP, "source", &source)?;
-        let options = undef(options);
-        let alpha = Opts::known(OP, &options, &["alpha"])?.f64("alpha", 1.0)?;
-        let source = if alpha == 1.0 { source } else { source.mul_scalar(alpha).named(OP)? };
-        out(OP, x.index_add(dim, &index, &source))
-    }
-
-    /// PyTorch's `gather`: out[p] = this[p with p[dim] replaced by index[p]] (int32 `index`).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn gather(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "gather";
-        let x = self.get(OP)?;
-        let dim = args::int_arg(OP, "dim", &dim)?;
-        out(OP, x.gather(dim, &args::tensor(OP, "index", &index)?))
-    }
-
-    /// A copy of this with src[p] added at p with p[dim] replaced by index[p] (PyTorch's `scatter_add`).
-    #[wasm_bindgen(js_name = scatterAdd, unchecked_return_type = "Tensor<D>")]
-    pub fn scatter_add(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] index: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Tensor")] src: JsValue,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "scatterAdd";
-        let x = self.get(OP)?;
-        let dim = args::int_arg(OP, "dim", &dim)?;
-        let index = args::tensor(OP, "index", &index)?;
-        out(OP, x.scatter_add(dim, &index, &args::tensor(OP, "src", &src)?))
     }
 }
 

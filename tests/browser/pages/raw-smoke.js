@@ -16,7 +16,10 @@ export async function run(passName) {
   await initWasm();
   const info = await raw.initBackend(passName === 'webgpu' ? 'webgpu' : 'cpu');
   const x = raw.Tensor.fromData(new Float32Array([1, 2, 3]), [3], {});
-  const y = x.add(1);
+  // Registry ops are generated methods: web/api.js installs them from
+  // opMethods(); the raw module reaches them by id.
+  const add = raw.opMethods().find((m) => m.name === 'add');
+  const y = raw.callMethod1(add.id, x, 1);
   const values = Array.from(await y.data());
   const out = {
     info,

@@ -19,6 +19,7 @@ const api = tracer.api;
 /** init() as the pass needs it; returns what init reported plus navigator.gpu presence. */
 export async function setup(passName) {
   const info = await api.init({ device: passName === 'webgpu' ? 'webgpu' : 'auto' });
+  tracer.refresh();
   return { info: JSON.parse(JSON.stringify(info)), hasGpu: 'gpu' in navigator };
 }
 

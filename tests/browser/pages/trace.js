@@ -123,14 +123,17 @@ function traceValue(path, value) {
  * `untraced(fn)` runs harness code (which may be async) without recording.
  */
 export function makeTracer(skiff) {
-  for (const cls of TRACED_CLASSES) {
-    const C = skiff[cls];
-    // A class the module lacks: the declared-names test reports it.
-    if (typeof C !== 'function') continue;
-    const hide = !RUNS_TEST_CODE.includes(cls);
-    wrapMembers(cls, C.prototype, ['constructor'], hide);
-    wrapMembers(cls, C, ['length', 'name', 'prototype'], hide);
-  }
+  const wrapClasses = () => {
+    for (const cls of TRACED_CLASSES) {
+      const C = skiff[cls];
+      // A class the module lacks: the declared-names test reports it.
+      if (typeof C !== 'function') continue;
+      const hide = !RUNS_TEST_CODE.includes(cls);
+      wrapMembers(cls, C.prototype, ['constructor'], hide);
+      wrapMembers(cls, C, ['length', 'name', 'prototype'], hide);
+    }
+  };
+  wrapClasses();
   const api = new Proxy(skiff, {
     get: (t, k) => (typeof k === 'string' ? traceValue(k, t[k]) : t[k]),
   });
@@ -145,6 +148,11 @@ export function makeTracer(skiff) {
         depth--;
       }
     },
+    /**
+     * Wraps members added since (the Tensor methods the op registry
+     * generates are installed by init(), once the wasm is loaded).
+     */
+    refresh: wrapClasses,
     /** Runs `fn` as test code from inside `untraced` harness code. */
     traced: (fn) => asTestCode(fn)(),
   };
