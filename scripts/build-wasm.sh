@@ -6,6 +6,11 @@
 #   node.cjs                              web/node.js bundled for require()
 # Installs what is missing first (scripts/lib/toolchain.sh): the wasm32 target
 # and wasm-bindgen-cli. SKIFF_WASM_PROFILE=dev gives a fast unoptimised build.
+#
+# `--test` (`npm run build:test`): the test build, with the cargo feature
+# `web-testing` (the `testing.*` and bench exports the browser suites and
+# `npm run bench:browser` call), into pkg-test/. The suites load that build;
+# pkg/, the published package, never carries those exports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/toolchain.sh
@@ -13,14 +18,23 @@ cd "$(dirname "$0")/.."
 ensure_wasm_toolchain
 
 profile="${SKIFF_WASM_PROFILE:-wasm}"
-out="${SKIFF_PKG_DIR:-pkg}"
+features=web
+default_out=pkg
+case "${1:-}" in
+  --test) features=web,web-testing default_out=pkg-test ;;
+  "") ;;
+  *) echo "build: unknown argument $1 (expected nothing or --test)" >&2; exit 2 ;;
+esac
+out="${SKIFF_PKG_DIR:-$default_out}"
 dir="$profile"
 [ "$profile" = dev ] && dir=debug
 wasm="${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/skiff.wasm"
 [ -f "$wasm" ] || echo "build: compiling skiff for wasm32 ($profile profile); the first build takes a few minutes"
 # cdylib only here, so native builds do not link a shared library they never use.
 # Not --quiet: cargo's progress is what a first `npm start` shows while it waits.
-cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown --features web --crate-type cdylib
+# Switching features recompiles skiff (the cdylib's file name carries no hash),
+# so npm test builds the test package first and the published one last.
+cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown --features "$features" --crate-type cdylib
 rm -rf "$out"
 # --weak-refs: wasm-bindgen registers every Tensor handle with a
 # FinalizationRegistry, the safety net that frees forgotten tensors.
@@ -28,4 +42,4 @@ wasm-bindgen --target web --weak-refs --out-dir "$out" --out-name skiff "$wasm"
 node scripts/lib/package-extras.mjs "$out"
 bytes=$(wc -c <"$out/skiff_bg.wasm")
 gz=$(gzip -9 -c "$out/skiff_bg.wasm" | wc -c)
-echo "build: $out/skiff_bg.wasm $((bytes / 1024)) KiB, $((gz / 1024)) KiB gzipped"
+echo "build: $out/skiff_bg.wasm (features $features) $((bytes / 1024)) KiB, $((gz / 1024)) KiB gzipped"

@@ -35,11 +35,19 @@ step "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps (the API docs build without
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
 step "cargo clippy --lib --no-default-features -- -D warnings (the cpu-only build)"
 cargo clippy --lib --no-default-features -- -D warnings
-# The npm package: the wasm32 build with the `web` bindings, then everything
-# that runs it (Node, headless Chromium with WebGPU and without, Vite, tsc).
-step "cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings"
+# The npm package: the wasm32 builds with the `web` bindings, then everything
+# that runs them (Node, headless Chromium with WebGPU and without, Vite, tsc).
+step "cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings (the published bindings)"
 cargo clippy --lib --target wasm32-unknown-unknown --features web -- -D warnings
-step "npm run build (wasm32 + wasm-bindgen into pkg/)"
+step "cargo clippy --lib --target wasm32-unknown-unknown --features web-testing -- -D warnings (with the test exports)"
+cargo clippy --lib --target wasm32-unknown-unknown --features web-testing -- -D warnings
+# Two wasm builds: the suites load the test build (feature web-testing: the
+# testing.* exports) from pkg-test/; the consumer projects and the type tests
+# use pkg/, the published one. The published build comes last, so the
+# prepack of `npm publish --dry-run` below finds it compiled.
+step "npm run build:test (wasm32 with the test exports + wasm-bindgen into pkg-test/)"
+npm run build:test
+step "npm run build (wasm32 + wasm-bindgen into pkg/: the published package)"
 npm run build
 step "node --test tests/browser/ (Node, Chromium on WebGPU and on the cpu fallback, consumer projects, tsc)"
 node --test --test-concurrency=1 tests/browser/

@@ -475,15 +475,17 @@ export const getDefaultDevice = () => raw.getDefaultDevice();
 /** Frees the pools of unused buffers (the cpu pool and the GPU's). */
 export const emptyCache = () => raw.emptyCache();
 
-/** Registry checks for the test suites (not part of the stable API). */
-export const testing = {
-  registryCases: (...a) => raw.registryCases(...a),
-  checkCase: (...a) => raw.checkCase(...a),
-  caseData: (...a) => raw.caseData(...a),
-  registryCoverage: (...a) => raw.registryCoverage(...a),
-  opNames: (...a) => raw.opNames(...a),
-  kernelSources: (...a) => raw.kernelSources(...a),
-  loseDevice: (...a) => raw.loseDevice(...a),
-};
+// The wasm exports behind the cargo feature `web-testing`: in the test build
+// (npm run build:test) only. Looked up by a computed name, so bundlers do not
+// report them missing from the published glue.
+const TESTING = ['registryCases', 'checkCase', 'caseData', 'registryCoverage', 'opNames', 'kernelSources', 'loseDevice'];
+
+/**
+ * Registry checks for the test suites (not part of the stable API): only in
+ * the test build (npm run build:test); undefined in the published package.
+ */
+export const testing = TESTING.every((name) => typeof raw[name] === 'function')
+  ? Object.fromEntries(TESTING.map((name) => [name, (...a) => raw[name](...a)]))
+  : undefined;
 
 export { raw as _raw };

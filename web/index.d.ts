@@ -4,7 +4,7 @@
 // generates are declared below from the registry's signatures; the rest of
 // this file types the JS wrapper around them (web/api.js).
 
-import type { DataOf, DType, DeviceName, ParamGroup } from '../pkg/skiff.js';
+import type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup } from '../pkg/skiff.js';
 import {
   FunctionCtx,
   HookHandle,
@@ -37,7 +37,7 @@ import {
 
 export { FunctionCtx, HookHandle, Loss, LrScheduler, Module, ModuleHookHandle, Optimizer, Tensor };
 export { cat, clipGradNorm, clipGradValue, fold, loadSafetensors, saveSafetensors, stack, unfold, where };
-export type { DataOf, DType, DeviceName, ParamGroup };
+export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup };
 
 /** Nested arrays of numbers (booleans for bool tensors), as `array()` returns them. */
 export type NestedArray = number | boolean | NestedArray[];
@@ -360,39 +360,14 @@ declare class SkiffError extends Error {
 }
 export { SkiffError };
 
-/** `new C(...args)` or `C(...args)`: builds a T (the Rust factory's object). */
-export interface Factory<A extends unknown[], T> {
-  new (...args: A): T;
-  (...args: A): T;
-}
-
 type Args<F> = F extends (...args: infer A) => unknown ? A : never;
 
-/** Layers, containers, losses and weight init, with PyTorch's class names. */
-export const nn: {
-  Linear: Factory<Args<typeof Module.linear>, Module>;
-  Conv2d: Factory<Args<typeof Module.conv2d>, Module>;
-  MaxPool2d: Factory<Args<typeof Module.maxPool2d>, Module>;
-  AvgPool2d: Factory<Args<typeof Module.avgPool2d>, Module>;
-  AdaptiveAvgPool2d: Factory<Args<typeof Module.adaptiveAvgPool2d>, Module>;
-  BatchNorm1d: Factory<Args<typeof Module.batchNorm1d>, Module>;
-  BatchNorm2d: Factory<Args<typeof Module.batchNorm2d>, Module>;
-  LayerNorm: Factory<Args<typeof Module.layerNorm>, Module>;
-  Dropout: Factory<Args<typeof Module.dropout>, Module>;
-  Embedding: Factory<Args<typeof Module.embedding>, Module>;
-  Flatten: Factory<Args<typeof Module.flatten>, Module>;
-  ReLU: Factory<Args<typeof Module.relu>, Module>;
-  LeakyReLU: Factory<Args<typeof Module.leakyRelu>, Module>;
-  GELU: Factory<Args<typeof Module.gelu>, Module>;
-  Sigmoid: Factory<Args<typeof Module.sigmoid>, Module>;
-  Tanh: Factory<Args<typeof Module.tanh>, Module>;
-  SiLU: Factory<Args<typeof Module.silu>, Module>;
-  Softmax: Factory<Args<typeof Module.softmax>, Module>;
-  MultiheadAttention: Factory<Args<typeof Module.multiheadAttention>, Module>;
-  /** Sequential([a, b]) or Sequential(a, b). */
-  Sequential: Factory<Args<typeof Module.sequential> | Module[], Module>;
-  ModuleList: Factory<Partial<Args<typeof Module.moduleList>>, Module>;
-  ModuleDict: Factory<Args<typeof Module.moduleDict>, Module>;
+/**
+ * Layers, containers, losses and weight init, with PyTorch's class names. The layers and
+ * containers (`LayerConstructors`, in pkg/skiff.d.ts) are generated from the layer table in
+ * src/web/nn/layers.rs, like their JS constructors.
+ */
+export const nn: LayerConstructors & {
   CrossEntropyLoss: Factory<Args<typeof Loss.crossEntropyLoss>, Loss>;
   NLLLoss: Factory<Args<typeof Loss.nllLoss>, Loss>;
   MSELoss: Factory<Args<typeof Loss.mseLoss>, Loss>;
@@ -430,7 +405,7 @@ export const optim: Schedulers & {
   lrScheduler: Schedulers;
 };
 
-/** Registry checks used by the test suites (not a stable API). */
+/** Registry checks used by the test suites (not a stable API): only in the test build (npm run build:test). */
 export const testing: {
   registryCases(): { op: string; kind: string; caseIndex: number; caseName: string; secondOrder: boolean }[];
   checkCase(op: string, caseIndex: number, options: { gpu: boolean }): Promise<{ op: string; caseName: string; checks: string[] }>;
@@ -445,4 +420,4 @@ export const testing: {
   kernelSources(): [string, string][];
   /** Destroys the WebGPU device init() opened (every later GPU op fails): for tests of device-loss handling. */
   loseDevice(): void;
-};
+} | undefined;

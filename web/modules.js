@@ -31,31 +31,28 @@ function layer(name, factory) {
   });
 }
 
+if (!Array.isArray(raw.LAYER_TABLE)) {
+  throw new Error('skiff: pkg/skiff.js has no LAYER_TABLE (a wasm-bindgen output not made by npm run build): run npm run build');
+}
+
+/**
+ * The layer and container constructors, one per row of the layer table
+ * (src/web/nn/layers.rs), which npm run build writes into pkg/skiff.js. A
+ * `rest` row takes its modules as one array or as separate arguments:
+ * Sequential([a, b]) or Sequential(a, b), as in PyTorch.
+ */
+const layers = Object.fromEntries(
+  raw.LAYER_TABLE.map(({ name, factory, rest }) => {
+    const make = rest
+      ? (...a) => raw.Module[factory](a.length === 1 && Array.isArray(a[0]) ? a[0] : a)
+      : (...a) => raw.Module[factory](...a);
+    return [name, layer(name, make)];
+  }),
+);
+
 /** Layers, containers, losses and weight init, with PyTorch's class names. */
 export const nn = {
-  Linear: layer('Linear', (...a) => raw.Module.linear(...a)),
-  Conv2d: layer('Conv2d', (...a) => raw.Module.conv2d(...a)),
-  MaxPool2d: layer('MaxPool2d', (...a) => raw.Module.maxPool2d(...a)),
-  AvgPool2d: layer('AvgPool2d', (...a) => raw.Module.avgPool2d(...a)),
-  AdaptiveAvgPool2d: layer('AdaptiveAvgPool2d', (...a) => raw.Module.adaptiveAvgPool2d(...a)),
-  BatchNorm1d: layer('BatchNorm1d', (...a) => raw.Module.batchNorm1d(...a)),
-  BatchNorm2d: layer('BatchNorm2d', (...a) => raw.Module.batchNorm2d(...a)),
-  LayerNorm: layer('LayerNorm', (...a) => raw.Module.layerNorm(...a)),
-  Dropout: layer('Dropout', (...a) => raw.Module.dropout(...a)),
-  Embedding: layer('Embedding', (...a) => raw.Module.embedding(...a)),
-  Flatten: layer('Flatten', (...a) => raw.Module.flatten(...a)),
-  ReLU: layer('ReLU', () => raw.Module.relu()),
-  LeakyReLU: layer('LeakyReLU', (...a) => raw.Module.leakyRelu(...a)),
-  GELU: layer('GELU', (...a) => raw.Module.gelu(...a)),
-  Sigmoid: layer('Sigmoid', () => raw.Module.sigmoid()),
-  Tanh: layer('Tanh', () => raw.Module.tanh()),
-  SiLU: layer('SiLU', () => raw.Module.silu()),
-  Softmax: layer('Softmax', (...a) => raw.Module.softmax(...a)),
-  MultiheadAttention: layer('MultiheadAttention', (...a) => raw.Module.multiheadAttention(...a)),
-  /** Sequential([a, b]) or Sequential(a, b), as in PyTorch. */
-  Sequential: layer('Sequential', (...a) => raw.Module.sequential(a.length === 1 && Array.isArray(a[0]) ? a[0] : a)),
-  ModuleList: layer('ModuleList', (modules = []) => raw.Module.moduleList(modules)),
-  ModuleDict: layer('ModuleDict', (modules = {}) => raw.Module.moduleDict(modules)),
+  ...layers,
   CrossEntropyLoss: ctor('CrossEntropyLoss', (...a) => raw.Loss.crossEntropyLoss(...a)),
   NLLLoss: ctor('NLLLoss', (...a) => raw.Loss.nllLoss(...a)),
   MSELoss: ctor('MSELoss', (...a) => raw.Loss.mseLoss(...a)),

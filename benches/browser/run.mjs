@@ -1,6 +1,7 @@
 // npm run bench:browser: the browser benchmarks in headless Chromium, on WebGPU
-// (SwiftShader) and on the cpu fallback (WebGPU hidden). Needs `npm run build`
-// first (a release build: the numbers mean nothing for a dev build). Prints a
+// (SwiftShader) and on the cpu fallback (WebGPU hidden). Needs `npm run build:test`
+// first (the test build, which has the benchMatmul export; a release build: the
+// numbers mean nothing for a dev build). Prints a
 // table; not part of npm test (timings are never asserted).
 import { PASSES, assertBuilt, loadSuite, openSession } from '../../tests/browser/lib/browser.mjs';
 

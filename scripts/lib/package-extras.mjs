@@ -1,6 +1,7 @@
 // The package files `npm run build` adds to wasm-bindgen's output in pkg/
 // (node scripts/lib/package-extras.mjs <pkg dir>), after making the
-// generated Tensor class generic over its dtype (patch-dts.mjs):
+// generated Tensor class generic over its dtype (patch-dts.mjs) and writing
+// the layer table into the glue (layer-table.mjs):
 // - skiff_bg.wasm.base64.js: the .wasm as a base64 string module, imported by
 //   web/dev.js (bundlers' development servers, which move the JS away from it);
 // - node.cjs: web/node.js and everything it imports bundled by esbuild into
@@ -14,12 +15,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { patchDts } from './patch-dts.mjs';
+import { writeLayerTable } from './layer-table.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.resolve(root, process.argv[2] ?? 'pkg');
 
 const dts = path.join(out, 'skiff.d.ts');
 fs.writeFileSync(dts, patchDts(fs.readFileSync(dts, 'utf8')));
+await writeLayerTable(out);
 
 const wasm = fs.readFileSync(path.join(out, 'skiff_bg.wasm'));
 fs.writeFileSync(

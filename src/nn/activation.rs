@@ -1,6 +1,6 @@
 //! Parameter-free activation layers.
 
-use super::{Core, Layer};
+use super::{py_float, Core, Layer};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -24,6 +24,9 @@ macro_rules! activation {
             }
             fn core(&self) -> &Core {
                 &self.core
+            }
+            fn type_name(&self) -> &'static str {
+                stringify!($Name)
             }
         }
     };
@@ -62,6 +65,12 @@ impl Layer for LeakyReLU {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "LeakyReLU"
+    }
+    fn extra_repr(&self) -> String {
+        format!("negative_slope={}", py_float(self.negative_slope))
+    }
 }
 
 /// Which GELU formula (PyTorch's `approximate`).
@@ -98,6 +107,16 @@ impl Layer for GELU {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "GELU"
+    }
+    fn extra_repr(&self) -> String {
+        let name = match self.approximate {
+            GeluApproximate::None => "none",
+            GeluApproximate::Tanh => "tanh",
+        };
+        format!("approximate='{name}'")
+    }
 }
 
 /// Softmax along `axis`.
@@ -116,5 +135,11 @@ impl Layer for Softmax {
     }
     fn core(&self) -> &Core {
         &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "Softmax"
+    }
+    fn extra_repr(&self) -> String {
+        format!("dim={}", self.axis)
     }
 }

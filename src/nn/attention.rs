@@ -1,7 +1,7 @@
 //! Multi-head attention (PyTorch's `nn.MultiheadAttention` with batch_first).
 
 use super::init;
-use super::{Core, Layer, Linear, Param};
+use super::{py_float, Core, Layer, Linear, Param};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -156,5 +156,23 @@ impl Layer for MultiHeadAttention {
     }
     fn children(&self) -> Vec<(String, &dyn Layer)> {
         vec![("out_proj".to_string(), &self.out_proj as &dyn Layer)]
+    }
+    fn type_name(&self) -> &'static str {
+        "MultiheadAttention"
+    }
+    /// PyTorch prints no extra_repr for attention; skiff shows the sizes and
+    /// the settings that differ from their defaults (`causal` is skiff's).
+    fn extra_repr(&self) -> String {
+        let mut s = format!("embed_dim={}, num_heads={}", self.embed_dim, self.num_heads);
+        if self.dropout != 0.0 {
+            s += &format!(", dropout={}", py_float(self.dropout));
+        }
+        if self.in_proj_bias.is_none() {
+            s += ", bias=False";
+        }
+        if self.causal {
+            s += ", causal=True";
+        }
+        s
     }
 }

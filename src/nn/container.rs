@@ -80,6 +80,9 @@ impl Layer for Sequential {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "Sequential"
+    }
     fn children(&self) -> Vec<(String, &dyn Layer)> {
         indexed(&self.layers)
     }
@@ -129,6 +132,9 @@ impl Layer for LayerList {
     }
     fn core(&self) -> &Core {
         &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "ModuleList"
     }
     fn children(&self) -> Vec<(String, &dyn Layer)> {
         indexed(&self.layers)
@@ -182,6 +188,9 @@ impl Layer for LayerDict {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "ModuleDict"
+    }
     fn children(&self) -> Vec<(String, &dyn Layer)> {
         self.layers.iter().map(|(k, l)| (k.clone(), l.as_ref())).collect()
     }
@@ -207,6 +216,12 @@ macro_rules! delegate_layer {
             }
             fn children(&self) -> Vec<(String, &dyn Layer)> {
                 (**self).children()
+            }
+            fn type_name(&self) -> &'static str {
+                (**self).type_name()
+            }
+            fn extra_repr(&self) -> String {
+                (**self).extra_repr()
             }
             fn forward(&self, x: &Tensor) -> Result<Tensor> {
                 (**self).forward(x)

@@ -1,7 +1,7 @@
 //! Layers with weights: Linear, Conv2d, Embedding (PyTorch's initialisations).
 
 use super::init::{self, FanMode, Nonlinearity};
-use super::{Core, Layer, Param};
+use super::{py_bool, py_pair, Core, Layer, Param};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -98,6 +98,14 @@ impl Layer for Linear {
     fn local_parameters(&self) -> Vec<(String, Param)> {
         weight_and_bias(&self.weight, &self.bias)
     }
+    fn type_name(&self) -> &'static str {
+        "Linear"
+    }
+    fn extra_repr(&self) -> String {
+        let w = self.weight.get();
+        let (out_features, in_features) = (w.shape()[0], w.shape()[1]);
+        format!("in_features={in_features}, out_features={out_features}, bias={}", py_bool(self.bias.is_some()))
+    }
 }
 
 /// Options of `Conv2d` (PyTorch's defaults).
@@ -188,6 +196,30 @@ impl Layer for Conv2d {
     fn local_parameters(&self) -> Vec<(String, Param)> {
         weight_and_bias(&self.weight, &self.bias)
     }
+    fn type_name(&self) -> &'static str {
+        "Conv2d"
+    }
+    /// PyTorch's: the settings that differ from their defaults after the sizes.
+    fn extra_repr(&self) -> String {
+        let (c, w) = (&self.config, self.weight.get());
+        let (out_channels, in_channels) = (w.shape()[0], w.shape()[1] * c.groups);
+        let kernel = [w.shape()[2], w.shape()[3]];
+        let mut s =
+            format!("{in_channels}, {out_channels}, kernel_size={}, stride={}", py_pair(kernel), py_pair(c.stride));
+        if c.padding != [0, 0] {
+            s += &format!(", padding={}", py_pair(c.padding));
+        }
+        if c.dilation != [1, 1] {
+            s += &format!(", dilation={}", py_pair(c.dilation));
+        }
+        if c.groups != 1 {
+            s += &format!(", groups={}", c.groups);
+        }
+        if self.bias.is_none() {
+            s += ", bias=False";
+        }
+        s
+    }
 }
 
 /// A lookup table `[num_embeddings, dim]` initialised N(0, 1); the input is an
@@ -216,5 +248,12 @@ impl Layer for Embedding {
     }
     fn local_parameters(&self) -> Vec<(String, Param)> {
         vec![("weight".to_string(), self.weight.clone())]
+    }
+    fn type_name(&self) -> &'static str {
+        "Embedding"
+    }
+    fn extra_repr(&self) -> String {
+        let w = self.weight.get();
+        format!("{}, {}", w.shape()[0], w.shape()[1])
     }
 }

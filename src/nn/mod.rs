@@ -36,6 +36,7 @@ mod linear;
 pub mod loss;
 mod norm;
 mod pool;
+mod repr;
 
 pub use activation::{GeluApproximate, LeakyReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
 pub use attention::MultiHeadAttention;
@@ -45,6 +46,7 @@ pub use linear::{Conv2d, Conv2dConfig, Embedding, Linear};
 pub use loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
+pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
 
 use crate::autograd::no_grad;
 use crate::device::Device;
@@ -170,6 +172,8 @@ fn prefixed(prefix: &str, name: &str) -> String {
 /// assert_eq!(names, ["scale", "inner.weight", "inner.bias"]);
 /// block.eval();
 /// assert!(!block.inner.is_training());
+/// // PyTorch's printed form; the class name defaults to the Rust type's.
+/// assert_eq!(block.repr(), "Residual(\n  (inner): Linear(in_features=4, out_features=4, bias=True)\n)");
 ///
 /// // The scale starts at 0, so the block starts as the identity.
 /// let x = Tensor::randn(&[2, 4], DType::F32)?;
@@ -195,6 +199,25 @@ pub trait Layer: Send + Sync {
     /// The direct child layers with their names.
     fn children(&self) -> Vec<(String, &dyn Layer)> {
         Vec::new()
+    }
+
+    /// PyTorch's class name (`Linear`, `Conv2d`, `Sequential`, `ModuleList`,
+    /// ...), which starts the layer's [`repr`](Layer::repr). Defaults to the
+    /// Rust type's name (`Residual` for `my_crate::Residual<T>`).
+    fn type_name(&self) -> &'static str {
+        repr::short_type_name(std::any::type_name::<Self>())
+    }
+    /// PyTorch's `extra_repr`: the layer's settings as its repr shows them
+    /// (`in_features=4, out_features=8, bias=True`); empty by default.
+    fn extra_repr(&self) -> String {
+        String::new()
+    }
+    /// What PyTorch's `print(model)` prints: `Linear(in_features=4, ...)`
+    /// for a leaf; for a layer with children, its extra lines and then each
+    /// child as `(name): repr`, indented by two spaces. `dyn Layer`'s
+    /// `Display` prints the same.
+    fn repr(&self) -> String {
+        repr::render(self)
     }
 
     /// Runs the forward pre-hooks, `forward_impl`, then the post-hooks (each

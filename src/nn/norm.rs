@@ -1,6 +1,6 @@
 //! Normalisation and regularisation layers: BatchNorm1d/2d, LayerNorm, Dropout.
 
-use super::{Core, Layer, Param};
+use super::{py_bool, py_float, py_tuple, Core, Layer, Param};
 use crate::autograd::no_grad;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -175,6 +175,20 @@ impl<const D: usize> Layer for BatchNorm<D> {
         v.extend(self.num_batches_tracked.iter().map(|p| ("num_batches_tracked".to_string(), p.clone())));
         v
     }
+    fn type_name(&self) -> &'static str {
+        Self::name()
+    }
+    fn extra_repr(&self) -> String {
+        let c = &self.config;
+        format!(
+            "{}, eps={}, momentum={}, affine={}, track_running_stats={}",
+            self.num_features,
+            py_float(c.eps),
+            py_float(c.momentum),
+            py_bool(c.affine),
+            py_bool(c.track_running_stats)
+        )
+    }
 }
 
 /// Layer normalisation over the trailing `normalized_shape` axes, with an
@@ -228,6 +242,17 @@ impl Layer for LayerNorm {
         v.extend(self.bias.iter().map(|p| ("bias".to_string(), p.clone())));
         v
     }
+    fn type_name(&self) -> &'static str {
+        "LayerNorm"
+    }
+    fn extra_repr(&self) -> String {
+        format!(
+            "{}, eps={}, elementwise_affine={}",
+            py_tuple(&self.normalized_shape),
+            py_float(self.eps),
+            py_bool(self.weight.is_some())
+        )
+    }
 }
 
 /// Zeroes elements with probability `p` (scaling the rest by 1/(1-p)) in
@@ -252,5 +277,12 @@ impl Layer for Dropout {
     }
     fn core(&self) -> &Core {
         &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "Dropout"
+    }
+    /// PyTorch's without `inplace` (skiff's dropout is never in place).
+    fn extra_repr(&self) -> String {
+        format!("p={}", py_float(self.p))
     }
 }

@@ -1,6 +1,6 @@
 //! Pooling and reshaping layers: MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten.
 
-use super::{Core, Layer};
+use super::{py_pair, Core, Layer};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -40,6 +40,17 @@ impl Layer for MaxPool2d {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "MaxPool2d"
+    }
+    fn extra_repr(&self) -> String {
+        format!(
+            "kernel_size={}, stride={}, padding={}",
+            py_pair(self.kernel),
+            py_pair(self.stride),
+            py_pair(self.padding)
+        )
+    }
 }
 
 /// Mean over windows (floor mode, zero padding counted). Stride defaults to the kernel.
@@ -64,6 +75,17 @@ impl Layer for AvgPool2d {
     }
     fn core(&self) -> &Core {
         &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "AvgPool2d"
+    }
+    fn extra_repr(&self) -> String {
+        format!(
+            "kernel_size={}, stride={}, padding={}",
+            py_pair(self.kernel),
+            py_pair(self.stride),
+            py_pair(self.padding)
+        )
     }
 }
 
@@ -117,6 +139,12 @@ impl Layer for AdaptiveAvgPool2d {
     fn core(&self) -> &Core {
         &self.core
     }
+    fn type_name(&self) -> &'static str {
+        "AdaptiveAvgPool2d"
+    }
+    fn extra_repr(&self) -> String {
+        format!("output_size={}", py_pair(self.output_size))
+    }
 }
 
 /// Flattens axes `start..=end` (default 1..=-1) into one.
@@ -144,5 +172,11 @@ impl Layer for Flatten {
     }
     fn core(&self) -> &Core {
         &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "Flatten"
+    }
+    fn extra_repr(&self) -> String {
+        format!("start_dim={}, end_dim={}", self.start, self.end)
     }
 }

@@ -20,6 +20,7 @@
 
 mod args;
 mod autograd;
+#[cfg(feature = "web-testing")]
 mod bench;
 mod error;
 mod handles;
@@ -29,7 +30,9 @@ mod optim;
 mod opts;
 mod runtime;
 mod tensor;
+#[cfg(feature = "web-testing")]
 mod testing;
+#[cfg(feature = "web-testing")]
 mod testing_cases;
 
 pub use args::{Operand, Opts};

@@ -24,7 +24,7 @@ const project = (...args) => {
 };
 
 before(() => {
-  assertBuilt({ wrapper: true });
+  assertBuilt({ wrapper: true, published: true });
   pack = packPackage();
   example = readmeExample();
 });
@@ -52,6 +52,17 @@ test('the tarball holds the package and what its README shows, nothing else', ()
   for (const t of [...targets, manifest.main.slice(2), manifest.types.slice(2)]) {
     assert.ok(files.has(t), `package.json names ${t}, which is not in the tarball`);
   }
+});
+
+test('the published build carries no test exports (the cargo feature web-testing is off)', () => {
+  // What the glue of a build with web-testing exports (npm run build:test): the registry checks,
+  // the WGSL sources, loseDevice and the benchmark.
+  const testOnly = ['registryCases', 'checkCase', 'caseData', 'kernelSources', 'loseDevice', 'benchMatmul'];
+  const glue = fs.readFileSync(path.join(REPO, 'pkg/skiff.js'), 'utf8');
+  const exported = new Set([...glue.matchAll(/^export (?:async )?function (\w+)/gm)].map((m) => m[1]));
+  assert.ok(exported.has('layerTable') && exported.size > 20, `the glue's exports are readable (found ${exported.size})`);
+  assert.deepEqual(testOnly.filter((name) => exported.has(name)), [], 'test-only exports in the published pkg/skiff.js');
+  assert.match(glue, /^export const LAYER_TABLE = /m, 'npm run build wrote the layer table into the glue');
 });
 
 describe('Node', () => {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { REPO, assertBuilt } from './lib/browser.mjs';
 
 test('tests/types/cjs/usage.cts type-checks through require()', { timeout: 120_000 }, async () => {
-  assertBuilt();
+  assertBuilt({ published: true });
   const tsc = path.join(REPO, 'node_modules/typescript/bin/tsc');
   const args = [tsc, '--noEmit', '-p', 'tests/types/cjs/tsconfig.json', '--pretty', 'false', '--traceResolution'];
   const { code, out } = await new Promise((resolve) => {

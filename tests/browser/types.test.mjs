@@ -8,7 +8,7 @@ import path from 'node:path';
 import { REPO, assertBuilt } from './lib/browser.mjs';
 
 test('tests/types/usage.ts type-checks against web/index.d.ts', { timeout: 120_000 }, async () => {
-  assertBuilt(); // web/index.d.ts builds on pkg/skiff.d.ts
+  assertBuilt({ published: true }); // web/index.d.ts builds on pkg/skiff.d.ts
   assert.ok(fs.existsSync(path.join(REPO, 'web/index.d.ts')), 'web/index.d.ts (the package types) is missing');
   const tsc = path.join(REPO, 'node_modules/typescript/bin/tsc');
   const { code, out } = await new Promise((resolve) => {

@@ -2,8 +2,10 @@
 //! state-dict and safetensors functions and the `nn.init` helpers.
 //!
 //! A `Module` handle shares one registry `Entry` (`module.rs`): the layer (an
-//! `Arc<dyn Layer>`), what it is (for `toString` and the container
-//! accessors), and for containers the entries of their children. Containers
+//! `Arc<dyn Layer>`, which gives the class name and `toString`), what it is
+//! (for the container accessors and attention), and for containers the
+//! entries of their children. The layer factories are the rows of one table
+//! (`layers.rs`, expanded by `layer_table.rs`). Containers
 //! are built from JS `Module` arguments found through the `_skiffModuleId`
 //! getter (like tensors through `_skiffId`), so the caller's handles stay
 //! usable and the layers are shared: a module placed in a `sequential` is the
@@ -12,6 +14,7 @@
 
 mod init;
 mod io;
+mod layer_table;
 mod layers;
 mod loss;
 mod module;
@@ -27,29 +30,5 @@ pub(crate) fn bag<'a>(op: &'a str, v: &'a JsValue, allowed: &[&str]) -> JsResult
     Opts::known(op, v, allowed)
 }
 
-/// Python's spelling of a float in reprs (`1e-05`, `0.1`, `1.0`).
-pub(crate) fn py_float(x: f64) -> String {
-    if x != 0.0 && x.is_finite() && (x.abs() < 1e-4 || x.abs() >= 1e16) {
-        let s = format!("{x:e}");
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
-                format!("{m}e{sign}{digits:0>2}")
-            }
-            None => s,
-        }
-    } else if x.is_finite() && x.fract() == 0.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x}")
-    }
-}
-
-/// Python's spelling of a bool.
-pub(crate) fn py_bool(b: bool) -> &'static str {
-    if b {
-        "True"
-    } else {
-        "False"
-    }
-}
+/// Python's spellings for the reprs of losses and optimizers (shared with the layers').
+pub(crate) use crate::nn::{py_bool, py_float};

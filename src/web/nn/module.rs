@@ -1,5 +1,7 @@
 //! The `Module` class: the registry of module entries, the handles, hooks,
-//! state dicts and `toString`.
+//! state dicts and `toString`. A module's class name and repr are its
+//! layer's (`Layer::type_name`, `Layer::repr`); the entry adds only what JS
+//! needs: the handles of a container's children.
 
 use super::bag;
 use crate::error::Error;
@@ -30,19 +32,15 @@ pub(crate) enum Kind {
     Dict,
 }
 
-/// One module: its layer and what `toString` and the accessors need.
+/// One module: its layer (which knows its name and repr) and what the
+/// container accessors need.
 pub(crate) struct Entry {
     id: u32,
     pub(super) layer: Arc<dyn Layer>,
     kind: Kind,
-    /// PyTorch's class name ("Linear", "Sequential", ...).
-    name: &'static str,
-    /// PyTorch's `extra_repr` ("in_features=4, out_features=8, bias=True").
-    extra: String,
-    /// A container's children, in order.
+    /// A container's children, in order: the entries of the JS handles it was
+    /// built from, so `get`/`children` return handles to the same modules.
     children: Vec<(String, Rc<Entry>)>,
-    /// Sub-layers that have no entry of their own (attention's out_proj), rendered.
-    fixed: Vec<(String, String)>,
 }
 
 impl Drop for Entry {
@@ -69,31 +67,20 @@ thread_local! {
 pub(crate) struct Spec {
     pub layer: Arc<dyn Layer>,
     pub kind: Kind,
-    pub name: &'static str,
-    pub extra: String,
     pub children: Vec<(String, Rc<Entry>)>,
-    pub fixed: Vec<(String, String)>,
 }
 
 impl Spec {
     /// A plain layer without children.
-    pub fn layer(layer: impl Layer + 'static, name: &'static str, extra: String) -> Spec {
-        Spec { layer: Arc::new(layer), kind: Kind::Layer, name, extra, children: Vec::new(), fixed: Vec::new() }
+    pub fn layer(layer: impl Layer + 'static) -> Spec {
+        Spec { layer: Arc::new(layer), kind: Kind::Layer, children: Vec::new() }
     }
     /// Registers the entry and returns a handle to it.
     pub fn build(self) -> JsModule {
         MODULES.with(|m| {
             let mut m = m.borrow_mut();
             m.next_id = m.next_id.wrapping_add(1).max(1); // 0 is the blank handle's
-            let entry = Rc::new(Entry {
-                id: m.next_id,
-                layer: self.layer,
-                kind: self.kind,
-                name: self.name,
-                extra: self.extra,
-                children: self.children,
-                fixed: self.fixed,
-            });
+            let entry = Rc::new(Entry { id: m.next_id, layer: self.layer, kind: self.kind, children: self.children });
             m.live.insert(entry.id, Rc::downgrade(&entry));
             JsModule { entry }
         })
@@ -101,26 +88,9 @@ impl Spec {
 }
 
 impl Entry {
-    /// PyTorch's module repr: `Name(extra)`, children indented below.
-    fn repr(&self) -> String {
-        let lines: Vec<String> = self
-            .children
-            .iter()
-            .map(|(k, c)| format!("({k}): {}", c.repr()))
-            .chain(self.fixed.iter().map(|(k, r)| format!("({k}): {r}")))
-            .collect();
-        if lines.is_empty() {
-            return format!("{}({})", self.name, self.extra);
-        }
-        let mut s = format!("{}(\n", self.name);
-        let extra = (!self.extra.is_empty()).then(|| self.extra.clone());
-        for l in extra.into_iter().chain(lines) {
-            s.push_str("  ");
-            s.push_str(&l.replace('\n', "\n  "));
-            s.push('\n');
-        }
-        s.push(')');
-        s
+    /// PyTorch's class name ("Linear", "Sequential", ...), from the layer.
+    fn name(&self) -> &'static str {
+        self.layer.type_name()
     }
 }
 
@@ -132,15 +102,7 @@ thread_local! {
 /// A `Module` handle in no registry (id 0), made once to find the JS class.
 fn blank_module() -> JsValue {
     let relu: Arc<dyn Layer> = Arc::new(crate::nn::ReLU::new());
-    let entry = Entry {
-        id: 0,
-        layer: relu,
-        kind: Kind::Layer,
-        name: "ReLU",
-        extra: String::new(),
-        children: Vec::new(),
-        fixed: Vec::new(),
-    };
+    let entry = Entry { id: 0, layer: relu, kind: Kind::Layer, children: Vec::new() };
     JsModule { entry: Rc::new(entry) }.into()
 }
 
@@ -221,12 +183,12 @@ impl JsModule {
     /// PyTorch's class name: 'Linear', 'Conv2d', 'Sequential', ...
     #[wasm_bindgen(getter, js_name = typeName)]
     pub fn type_name(&self) -> String {
-        self.entry.name.to_string()
+        self.entry.name().to_string()
     }
 
     /// Runs the module on `x` (forward pre-hooks, the layer, forward hooks).
     pub fn forward(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] x: JsValue) -> JsResult<JsTensor> {
-        let op = format!("{}.forward", self.entry.name);
+        let op = format!("{}.forward", self.entry.name());
         let x = args::tensor(&op, "x", &x)?;
         Ok(JsTensor::wrap(self.entry.layer.forward(&x).within(&op)?))
     }
@@ -287,13 +249,13 @@ impl JsModule {
                     format!("index must be an integer, got {}", describe(&key)),
                 ))
             }
-            _ => return Err(js_error(OP, ErrorKind::Value, format!("a {} has no children to get", self.entry.name))),
+            _ => return Err(js_error(OP, ErrorKind::Value, format!("a {} has no children to get", self.entry.name()))),
         };
         found.map(|(_, c)| JsModule { entry: c.clone() }).ok_or_else(|| {
             js_error(
                 OP,
                 ErrorKind::Value,
-                format!("no child {} in this {} of {}", describe(&key), self.entry.name, kids.len()),
+                format!("no child {} in this {} of {}", describe(&key), self.entry.name(), kids.len()),
             )
         })
     }
@@ -443,7 +405,7 @@ impl JsModule {
             return Err(js_error(
                 OP,
                 ErrorKind::Argument,
-                format!("needs a MultiheadAttention module, this is a {}", self.entry.name),
+                format!("needs a MultiheadAttention module, this is a {}", self.entry.name()),
             ));
         };
         let options = options.unwrap_or(JsValue::UNDEFINED);
@@ -459,6 +421,6 @@ impl JsModule {
     /// A PyTorch-style summary: `Sequential(\n  (0): Linear(in_features=4, ...)\n)`.
     #[wasm_bindgen(js_name = toString)]
     pub fn to_js_string(&self) -> String {
-        self.entry.repr()
+        self.entry.layer.repr()
     }
 }

@@ -10,9 +10,15 @@ import { serve } from '../../../scripts/lib/static-server.mjs';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const CHROMIUM = process.env.SKIFF_CHROMIUM ?? '/usr/bin/chromium';
-// For development only: serve /pkg/ from another wasm-bindgen output
-// (e.g. SKIFF_PKG_DIR=/tmp/pkg-dev SKIFF_WASM_PROFILE=dev npm run build).
-export const PKG_DIR = process.env.SKIFF_TEST_PKG_DIR ? path.resolve(process.env.SKIFF_TEST_PKG_DIR) : path.join(REPO, 'pkg');
+// The build the suites load as /pkg/ (and install for Node): the test build,
+// `npm run build:test` into pkg-test/, whose wasm has the exports behind the
+// cargo feature web-testing (`testing.*`). SKIFF_TEST_PKG_DIR serves another
+// wasm-bindgen output instead (e.g. SKIFF_PKG_DIR=/tmp/pkg-dev
+// SKIFF_WASM_PROFILE=dev npm run build:test).
+export const PKG_DIR = process.env.SKIFF_TEST_PKG_DIR ? path.resolve(process.env.SKIFF_TEST_PKG_DIR) : path.join(REPO, 'pkg-test');
+// The published build (`npm run build`): what `npm pack` ships, what the
+// consumer projects install and the type tests read.
+export const PUBLISHED_PKG_DIR = path.join(REPO, 'pkg');
 
 // TOOLCHAIN.md: without the networking flags Chromium floods the closed network.
 const BASE_ARGS = [
@@ -40,11 +46,16 @@ export const PASSES = {
   cpu: { name: 'cpu', gpu: false, args: BASE_ARGS, initScript: HIDE_WEBGPU },
 };
 
-/** Throws the "build first" error when pkg/ (or, with `wrapper`, web/) is missing. */
-export function assertBuilt({ wrapper = false } = {}) {
-  const wasm = path.join(PKG_DIR, 'skiff_bg.wasm');
-  if (!fs.existsSync(wasm) || !fs.existsSync(path.join(PKG_DIR, 'skiff.js'))) {
-    throw new Error(`${wasm} is missing: run npm run build first`);
+/**
+ * Throws the "build first" error when the test build (with `published`, pkg/;
+ * with `wrapper`, also web/) is missing.
+ */
+export function assertBuilt({ wrapper = false, published = false } = {}) {
+  const dir = published ? PUBLISHED_PKG_DIR : PKG_DIR;
+  const wasm = path.join(dir, 'skiff_bg.wasm');
+  if (!fs.existsSync(wasm) || !fs.existsSync(path.join(dir, 'skiff.js'))) {
+    const how = published ? 'npm run build' : process.env.SKIFF_TEST_PKG_DIR ? 'the build SKIFF_TEST_PKG_DIR names' : 'npm run build:test';
+    throw new Error(`${wasm} is missing: run ${how} first`);
   }
   if (wrapper && !fs.existsSync(path.join(REPO, 'web/index.js'))) {
     throw new Error('web/index.js (the JS wrapper) is missing');

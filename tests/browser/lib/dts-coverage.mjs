@@ -5,7 +5,7 @@
 //
 // A small parser for the shapes these two files use, not for TypeScript in
 // general: `export function f`, `export const ns: { ... }` (object types,
-// `A & { ... }`, and interfaces of the file), `export { A, B as C }`,
+// `A & { ... }`, `{ ... } | undefined`, and interfaces of either file), `export { A, B as C }`,
 // `declare class`, the `declare module` augmentation of Tensor, and
 // wasm-bindgen's `export class X { ... }` bodies.
 import fs from 'node:fs';
@@ -97,7 +97,10 @@ export function declaredNames({ index, pkg } = {}) {
   const coveredBy = {};
   const add = (name, kind) => (kinds[name] = kind);
   const interfaces = {};
-  for (const m of index.matchAll(/^\s*(?:export\s+)?interface\s+(\w+)[^{]*\{/gm)) interfaces[m[1]] = block(index, m.index + m[0].length - 1);
+  // Interfaces of web/index.d.ts, and of pkg/skiff.d.ts (LayerConstructors, generated from the layer table).
+  for (const src of [index, pkg]) {
+    for (const m of src.matchAll(/^\s*(?:export\s+)?interface\s+(\w+)[^{]*\{/gm)) interfaces[m[1]] ??= block(src, m.index + m[0].length - 1);
+  }
 
   for (const m of index.matchAll(/^export function (\w+)/gm)) add(m[1], 'export');
   for (const m of index.matchAll(/^export const (\w+)\s*:/gm)) {
