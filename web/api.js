@@ -9,7 +9,7 @@
 // tidy()/noGrad() scopes, custom Functions, and nn/optim constructors.
 
 import * as raw from '../pkg/skiff.js';
-import { SkiffError, checkOptions, describe, fail, guardMember, isHandle, liveId, nameFreedCalls } from './checks.js';
+import { SkiffError, checkOptions, checkReceiver, describe, fail, isHandle, liveId, nameFreedCalls } from './checks.js';
 import { backend, ready, setBackend } from './state.js';
 
 export const Tensor = raw.Tensor;
@@ -37,21 +37,23 @@ export function _setLoader(fn) {
 }
 
 // The Tensor methods the op registry generates (src/ops/surface.rs): one per
-// entry of opMethods(), calling into wasm with exactly its arity (no
-// argument array is built per call).
+// entry of opMethods(), checking its receiver (as nameFreedCalls' guard does)
+// and calling into wasm with exactly its arity: no rest arguments, no
+// apply, no argument array per call (the per-op cost of small ops).
+const T = raw.Tensor;
 const CALLERS = [
-  (id) => function () { return raw.callMethod0(id, this); },
-  (id) => function (a) { return raw.callMethod1(id, this, a); },
-  (id) => function (a, b) { return raw.callMethod2(id, this, a, b); },
-  (id) => function (a, b, c) { return raw.callMethod3(id, this, a, b, c); },
-  (id) => function (a, b, c, d) { return raw.callMethod4(id, this, a, b, c, d); },
+  (id, op) => function () { checkReceiver(T, op, this); return raw.callMethod0(id, this); },
+  (id, op) => function (a) { checkReceiver(T, op, this); return raw.callMethod1(id, this, a); },
+  (id, op) => function (a, b) { checkReceiver(T, op, this); return raw.callMethod2(id, this, a, b); },
+  (id, op) => function (a, b, c) { checkReceiver(T, op, this); return raw.callMethod3(id, this, a, b, c); },
+  (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callMethod4(id, this, a, b, c, d); },
 ];
 
 function installOpMethods() {
   for (const { name, id, arity } of raw.opMethods()) {
-    const method = CALLERS[arity](id);
+    const method = CALLERS[arity](id, name);
     Object.defineProperty(method, 'name', { value: name });
-    Object.defineProperty(raw.Tensor.prototype, name, { value: guardMember(raw.Tensor, name, method), writable: true, configurable: true });
+    Object.defineProperty(T.prototype, name, { value: method, writable: true, configurable: true });
   }
 }
 

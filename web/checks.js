@@ -112,23 +112,32 @@ export function nameFreedCalls(cls, prefix) {
   }
 }
 
+const freedError = (cls, op) =>
+  fail(op, 'argument', `this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+
+/**
+ * Throws unless `obj` is a live object of `cls` that skiff made: checked
+ * before entering wasm, because wasm-bindgen's own check throws from inside
+ * wasm, and each such exception leaks wasm stack space (a few thousand calls
+ * on a freed handle would corrupt the instance).
+ */
+export function checkReceiver(cls, op, obj) {
+  const ptr = obj === null || obj === undefined ? undefined : obj[WBG_PTR];
+  if (typeof ptr === 'number' && ptr !== 0) return;
+  if (ptr === 0) throw freedError(cls, op);
+  const what = obj instanceof cls ? `an object that poses as a ${cls.name}` : describe(obj);
+  throw fail(op, 'argument', `called on ${what}, not on a ${cls.name} made by skiff`);
+}
+
 /**
  * `f` (a method or accessor of `cls` named `op`), checked to run on a live
  * object that skiff made; undefined stays undefined (an absent accessor).
  */
 export function guardMember(cls, op, f) {
   if (!f) return f;
-  const freed = () => fail(op, 'argument', `this ${cls.name} was freed (free() or [Symbol.dispose]() was called) and cannot be used`);
+  const freed = () => freedError(cls, op);
   return function guarded(...args) {
-    // Checked before entering wasm: wasm-bindgen's own check throws from
-    // inside wasm, and each such exception leaks wasm stack space (a few
-    // thousand calls on a freed handle would corrupt the instance).
-    const ptr = this === null || this === undefined ? undefined : this[WBG_PTR];
-    if (ptr === 0) throw freed();
-    if (typeof ptr !== 'number') {
-      const what = this instanceof cls ? `an object that poses as a ${cls.name}` : describe(this);
-      throw fail(op, 'argument', `called on ${what}, not on a ${cls.name} made by skiff`);
-    }
+    checkReceiver(cls, op, this);
     try {
       return f.apply(this, args);
     } catch (e) {

@@ -73,8 +73,10 @@ pub struct Args<'a> {
     pub sig: &'a Signature,
     /// The tensor a method is called on.
     pub this: Option<Tensor>,
-    /// One per `sig.params`, in order.
-    pub values: Vec<Value>,
+    /// One per `sig.params`, in order; every one is `Some` once bound (kept
+    /// as options so binding fills the caller's vector in place: this runs
+    /// for every op a JS method calls).
+    values: Vec<Option<Value>>,
 }
 
 /// A number as JS and PyTorch print it (`Infinity`, not Rust's `inf`).
@@ -94,24 +96,25 @@ impl<'a> Args<'a> {
         def: &'static OpDef,
         sig: &'a Signature,
         this: Option<Tensor>,
-        given: Vec<Option<Value>>,
+        mut given: Vec<Option<Value>>,
     ) -> Result<Args<'a>> {
-        let mut values = Vec::with_capacity(sig.params.len());
-        for (p, v) in sig.params.iter().zip(given.into_iter().chain(std::iter::repeat(None))) {
-            values.push(match v {
-                Some(v) if p.types.iter().any(|t| v.fits(t)) => v,
-                Some(v) => return Err(Error::value(def.name, format!("{} does not take {v:?}", p.name))),
-                None => default_of(def.name, p)?,
-            });
+        if given.len() > sig.params.len() {
+            return Err(Error::value(def.name, format!("takes {} arguments, got {}", sig.params.len(), given.len())));
         }
-        Ok(Args { def, sig, this, values })
+        given.resize_with(sig.params.len(), || None);
+        for (p, v) in sig.params.iter().zip(given.iter_mut()) {
+            match v {
+                Some(v) if p.types.iter().any(|t| v.fits(t)) => {}
+                Some(v) => return Err(Error::value(def.name, format!("{} does not take {v:?}", p.name))),
+                None => *v = Some(default_of(def.name, p)?),
+            }
+        }
+        Ok(Args { def, sig, this, values: given })
     }
 
     fn value(&self, name: &str) -> Result<&Value> {
-        match self.sig.params.iter().position(|p| p.name == name) {
-            Some(i) => Ok(&self.values[i]),
-            None => Err(Error::value(self.def.name, format!("the signature has no parameter {name:?}"))),
-        }
+        let found = self.sig.params.iter().position(|p| p.name == name).and_then(|i| self.values[i].as_ref());
+        found.ok_or_else(|| Error::value(self.def.name, format!("the signature has no parameter {name:?}")))
     }
 
     fn wrong(&self, name: &str, want: &str) -> Error {

@@ -202,10 +202,12 @@ pub enum Operand {
 
 impl Operand {
     pub fn parse(op: &str, name: &str, v: &JsValue) -> JsResult<Operand> {
-        match (v.as_f64(), find_tensor(v)) {
-            (Some(n), _) => Ok(Operand::Scalar(n)),
-            (None, Found::Id(_) | Found::Freed) => tensor(op, name, v).map(Operand::Tensor),
-            (None, Found::Other) => {
+        if let Some(n) = v.as_f64() {
+            return Ok(Operand::Scalar(n));
+        }
+        match find_tensor(v) {
+            Found::Id(_) | Found::Freed => tensor(op, name, v).map(Operand::Tensor),
+            Found::Other => {
                 Err(js_error(op, Kind::Argument, format!("{name} must be a Tensor or a number, got {}", describe(v))))
             }
         }

@@ -8,6 +8,7 @@
 
 use super::shape_arg;
 use crate::ops::args::{Args, Value};
+use crate::ops::signature::Signature;
 use crate::ops::signature::Type;
 use crate::ops::surface::{self, Method, MethodParam};
 use crate::web::args::{self, describe, Operand, Opts};
@@ -15,11 +16,29 @@ use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
+/// A generated method with what each call needs ready: the names its
+/// errors use (`other`, `option keepdim`) and its options' keys.
+struct Bound {
+    method: Method,
+    labels: Vec<&'static str>,
+    keys: Vec<&'static str>,
+}
+
 thread_local! {
     /// Built once: the registry does not change while the module runs. An
     /// inconsistent registry (ops::surface's tests keep it consistent) makes
     /// `opMethods()`, and so `init()`, fail with the reason.
-    static METHODS: Result<Vec<Method>, String> = surface::methods();
+    static METHODS: Result<Vec<Bound>, String> = surface::methods().map(|ms| ms.into_iter().map(bound).collect());
+}
+
+/// The table lives as long as the module, so its few dozen names are
+/// leaked once rather than formatted on every call.
+fn bound(method: Method) -> Bound {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let labels =
+        method.params.iter().map(|p| leak(if p.keyword { format!("option {}", p.js) } else { p.js.clone() })).collect();
+    let keys = method.params.iter().filter(|p| p.keyword).map(|p| leak(p.js.clone())).collect();
+    Bound { method, labels, keys }
 }
 
 fn methods_error(e: &str) -> crate::web::JsOpError {
@@ -35,7 +54,8 @@ pub fn op_methods() -> JsResult<Array> {
         Ok(ms
             .iter()
             .enumerate()
-            .map(|(id, m)| {
+            .map(|(id, b)| {
+                let m = &b.method;
                 let o = Object::new();
                 let _ = Reflect::set(&o, &"name".into(), &JsValue::from_str(&m.js));
                 let _ = Reflect::set(&o, &"id".into(), &JsValue::from(id as u32));
@@ -69,37 +89,55 @@ callers! {
 fn call(id: u32, this: &JsTensor, given: &[JsValue]) -> JsResult<JsTensor> {
     METHODS.with(|ms| {
         let ms = ms.as_ref().map_err(|e| methods_error(e))?;
-        let Some(m) = ms.get(id as usize) else {
+        let Some(b) = ms.get(id as usize) else {
             return Err(js_error("callMethod", Kind::Argument, format!("no generated method has id {id}")));
         };
+        let m = &b.method;
         let op = m.js.as_str();
         let x = this.get(op)?;
-        let values = read_arguments(op, m, given)?;
-        for (def, sig) in &m.overloads {
-            let picked: Option<Vec<Option<Value>>> = sig
+        let values = read_arguments(op, b, given)?;
+        if let [(def, sig)] = m.overloads.as_slice() {
+            // One form: the values are already in its parameters' order.
+            return run(op, def, sig, x, values);
+        }
+        // The first form that takes every given argument, and has a default
+        // for every parameter not given (checked without allocating).
+        let takes = |sig: &Signature| {
+            m.params.iter().zip(&values).all(|(q, v)| match (v, sig.params.iter().find(|p| p.name == q.name)) {
+                (Some(v), Some(p)) => p.types.iter().any(|t| v.fits(t)),
+                (Some(_), None) => false,
+                (None, Some(p)) => p.default.is_some(),
+                (None, None) => true,
+            })
+        };
+        if let Some((def, sig)) = m.overloads.iter().find(|(_, sig)| takes(sig)) {
+            let same_order =
+                sig.params.len() == m.params.len() && sig.params.iter().zip(&m.params).all(|(p, q)| p.name == q.name);
+            if same_order {
+                return run(op, def, sig, x, values);
+            }
+            let mut values = values;
+            let ordered = sig
                 .params
                 .iter()
-                .map(|p| {
-                    let i = m.params.iter().position(|q| q.name == p.name)?;
-                    match &values[i] {
-                        Some(v) if p.types.iter().any(|t| v.fits(t)) => Some(Some(v.clone())),
-                        Some(_) => None,
-                        None if p.default.is_some() => Some(None),
-                        None => None,
-                    }
-                })
+                .map(|p| m.params.iter().position(|q| q.name == p.name).and_then(|i| values[i].take()))
                 .collect();
-            // An argument this overload does not take rules it out too.
-            let extra =
-                m.params.iter().zip(&values).any(|(q, v)| v.is_some() && !sig.params.iter().any(|p| p.name == q.name));
-            if let (Some(picked), false) = (picked, extra) {
-                let forward = def.forward.ok_or_else(|| js_error(op, Kind::Argument, "has no forward"))?;
-                let a = Args::bind(def, sig, Some(x), picked).named(op)?;
-                return Ok(JsTensor::wrap(forward(&a).named(op)?));
-            }
+            return run(op, def, sig, x, ordered);
         }
         Err(js_error(op, Kind::Argument, format!("no form of {op} takes these arguments: {}", shown(m, &values))))
     })
+}
+
+fn run(
+    op: &str,
+    def: &'static crate::ops::OpDef,
+    sig: &Signature,
+    x: crate::tensor::Tensor,
+    values: Vec<Option<Value>>,
+) -> JsResult<JsTensor> {
+    let forward = def.forward.ok_or_else(|| js_error(op, Kind::Argument, "has no forward"))?;
+    let a = Args::bind(def, sig, Some(x), values).named(op)?;
+    Ok(JsTensor::wrap(forward(&a).named(op)?))
 }
 
 /// What the caller passed, for the error when no overload takes it.
@@ -115,21 +153,24 @@ fn shown(m: &Method, values: &[Option<Value>]) -> String {
 
 /// Every parameter's value (`None`: not given), positional arguments from
 /// `given` in order, keyword ones from the options object after them.
-fn read_arguments(op: &str, m: &Method, given: &[JsValue]) -> JsResult<Vec<Option<Value>>> {
-    let npos = m.positional();
-    let bag = given.get(npos).cloned().unwrap_or(JsValue::UNDEFINED);
-    let keys: Vec<&str> = m.params.iter().filter(|p| p.keyword).map(|p| p.js.as_str()).collect();
-    let opts = if keys.is_empty() { None } else { Some(Opts::known(op, &bag, &keys)?) };
+fn read_arguments(op: &str, b: &Bound, given: &[JsValue]) -> JsResult<Vec<Option<Value>>> {
+    let m = &b.method;
+    // Borrowed, not cloned: each clone of a JsValue is a call into JS.
+    let undefined = JsValue::UNDEFINED;
+    let bag = given.get(m.positional()).unwrap_or(&undefined);
+    // No options object: nothing to check (the common call).
+    let opts = if b.keys.is_empty() || bag.is_undefined() { None } else { Some(Opts::known(op, bag, &b.keys)?) };
     let mut out = Vec::with_capacity(m.params.len());
     let mut pos = 0;
-    for p in &m.params {
-        let (v, name) = if p.keyword {
-            (opts.as_ref().map_or(JsValue::UNDEFINED, |o| o.get(&p.js)), format!("option {}", p.js))
+    for (p, name) in m.params.iter().zip(&b.labels) {
+        let value = if p.keyword {
+            let v = opts.as_ref().map_or(JsValue::UNDEFINED, |o| o.get(&p.js));
+            read(op, name, p, &v)?
         } else {
             pos += 1;
-            (given.get(pos - 1).cloned().unwrap_or(JsValue::UNDEFINED), p.js.clone())
+            read(op, name, p, given.get(pos - 1).unwrap_or(&undefined))?
         };
-        out.push(read(op, &name, p, &v)?);
+        out.push(value);
     }
     Ok(out)
 }
@@ -139,10 +180,11 @@ fn read_arguments(op: &str, m: &Method, given: &[JsValue]) -> JsResult<Vec<Optio
 /// else "not given" as well (so is `undefined` otherwise: its error says so).
 fn read(op: &str, name: &str, p: &MethodParam, v: &JsValue) -> JsResult<Option<Value>> {
     let has = |t: &Type| p.types.contains(t);
-    if v.is_null() && has(&Type::None) {
+    // Rust's facts before JS's: each `is_null()` is a call into JS.
+    if has(&Type::None) && v.is_null() {
         return Ok(Some(Value::None));
     }
-    if (v.is_undefined() || v.is_null()) && p.optional {
+    if p.optional && (v.is_undefined() || v.is_null()) {
         return Ok(None);
     }
     let tensor = p.types.iter().any(|t| matches!(t, Type::Tensor | Type::TensorAny | Type::TensorOf(_)));

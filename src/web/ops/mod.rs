@@ -5,15 +5,18 @@
 //! error naming the op; numbers arrive as `JsValue` too, so `undefined` is
 //! an error rather than a silent NaN.
 //!
-//! Every registry op is reachable from JS: `COVERAGE` names the method or
-//! function that runs it, `registryCoverage()` exports that table, and the
-//! unit test below checks it against `ops::registry()`.
+//! Most registry ops' methods are generated from their signatures
+//! (`call.rs`); the rest are written here by hand (movement, joining,
+//! convolution and pooling, and the module functions). `coverage.rs` names,
+//! for the test build, the JS method or function that runs each registry op.
 //!
 //! No JS input may panic (wasm32 aborts on a panic): sizes that JS chooses
 //! are checked here for overflow before skiff does arithmetic with them, and
 //! ops that index an axis are refused on 0-d tensors.
 
 mod call;
+#[cfg(feature = "web-testing")]
+mod coverage;
 mod elementwise;
 mod nn;
 mod shape;
@@ -21,118 +24,7 @@ mod shape;
 use super::args;
 use super::{js_error, JsResult, JsTensor, Kind, Named};
 use crate::tensor::Tensor;
-use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
-
-/// Registry op name -> the JS name that runs it (a `Tensor` method, or a
-/// module export for `cat`/`where`/`unfold`/`fold`).
-const COVERAGE: &[(&str, &str)] = &[
-    // unary.rs
-    ("neg", "neg"),
-    ("exp", "exp"),
-    ("log", "log"),
-    ("sqrt", "sqrt"),
-    ("rsqrt", "rsqrt"),
-    ("abs", "abs"),
-    ("sign", "sign"),
-    ("sin", "sin"),
-    ("cos", "cos"),
-    ("tanh", "tanh"),
-    ("sigmoid", "sigmoid"),
-    ("relu", "relu"),
-    ("leaky_relu", "leakyRelu"),
-    ("gelu", "gelu"),     // gelu({ approximate: 'tanh' })
-    ("gelu_erf", "gelu"), // gelu() (PyTorch's default, exact)
-    ("erf", "erf"),
-    ("silu", "silu"),
-    ("softplus", "softplus"),
-    ("pow_scalar", "pow"), // pow(number)
-    ("add_scalar", "add"), // add(number), sub(number)
-    ("mul_scalar", "mul"), // mul(number), div(number)
-    ("clamp", "clamp"),
-    ("to_dtype", "toDtype"),
-    // binary.rs
-    ("add", "add"),
-    ("sub", "sub"),
-    ("mul", "mul"),
-    ("div", "div"),
-    ("pow", "pow"),
-    ("maximum", "maximum"),
-    ("minimum", "minimum"),
-    // compare.rs
-    ("eq", "eq"),
-    ("ne", "ne"),
-    ("lt", "lt"),
-    ("le", "le"),
-    ("gt", "gt"),
-    ("ge", "ge"),
-    ("where", "where"),
-    // reduce.rs
-    ("sum", "sum"),
-    ("max", "max"),
-    ("min", "min"),
-    ("argmax", "argmax"),
-    ("argmin", "argmin"),
-    ("mean", "mean"),
-    ("var", "var"),
-    ("std", "std"),
-    ("logsumexp", "logsumexp"),
-    ("sum_to", "sumTo"),
-    // matmul.rs
-    ("matmul", "matmul"),
-    // movement.rs
-    ("to_device", "to"), // in web/tensor.rs
-    ("reshape", "reshape"),
-    ("permute", "permute"),
-    ("expand", "expand"),
-    ("slice", "slice"),
-    ("slice_backward", "slice"), // the gradient of slice/narrow/select: runs in backward()
-    ("contiguous", "contiguous"),
-    ("squeeze_unsqueeze_flatten", "flatten"), // and squeeze, unsqueeze
-    // join.rs
-    ("concat", "cat"),
-    ("pad", "pad"),
-    // index.rs
-    ("index_select", "indexSelect"),
-    ("index_add", "indexAdd"),
-    ("gather", "gather"),
-    ("scatter_add", "scatterAdd"),
-    // conv.rs
-    ("unfold2d", "unfold"),
-    ("fold2d", "fold"),
-    ("conv2d", "conv2d"),
-    ("max_pool2d", "maxPool2d"),
-    ("max_pool2d_indices", "maxPool2dIndices"),
-    ("avg_pool2d", "avgPool2d"),
-    // composite.rs
-    ("softmax", "softmax"),
-    ("log_softmax", "logSoftmax"),
-    ("cross_entropy", "crossEntropy"),
-    ("nll_loss", "nllLoss"),
-    ("mse_loss", "mseLoss"),
-    ("l1_loss", "l1Loss"),
-    ("binary_cross_entropy_with_logits", "binaryCrossEntropyWithLogits"),
-    ("layer_norm", "layerNorm"),
-    ("dropout", "dropout"),
-    ("embedding", "embedding"),
-];
-
-/// The names of every registry op (skiff's snake_case names).
-#[wasm_bindgen(js_name = opNames)]
-pub fn op_names() -> Vec<String> {
-    crate::ops::registry().iter().map(|d| d.name.to_string()).collect()
-}
-
-/// For every registry op, the JS name (a `Tensor` method or a module export) that runs it.
-#[doc(hidden)]
-#[wasm_bindgen(js_name = registryCoverage, unchecked_return_type = "Record<string, string>")]
-pub fn registry_coverage() -> JsValue {
-    let o = Object::new();
-    for (op, js) in COVERAGE {
-        let _ = Reflect::set(&o, &JsValue::from_str(op), &JsValue::from_str(js));
-    }
-    o.into()
-}
 
 // ---- local argument helpers (shared by the child modules) -------------------
 
@@ -191,20 +83,4 @@ fn needs_axis(op: &str, t: &Tensor) -> JsResult<()> {
         return Err(js_error(op, Kind::Shape, "needs a tensor with at least one axis, got a scalar (shape [])"));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::COVERAGE;
-
-    #[test]
-    fn every_registry_op_has_a_js_name() {
-        let names: Vec<&str> = crate::ops::registry().iter().map(|d| d.name).collect();
-        for n in &names {
-            assert!(COVERAGE.iter().any(|(op, _)| op == n), "registry op {n} has no JS name in COVERAGE");
-        }
-        for (op, _) in COVERAGE {
-            assert!(names.contains(op), "COVERAGE names {op}, which is not a registry op");
-        }
-    }
 }

@@ -1,0 +1,65 @@
+//! For the test build: the JS name that runs each registry op, so the
+//! browser suites can check every op is reachable (`registryCoverage()`).
+//! Ops with a `forward` take the name of their generated method
+//! (`ops::surface`); `HAND_WRITTEN` names the methods and module functions
+//! written by hand for the rest, and `registryCoverage()` fails on an op
+//! that is in neither.
+
+use crate::ops::surface;
+use crate::web::{js_error, JsResult, Kind};
+use js_sys::{Object, Reflect};
+use wasm_bindgen::prelude::*;
+
+/// Registry op name -> the hand-written JS method (or module export, for
+/// `cat`/`where`/`unfold`/`fold`) that runs it.
+const HAND_WRITTEN: &[(&str, &str)] = &[
+    ("where", "where"),
+    ("to_device", "to"), // in web/tensor.rs
+    ("reshape", "reshape"),
+    ("permute", "permute"),
+    ("expand", "expand"),
+    ("slice", "slice"),
+    ("slice_backward", "slice"), // the gradient of slice/narrow/select: runs in backward()
+    ("contiguous", "contiguous"),
+    ("squeeze_unsqueeze_flatten", "flatten"), // and squeeze, unsqueeze
+    ("concat", "cat"),
+    ("pad", "pad"),
+    ("unfold2d", "unfold"),
+    ("fold2d", "fold"),
+    ("conv2d", "conv2d"),
+    ("max_pool2d", "maxPool2d"),
+    ("max_pool2d_indices", "maxPool2dIndices"),
+    ("avg_pool2d", "avgPool2d"),
+];
+
+/// The names of every registry op (skiff's snake_case names).
+#[wasm_bindgen(js_name = opNames)]
+pub fn op_names() -> Vec<String> {
+    crate::ops::registry().iter().map(|d| d.name.to_string()).collect()
+}
+
+/// For every registry op, the JS name (a `Tensor` method or a module export) that runs it.
+#[doc(hidden)]
+#[wasm_bindgen(js_name = registryCoverage, unchecked_return_type = "Record<string, string>")]
+pub fn registry_coverage() -> JsResult<JsValue> {
+    const OP: &str = "registryCoverage";
+    let methods = surface::methods().map_err(|e| js_error(OP, Kind::Value, e))?;
+    let registry = crate::ops::registry();
+    if let Some((stale, _)) = HAND_WRITTEN.iter().find(|(op, _)| !registry.iter().any(|d| d.name == *op)) {
+        return Err(js_error(OP, Kind::Value, format!("{stale} is no registry op")));
+    }
+    let o = Object::new();
+    for def in registry {
+        let generated = methods.iter().find(|m| m.overloads.iter().any(|(d, _)| d.name == def.name));
+        let js = match (generated, HAND_WRITTEN.iter().find(|(op, _)| *op == def.name)) {
+            (Some(m), None) => m.js.clone(),
+            (None, Some((_, js))) => js.to_string(),
+            (Some(_), Some(_)) => {
+                return Err(js_error(OP, Kind::Value, format!("{} is generated and hand-written", def.name)))
+            }
+            (None, None) => return Err(js_error(OP, Kind::Value, format!("{} has no JS name", def.name))),
+        };
+        let _ = Reflect::set(&o, &JsValue::from_str(def.name), &JsValue::from_str(&js));
+    }
+    Ok(o.into())
+}
