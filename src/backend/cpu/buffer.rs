@@ -206,4 +206,24 @@ mod tests {
         scatter_strided(&mut dst, &l, &[0., 3., 1., 4., 2., 5.]);
         assert_eq!(dst, src);
     }
+
+    #[test]
+    fn views_follow_strides_offsets_and_broadcasts() {
+        let src: Vec<i32> = (0..12).collect();
+        // Column 1 of a [3, 4] matrix, broadcast along a new leading dim of 2: [2, 3].
+        let l = Layout { shape: smallvec::smallvec![2, 3], strides: smallvec::smallvec![0, 4], offset: 1 };
+        let v = view(&src, &l);
+        assert_eq!(v.shape(), &[2, 3]);
+        assert_eq!(v.iter().copied().collect::<Vec<_>>(), vec![1, 5, 9, 1, 5, 9]);
+        assert_eq!(gather_strided(&src, &l), vec![1, 5, 9, 1, 5, 9]);
+        // An empty view whose offset lies past the end reads nothing.
+        let empty = Layout { shape: smallvec::smallvec![3, 0], strides: smallvec::smallvec![7, 1], offset: 40 };
+        assert_eq!(view(&src, &empty).len(), 0);
+        assert!(gather_strided(&src, &empty).is_empty());
+        // A written step-2 view touches only its own elements.
+        let mut dst = vec![0; 8];
+        let every_other = Layout { shape: smallvec::smallvec![2, 2], strides: smallvec::smallvec![4, 2], offset: 1 };
+        view_mut(&mut dst, &every_other).fill(7);
+        assert_eq!(dst, vec![0, 7, 0, 7, 0, 7, 0, 7]);
+    }
 }
