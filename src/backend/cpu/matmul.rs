@@ -23,7 +23,8 @@ fn gemm<T: Gemm>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
     #[cfg(target_arch = "wasm32")]
     {
         let ((m, k), n) = (a.dim(), b.ncols());
-        let (sa, sb, sc) = (a.strides(), b.strides(), c.strides());
+        let (sa, sb) = (a.strides(), b.strides());
+        let (rsc, csc) = (c.strides()[0], c.strides()[1]);
         // gemm computes dst = alpha * dst + beta * lhs * rhs; read_dst = false ignores alpha.
         let (read_dst, conj) = (false, false);
         // SAFETY: the pointers and strides come from views of these shapes
@@ -34,8 +35,8 @@ fn gemm<T: Gemm>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
                 n,
                 k,
                 c.as_mut_ptr(),
-                sc[1],
-                sc[0],
+                csc,
+                rsc,
                 read_dst,
                 a.as_ptr(),
                 sa[1],
