@@ -4,7 +4,9 @@
 
 use crate::dtype::DType;
 use crate::shape::{coalesce, Layout};
-use ndarray::{ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, IxDyn, ShapeBuilder};
+use ndarray::{
+    s, ArrayView, ArrayView2, ArrayViewD, ArrayViewMut, ArrayViewMut2, ArrayViewMutD, Ix2, IxDyn, ShapeBuilder,
+};
 
 /// A typed host buffer. Bool masks are stored as one byte per element (0 or 1).
 #[derive(Clone, Debug)]
@@ -174,8 +176,32 @@ pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
     let (shape, strides) = coalesce(&layout.shape, &[&layout.strides]);
     let merged = Layout { shape, strides: strides[0].clone(), offset: layout.offset };
     let dst = Layout::contiguous(&merged.shape);
-    view_mut(&mut out, &dst).assign(&view(src, &merged));
+    let (mut to, from) = (view_mut(&mut out, &dst), view(src, &merged));
+    match (to.view_mut().into_dimensionality::<Ix2>(), from.view().into_dimensionality::<Ix2>()) {
+        // Two dims left: a transpose (or a strided slice) of a matrix, the
+        // common case (weights and activations in backward rules).
+        (Ok(to), Ok(from)) => copy_2d(to, from),
+        _ => to.assign(&from),
+    }
     out
+}
+
+/// `to.assign(from)` for matrices, in square tiles when `from`'s rows are
+/// strided: a transposed read then touches a few cache lines per tile
+/// instead of one per element (measured 20% of an MLP Adam step before).
+fn copy_2d<T: Copy>(mut to: ArrayViewMut2<T>, from: ArrayView2<T>) {
+    const TILE: usize = 32;
+    let (rows, cols) = from.dim();
+    if from.strides()[1] == 1 || rows < TILE || cols < TILE {
+        to.assign(&from);
+        return;
+    }
+    for r in (0..rows).step_by(TILE) {
+        for c in (0..cols).step_by(TILE) {
+            let (r1, c1) = ((r + TILE).min(rows), (c + TILE).min(cols));
+            to.slice_mut(s![r..r1, c..c1]).assign(&from.slice(s![r..r1, c..c1]));
+        }
+    }
 }
 
 /// Writes contiguous `src` (in row-major order of `layout.shape`) into the strided view `layout` of `dst`.
@@ -205,6 +231,19 @@ mod tests {
         let mut dst = vec![0f32; 6];
         scatter_strided(&mut dst, &l, &[0., 3., 1., 4., 2., 5.]);
         assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn tiled_transposes_match_the_definition() {
+        // [70, 45] transposed and offset (tiles with ragged edges), and a 3-d permutation.
+        let src: Vec<f64> = (0..3200).map(f64::from).collect();
+        let t = Layout { shape: smallvec::smallvec![45, 70], strides: smallvec::smallvec![1, 45], offset: 7 };
+        let want: Vec<f64> = (0..45).flat_map(|i| (0..70).map(move |j| (7 + i + 45 * j) as f64)).collect();
+        assert_eq!(gather_strided(&src, &t), want);
+        let p = Layout { shape: smallvec::smallvec![5, 4, 40], strides: smallvec::smallvec![1, 200, 5], offset: 0 };
+        let want: Vec<f64> =
+            (0..5).flat_map(|a| (0..4).flat_map(move |b| (0..40).map(move |c| (a + 200 * b + 5 * c) as f64))).collect();
+        assert_eq!(gather_strided(&src, &p), want);
     }
 
     #[test]
