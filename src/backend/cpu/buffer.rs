@@ -1,8 +1,12 @@
-//! Host memory for the cpu backend: one typed Vec per dtype, plus the strided
-//! gather/scatter loops every other cpu kernel builds on.
+//! Host memory for the cpu backend: one typed Vec per dtype, the one place a
+//! `Layout` becomes an ndarray view (`view`, `view_mut`), and the strided
+//! gather/scatter copies built on them.
 
 use crate::dtype::DType;
 use crate::shape::{coalesce, Layout};
+use ndarray::{
+    s, ArrayView, ArrayView2, ArrayViewD, ArrayViewMut, ArrayViewMut2, ArrayViewMutD, Ix2, IxDyn, ShapeBuilder,
+};
 
 /// A typed host buffer. Bool masks are stored as one byte per element (0 or 1).
 #[derive(Clone, Debug)]
@@ -123,45 +127,27 @@ impl CpuBuffer {
     }
 }
 
-/// Calls `f(offsets)` once per innermost row of a strided iteration over
-/// `shape`, where `offsets[k]` is the start of the row in operand `k` (whose
-/// strides are `strides[k]`, starting at `starts[k]`). Returns the row length
-/// and each operand's inner stride through `f`'s arguments.
-pub fn for_each_row<const N: usize>(
-    shape: &[usize],
-    strides: [&[usize]; N],
-    starts: [usize; N],
-    mut f: impl FnMut([usize; N], usize, [usize; N]),
-) {
-    let (cshape, cstrides) = coalesce(shape, &strides);
-    if shape.contains(&0) {
-        return;
+/// The view `layout` of `buf` as an ndarray view: shape, strides and offset
+/// carry over as they are, and broadcast dims keep stride 0 (ndarray lets a
+/// read-only view alias its elements). Every cpu kernel reads its strided
+/// operands through this one constructor.
+pub fn view<'a, T>(buf: &'a [T], layout: &Layout) -> ArrayViewD<'a, T> {
+    // An empty view's offset and strides may reach past its buffer: it has no elements to read.
+    if layout.numel() == 0 {
+        return ArrayView::from_shape(IxDyn(&layout.shape), &[]).expect("an empty shape");
     }
-    let nd = cshape.len();
-    let inner = cshape[nd - 1];
-    let inner_strides: [usize; N] = std::array::from_fn(|k| cstrides[k][nd - 1]);
-    let outer: usize = cshape[..nd - 1].iter().product();
-    let mut idx: crate::shape::Dims = smallvec::smallvec![0; nd];
-    let mut offs = starts;
-    for _ in 0..outer {
-        f(offs, inner, inner_strides);
-        // Advance the multi-index over the outer dims (odometer).
-        let mut d = nd - 1;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            for k in 0..N {
-                offs[k] += cstrides[k][d];
-            }
-            if idx[d] < cshape[d] {
-                break;
-            }
-            for k in 0..N {
-                offs[k] -= cstrides[k][d] * cshape[d];
-            }
-            idx[d] = 0;
-        }
+    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
+    ArrayView::from_shape(shape, &buf[layout.offset..]).expect("layouts are validated against their buffers")
+}
+
+/// The mutable counterpart of `view`. A written view never aliases (dispatch
+/// refuses in-place writes into expanded tensors), which ndarray checks.
+pub fn view_mut<'a, T>(buf: &'a mut [T], layout: &Layout) -> ArrayViewMutD<'a, T> {
+    if layout.numel() == 0 {
+        return ArrayViewMut::from_shape(IxDyn(&layout.shape), &mut []).expect("an empty shape");
     }
+    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
+    ArrayViewMut::from_shape(shape, &mut buf[layout.offset..]).expect("written layouts are validated and never alias")
 }
 
 /// The elements of the view `layout` of `src` in row-major order, borrowed
@@ -174,7 +160,7 @@ pub fn contiguous<'a, T: Elem>(src: &'a [T], layout: &Layout) -> std::borrow::Co
     }
 }
 
-/// Copies the strided view `layout` of `src` into a new contiguous Vec.
+/// Copies the strided view `layout` of `src` into a new contiguous Vec (from the pool).
 pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
     let n = layout.numel();
     let mut out = super::pool::take::<T>(n);
@@ -186,24 +172,40 @@ pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
         out.copy_from_slice(&src[layout.offset..layout.offset + n]);
         return out;
     }
-    let mut pos = 0;
-    for_each_row(&layout.shape, [&layout.strides], [layout.offset], |[o], len, [s]| {
-        let dst = &mut out[pos..pos + len];
-        if s == 1 {
-            dst.copy_from_slice(&src[o..o + len]);
-        } else {
-            for (i, d) in dst.iter_mut().enumerate() {
-                *d = src[o + i * s];
-            }
-        }
-        pos += len;
-    });
+    // Merging dims first gives ndarray's copy fewer, longer rows.
+    let (shape, strides) = coalesce(&layout.shape, &[&layout.strides]);
+    let merged = Layout { shape, strides: strides[0].clone(), offset: layout.offset };
+    let dst = Layout::contiguous(&merged.shape);
+    let (mut to, from) = (view_mut(&mut out, &dst), view(src, &merged));
+    match (to.view_mut().into_dimensionality::<Ix2>(), from.view().into_dimensionality::<Ix2>()) {
+        // Two dims left: a transpose (or a strided slice) of a matrix, the
+        // common case (weights and activations in backward rules).
+        (Ok(to), Ok(from)) => copy_2d(to, from),
+        _ => to.assign(&from),
+    }
     out
+}
+
+/// `to.assign(from)` for matrices, in square tiles when `from`'s rows are
+/// strided: a transposed read then touches a few cache lines per tile
+/// instead of one per element (measured 20% of an MLP Adam step before).
+fn copy_2d<T: Copy>(mut to: ArrayViewMut2<T>, from: ArrayView2<T>) {
+    const TILE: usize = 32;
+    let (rows, cols) = from.dim();
+    if from.strides()[1] == 1 || rows < TILE || cols < TILE {
+        to.assign(&from);
+        return;
+    }
+    for r in (0..rows).step_by(TILE) {
+        for c in (0..cols).step_by(TILE) {
+            let (r1, c1) = ((r + TILE).min(rows), (c + TILE).min(cols));
+            to.slice_mut(s![r..r1, c..c1]).assign(&from.slice(s![r..r1, c..c1]));
+        }
+    }
 }
 
 /// Writes contiguous `src` (in row-major order of `layout.shape`) into the strided view `layout` of `dst`.
 pub fn scatter_strided<T: Elem>(dst: &mut [T], layout: &Layout, src: &[T]) {
-    let mut pos = 0;
     // An empty view's offset may lie past the end of its buffer.
     if src.is_empty() {
         return;
@@ -212,16 +214,9 @@ pub fn scatter_strided<T: Elem>(dst: &mut [T], layout: &Layout, src: &[T]) {
         dst[layout.offset..layout.offset + src.len()].copy_from_slice(src);
         return;
     }
-    for_each_row(&layout.shape, [&layout.strides], [layout.offset], |[o], len, [s]| {
-        if s == 1 {
-            dst[o..o + len].copy_from_slice(&src[pos..pos + len]);
-        } else {
-            for i in 0..len {
-                dst[o + i * s] = src[pos + i];
-            }
-        }
-        pos += len;
-    });
+    let (shape, strides) = coalesce(&layout.shape, &[&layout.strides]);
+    let merged = Layout { shape, strides: strides[0].clone(), offset: layout.offset };
+    view_mut(dst, &merged).assign(&view(src, &Layout::contiguous(&merged.shape)));
 }
 
 #[cfg(test)]
@@ -236,5 +231,38 @@ mod tests {
         let mut dst = vec![0f32; 6];
         scatter_strided(&mut dst, &l, &[0., 3., 1., 4., 2., 5.]);
         assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn tiled_transposes_match_the_definition() {
+        // [70, 45] transposed and offset (tiles with ragged edges), and a 3-d permutation.
+        let src: Vec<f64> = (0..3200).map(f64::from).collect();
+        let t = Layout { shape: smallvec::smallvec![45, 70], strides: smallvec::smallvec![1, 45], offset: 7 };
+        let want: Vec<f64> = (0..45).flat_map(|i| (0..70).map(move |j| (7 + i + 45 * j) as f64)).collect();
+        assert_eq!(gather_strided(&src, &t), want);
+        let p = Layout { shape: smallvec::smallvec![5, 4, 40], strides: smallvec::smallvec![1, 200, 5], offset: 0 };
+        let want: Vec<f64> =
+            (0..5).flat_map(|a| (0..4).flat_map(move |b| (0..40).map(move |c| (a + 200 * b + 5 * c) as f64))).collect();
+        assert_eq!(gather_strided(&src, &p), want);
+    }
+
+    #[test]
+    fn views_follow_strides_offsets_and_broadcasts() {
+        let src: Vec<i32> = (0..12).collect();
+        // Column 1 of a [3, 4] matrix, broadcast along a new leading dim of 2: [2, 3].
+        let l = Layout { shape: smallvec::smallvec![2, 3], strides: smallvec::smallvec![0, 4], offset: 1 };
+        let v = view(&src, &l);
+        assert_eq!(v.shape(), &[2, 3]);
+        assert_eq!(v.iter().copied().collect::<Vec<_>>(), vec![1, 5, 9, 1, 5, 9]);
+        assert_eq!(gather_strided(&src, &l), vec![1, 5, 9, 1, 5, 9]);
+        // An empty view whose offset lies past the end reads nothing.
+        let empty = Layout { shape: smallvec::smallvec![3, 0], strides: smallvec::smallvec![7, 1], offset: 40 };
+        assert_eq!(view(&src, &empty).len(), 0);
+        assert!(gather_strided(&src, &empty).is_empty());
+        // A written step-2 view touches only its own elements.
+        let mut dst = vec![0; 8];
+        let every_other = Layout { shape: smallvec::smallvec![2, 2], strides: smallvec::smallvec![4, 2], offset: 1 };
+        view_mut(&mut dst, &every_other).fill(7);
+        assert_eq!(dst, vec![0, 7, 0, 7, 0, 7, 0, 7]);
     }
 }

@@ -3,6 +3,13 @@
 //! the output positions whose input falls inside the unpadded image are worked
 //! out once (`valid`), so the inner loops are plain slice copies / adds with
 //! no per-element bounds tests, and padding is simply never touched.
+//!
+//! These stay hand-written slice loops rather than ndarray code: ndarray has
+//! no im2col/col2im or windowed-argmax primitive, and spelling one as a
+//! strided sub-view assign per (ki, kj) walks the same rows with per-element
+//! strided steps instead of `copy_from_slice`, for no gain in clarity. The
+//! inputs reach them contiguous through `buffer::contiguous` (an ndarray copy
+//! when the view is strided).
 
 use super::Elem;
 use crate::kernel::Window2d;

@@ -1,10 +1,35 @@
-//! Elementwise drivers: walk (possibly strided, broadcast) operands row by
-//! row and hand contiguous runs to the op's monomorphised slice kernels, so
-//! the common cases (same shape, bias broadcast, scalar operand) vectorise.
+//! Elementwise drivers over ndarray views. Operands are broadcast to the
+//! output shape (stride 0 on broadcast dims), dims that stay contiguous with
+//! respect to every operand are merged, and `Zip` walks the innermost lanes
+//! together, handing each contiguous or scalar lane to the op's monomorphised
+//! slice kernels, so the common cases (same shape, bias broadcast, scalar
+//! operand) vectorise.
 
-use super::buffer::{for_each_row, gather_strided, Elem};
+use super::buffer::{gather_strided, view, view_mut, Elem};
 use crate::kernel::{BinarySlices, UnarySlice};
-use crate::shape::{contiguous_strides, Layout};
+use crate::shape::{coalesce, contiguous_strides, Layout};
+use ndarray::{ArrayView1, ArrayViewD, ArrayViewMutD, Axis, Zip};
+
+/// The output (contiguous, `out_shape`) and each operand broadcast to
+/// `out_shape`, as layouts over the same merged dims (at least one).
+fn broadcast_layouts<const N: usize>(out_shape: &[usize], operands: [&Layout; N]) -> (Layout, [Layout; N]) {
+    let so = contiguous_strides(out_shape);
+    let strides: [_; N] = std::array::from_fn(|k| operands[k].broadcast_strides(out_shape));
+    let all: Vec<&[usize]> = std::iter::once(&so[..]).chain(strides.iter().map(|s| &s[..])).collect();
+    let (shape, merged) = coalesce(out_shape, &all);
+    let layout = |k: usize, offset: usize| Layout { shape: shape.clone(), strides: merged[k].clone(), offset };
+    (layout(0, 0), std::array::from_fn(|k| layout(k + 1, operands[k].offset)))
+}
+
+/// The innermost axis of a view built by `broadcast_layouts`.
+fn inner<T>(v: &ArrayViewD<'_, T>) -> Axis {
+    Axis(v.ndim() - 1)
+}
+
+/// A lane's single repeated element, when it is a broadcast (stride 0) lane.
+fn repeated<T: Copy>(lane: &ArrayView1<'_, T>) -> Option<T> {
+    (lane.strides()[0] == 0 || lane.len() == 1).then(|| lane[0])
+}
 
 pub fn unary_map<T: Elem>(x: &[T], layout: &Layout, k: UnarySlice<T>, p: [T; 2]) -> Vec<T> {
     let n = layout.numel();
@@ -12,6 +37,8 @@ pub fn unary_map<T: Elem>(x: &[T], layout: &Layout, k: UnarySlice<T>, p: [T; 2])
     if layout.is_contiguous() {
         k(&x[layout.offset..layout.offset + n], &mut out, p);
     } else {
+        // The slice kernel wants one contiguous run: copying the view once
+        // and running it over the whole is faster than lane by lane.
         let tmp = gather_strided(x, layout);
         k(&tmp, &mut out, p);
     }
@@ -33,20 +60,19 @@ pub fn binary_map<T: Elem, U: Elem>(
         (k.vv)(&a[la.offset..la.offset + n], &b[lb.offset..lb.offset + n], &mut out);
         return out;
     }
-    let so = contiguous_strides(out_shape);
-    let sa = la.broadcast_strides(out_shape);
-    let sb = lb.broadcast_strides(out_shape);
-    for_each_row(out_shape, [&so, &sa, &sb], [0, la.offset, lb.offset], |[o, ao, bo], len, [_, sa, sb]| {
-        let dst = &mut out[o..o + len];
-        match (sa, sb) {
-            (1, 1) => (k.vv)(&a[ao..ao + len], &b[bo..bo + len], dst),
-            (1, 0) => (k.vs)(&a[ao..ao + len], b[bo], dst),
-            (0, 1) => (k.sv)(a[ao], &b[bo..bo + len], dst),
-            _ => {
-                for (i, d) in dst.iter_mut().enumerate() {
-                    *d = (k.ss)(a[ao + i * sa], b[bo + i * sb]);
-                }
-            }
+    if n == 0 {
+        return out;
+    }
+    let (lo, [la, lb]) = broadcast_layouts(out_shape, [la, lb]);
+    let (mut o, a, b) = (view_mut(&mut out, &lo), view(a, &la), view(b, &lb));
+    let axis = inner(&a);
+    Zip::from(o.lanes_mut(axis)).and(a.lanes(axis)).and(b.lanes(axis)).for_each(|mut o, a, b| {
+        let dst = o.as_slice_mut().expect("the output is contiguous");
+        match (a.as_slice(), b.as_slice(), repeated(&a), repeated(&b)) {
+            (Some(a), Some(b), ..) => (k.vv)(a, b, dst),
+            (Some(a), _, _, Some(b)) => (k.vs)(a, b, dst),
+            (_, Some(b), Some(a), _) => (k.sv)(a, b, dst),
+            _ => Zip::from(dst).and(a).and(b).for_each(|d, &a, &b| *d = (k.ss)(a, b)),
         }
     });
     out
@@ -64,20 +90,14 @@ pub fn where_map<T: Elem>(
 ) -> Vec<T> {
     let n: usize = out_shape.iter().product();
     let mut out = super::pool::take::<T>(n);
-    let so = contiguous_strides(out_shape);
-    let sc = lc.broadcast_strides(out_shape);
-    let sa = la.broadcast_strides(out_shape);
-    let sb = lb.broadcast_strides(out_shape);
-    for_each_row(
-        out_shape,
-        [&so, &sc, &sa, &sb],
-        [0, lc.offset, la.offset, lb.offset],
-        |[o, co, ao, bo], len, [_, sc, sa, sb]| {
-            for i in 0..len {
-                out[o + i] = if c[co + i * sc] != 0 { a[ao + i * sa] } else { b[bo + i * sb] };
-            }
-        },
-    );
+    if n == 0 {
+        return out;
+    }
+    let (lo, [lc, la, lb]) = broadcast_layouts(out_shape, [lc, la, lb]);
+    let o: ArrayViewMutD<T> = view_mut(&mut out, &lo);
+    Zip::from(o).and(&view(c, &lc)).and(&view(a, &la)).and(&view(b, &lb)).for_each(|o, &c, &a, &b| {
+        *o = if c != 0 { a } else { b };
+    });
     out
 }
 
@@ -87,15 +107,10 @@ pub fn where_map<T: Elem>(
 pub fn cast<T: Elem, U: Elem>(x: &[T], layout: &Layout) -> Vec<U> {
     let n = layout.numel();
     let mut out = super::pool::take::<U>(n);
-    let convert = |src: &[T], out: &mut [U]| {
-        for (o, &v) in out.iter_mut().zip(src) {
-            *o = U::from_f64(v.to_f64());
-        }
-    };
-    if layout.is_contiguous() {
-        convert(&x[layout.offset..layout.offset + n], &mut out);
-    } else {
-        convert(&gather_strided(x, layout), &mut out);
+    if n == 0 {
+        return out;
     }
+    let o = view_mut(&mut out, &Layout::contiguous(&layout.shape));
+    Zip::from(o).and(&view(x, layout)).for_each(|o, &v| *o = U::from_f64(v.to_f64()));
     out
 }

@@ -4,22 +4,23 @@
 //! kernels never see an out-of-range value.
 //!
 //! index_select/index_add view their operands as [outer, dim, inner] and move
-//! `inner`-long contiguous runs (an embedding lookup is one memcpy per row);
-//! gather/scatter_add walk the index shape with `for_each_row`, where the data
-//! operand's stride along `axis` is zeroed and replaced by `index * stride`.
+//! whole [outer, inner] sub-views (an embedding lookup is one contiguous copy
+//! per row); gather/scatter_add pair up the lanes along `axis` of the index,
+//! the data (cut to the index's extent in the other dims) and the output,
+//! and follow the index inside each lane.
 
-use super::buffer::{for_each_row, Elem};
-use crate::shape::{contiguous_strides, Layout};
+use super::buffer::{view, view_mut, Elem};
+use crate::shape::Layout;
+use ndarray::{ArrayView3, ArrayViewMut3, Axis, Zip};
 use std::ops::AddAssign;
 
 /// `out[o, k, :] = x[o, idx[k], :]` for contiguous `x` of shape [outer, dim, inner].
 pub fn index_select<T: Elem>(x: &[T], outer: usize, dim: usize, inner: usize, idx: &[usize]) -> Vec<T> {
-    let mut out = Vec::with_capacity(outer * idx.len() * inner);
-    for o in 0..outer {
-        let block = &x[o * dim * inner..(o + 1) * dim * inner];
-        for &i in idx {
-            out.extend_from_slice(&block[i * inner..(i + 1) * inner]);
-        }
+    let mut out = super::pool::take::<T>(outer * idx.len() * inner);
+    let x = ArrayView3::from_shape((outer, dim, inner), x).expect("outer * dim * inner elements");
+    let mut o = ArrayViewMut3::from_shape((outer, idx.len(), inner), &mut out[..]).expect("sized above");
+    for (mut dst, &i) in o.axis_iter_mut(Axis(1)).zip(idx) {
+        dst.assign(&x.index_axis(Axis(1), i));
     }
     out
 }
@@ -27,29 +28,33 @@ pub fn index_select<T: Elem>(x: &[T], outer: usize, dim: usize, inner: usize, id
 /// `out[o, idx[k], :] += src[o, k, :]` for contiguous `out` of shape [outer, dim, inner]
 /// and contiguous `src` of shape [outer, idx.len(), inner]. Repeated indices accumulate.
 pub fn index_add<T: Elem + AddAssign>(out: &mut [T], outer: usize, dim: usize, inner: usize, idx: &[usize], src: &[T]) {
-    let k = idx.len();
-    for o in 0..outer {
-        for (j, &i) in idx.iter().enumerate() {
-            let s = &src[(o * k + j) * inner..(o * k + j + 1) * inner];
-            let d = &mut out[(o * dim + i) * inner..(o * dim + i + 1) * inner];
-            for (d, &s) in d.iter_mut().zip(s) {
-                *d += s;
-            }
-        }
+    let mut o = ArrayViewMut3::from_shape((outer, dim, inner), out).expect("outer * dim * inner elements");
+    let src = ArrayView3::from_shape((outer, idx.len(), inner), src).expect("outer * k * inner elements");
+    for (s, &i) in src.axis_iter(Axis(1)).zip(idx) {
+        o.index_axis_mut(Axis(1), i).zip_mut_with(&s, |d, &s| *d += s);
     }
+}
+
+/// `layout` cut to the first `extent[d]` positions of every dim but `axis`.
+fn cut(layout: &Layout, extent: &[usize], axis: usize) -> Layout {
+    let shape = layout.shape.iter().zip(extent).enumerate().map(|(d, (&s, &e))| if d == axis { s } else { e });
+    Layout { shape: shape.collect(), strides: layout.strides.clone(), offset: layout.offset }
 }
 
 /// `out[p] = x[p with p[axis] replaced by idx[p]]` over every position `p` of
 /// `idx_shape` (`idx` is contiguous in that shape; `x` may be strided).
 pub fn gather<T: Elem>(x: &[T], xl: &Layout, axis: usize, idx: &[usize], idx_shape: &[usize]) -> Vec<T> {
-    let mut out = vec![T::default(); idx.len()];
-    let mut xs = xl.strides.clone();
-    let axis_stride = std::mem::replace(&mut xs[axis], 0);
-    let os = contiguous_strides(idx_shape);
-    for_each_row(idx_shape, [&os, &xs], [0, xl.offset], |[o, xo], len, [so, sx]| {
-        for i in 0..len {
-            let p = o + i * so;
-            out[p] = x[xo + i * sx + idx[p] * axis_stride];
+    let mut out = super::pool::take::<T>(idx.len());
+    if out.is_empty() {
+        return out;
+    }
+    let il = Layout::contiguous(idx_shape);
+    let (x, idx) = (view(x, &cut(xl, idx_shape, axis)), view(idx, &il));
+    let mut o = view_mut(&mut out, &il);
+    let ax = Axis(axis);
+    Zip::from(o.lanes_mut(ax)).and(x.lanes(ax)).and(idx.lanes(ax)).for_each(|mut o, x, idx| {
+        for (o, &i) in o.iter_mut().zip(idx) {
+            *o = x[i];
         }
     });
     out
@@ -67,13 +72,17 @@ pub fn scatter_add<T: Elem + AddAssign>(
     src: &[T],
     sl: &Layout,
 ) {
-    let mut os = contiguous_strides(out_shape);
-    let axis_stride = std::mem::replace(&mut os[axis], 0);
-    let is = contiguous_strides(idx_shape);
-    for_each_row(idx_shape, [&is, &os, &sl.strides], [0, 0, sl.offset], |[io, oo, so], len, [si, s_o, ss]| {
-        for i in 0..len {
-            let p = io + i * si;
-            out[oo + i * s_o + idx[p] * axis_stride] += src[so + i * ss];
+    if idx.is_empty() {
+        return;
+    }
+    let il = Layout::contiguous(idx_shape);
+    let src_cut = Layout { shape: idx_shape.into(), ..sl.clone() };
+    let (src, idx) = (view(src, &src_cut), view(idx, &il));
+    let mut o = view_mut(out, &cut(&Layout::contiguous(out_shape), idx_shape, axis));
+    let ax = Axis(axis);
+    Zip::from(o.lanes_mut(ax)).and(src.lanes(ax)).and(idx.lanes(ax)).for_each(|mut o, src, idx| {
+        for (&s, &i) in src.iter().zip(idx) {
+            o[i] += s;
         }
     });
 }

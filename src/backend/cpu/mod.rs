@@ -2,7 +2,7 @@
 
 pub mod buffer;
 
-pub use buffer::{contiguous, for_each_row, gather_strided, scatter_strided, CpuBuffer, Elem};
+pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, CpuBuffer, Elem};
 pub mod conv;
 pub mod elementwise;
 pub mod index;

@@ -1,11 +1,15 @@
-//! Reductions over any set of axes. When the reduced axes form one block of a
-//! contiguous input (the common case: bias gradients, softmax rows, pooling
-//! windows) the input is read in place as [outer, reduced, inner]; otherwise
-//! it is gathered as [kept..., reduced...] rows first.
+//! Reductions over any set of axes, on ndarray views. When the reduced axes
+//! form one block of a contiguous input (the common case: bias gradients,
+//! softmax rows, pooling windows) the input is viewed in place as
+//! [outer, reduced, inner]; otherwise the view is permuted to
+//! [kept..., reduced...] and copied into rows first, so every sum runs over a
+//! contiguous run in one fixed order (`sum_row`: the f64 results the
+//! gradchecks see do not depend on the input's strides).
 
-use super::buffer::gather_strided;
+use super::buffer::{gather_strided, view};
 use crate::kernel::ReduceKind;
 use crate::shape::{Dims, Layout};
+use ndarray::{ArrayView2, ArrayView3, ArrayViewMut1, ArrayViewMut2, Axis, Zip};
 use num_traits::Float;
 
 /// Rows of the reduced axes: returns (data, number of rows, row length).
@@ -81,61 +85,69 @@ fn init<T: Float>(kind: ReduceKind) -> T {
 /// `inner` elements are combined at once, which vectorises (bias gradients,
 /// pooling windows) and needs no transposing copy.
 fn reduce_block<T: Float + super::Elem>(data: &[T], outer: usize, k: usize, inner: usize, kind: ReduceKind) -> Vec<T> {
-    // Nothing to reduce, or nothing to reduce into (inner == 0: chunks of 0 would panic).
+    // Nothing to reduce, or nothing to reduce into.
     if k == 0 || outer * inner == 0 {
         return vec![init(kind); outer * inner];
     }
+    let mut out = super::pool::take::<T>(outer * inner);
     if inner == 1 {
-        return data
-            .chunks_exact(k)
-            .map(|r| match kind {
+        let rows = ArrayView2::from_shape((outer, k), data).expect("outer * k elements");
+        let out1 = ArrayViewMut1::from(&mut out[..]);
+        Zip::from(out1).and(rows.rows()).for_each(|o, r| {
+            let r = r.as_slice().expect("rows of a contiguous block");
+            *o = match kind {
                 ReduceKind::Sum => sum_row(r),
                 ReduceKind::Max => extreme_row(r, true),
                 ReduceKind::Min => extreme_row(r, false),
-            })
-            .collect();
+            }
+        });
+        return out;
     }
-    let mut out = super::pool::take::<T>(outer * inner);
-    for (o, dst) in out.chunks_exact_mut(inner).enumerate() {
-        let slab = &data[o * k * inner..(o + 1) * k * inner];
-        dst.copy_from_slice(&slab[..inner]);
-        for row in slab.chunks_exact(inner).skip(1) {
+    let slabs = ArrayView3::from_shape((outer, k, inner), data).expect("outer * k * inner elements");
+    let mut out2 = ArrayViewMut2::from_shape((outer, inner), &mut out[..]).expect("outer * inner elements");
+    Zip::from(out2.rows_mut()).and(slabs.axis_iter(Axis(0))).for_each(|mut dst, slab| {
+        dst.assign(&slab.row(0));
+        for row in slab.rows().into_iter().skip(1) {
             match kind {
-                ReduceKind::Sum => dst.iter_mut().zip(row).for_each(|(d, &v)| *d = *d + v),
+                ReduceKind::Sum => dst.zip_mut_with(&row, |d, &v| *d = *d + v),
                 // NaN wins and then stays (v > NaN is false).
-                ReduceKind::Max => dst.iter_mut().zip(row).for_each(|(d, &v)| {
+                ReduceKind::Max => dst.zip_mut_with(&row, |d, &v| {
                     if v > *d || v.is_nan() {
                         *d = v
                     }
                 }),
-                ReduceKind::Min => dst.iter_mut().zip(row).for_each(|(d, &v)| {
+                ReduceKind::Min => dst.zip_mut_with(&row, |d, &v| {
                     if v < *d || v.is_nan() {
                         *d = v
                     }
                 }),
             }
         }
-    }
+    });
     out
 }
 
 /// Index of the first max (or min) along `axis`; NaN counts as the extreme.
+/// Each output reads its lane of the view in place (no copy).
 pub fn arg_reduce<T: Float + super::Elem>(x: &[T], layout: &Layout, axis: usize, max: bool) -> Vec<i32> {
-    let (data, _outer, inner) = rows(x, layout, &[axis]);
-    data.chunks_exact(inner.max(1))
-        .map(|r| {
-            let mut best = 0usize;
-            for (i, &v) in r.iter().enumerate() {
-                if r[best].is_nan() {
-                    break;
-                }
-                if v.is_nan() || (max && v > r[best]) || (!max && v < r[best]) {
-                    best = i;
-                }
+    let v = view(x, layout);
+    let lanes = v.lanes(Axis(axis));
+    let kept: Dims = (0..layout.shape.len()).filter(|&d| d != axis).map(|d| layout.shape[d]).collect();
+    let mut out = super::pool::take::<i32>(kept.iter().product());
+    let o = super::buffer::view_mut(&mut out, &Layout::contiguous(&kept));
+    Zip::from(o).and(lanes).for_each(|o, r| {
+        let mut best = 0usize;
+        for (i, &v) in r.iter().enumerate() {
+            if r[best].is_nan() {
+                break;
             }
-            best as i32
-        })
-        .collect()
+            if v.is_nan() || (max && v > r[best]) || (!max && v < r[best]) {
+                best = i;
+            }
+        }
+        *o = best as i32;
+    });
+    out
 }
 
 #[cfg(test)]
