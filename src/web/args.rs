@@ -127,6 +127,11 @@ pub fn tensor(op: &str, name: &str, v: &JsValue) -> JsResult<Tensor> {
     let Some(id) = tensor_id(v) else {
         return Err(js_error(op, Kind::Argument, format!("{name} must be a Tensor, got {}", describe(v))));
     };
+    live_tensor(op, id)
+}
+
+/// The tensor of the live handle `id`.
+fn live_tensor(op: &str, id: u32) -> JsResult<Tensor> {
     let slot = lookup(id).ok_or_else(|| disposed(op))?;
     let t = slot.tensor.borrow().clone();
     t.ok_or_else(|| disposed(op))
@@ -206,7 +211,9 @@ impl Operand {
             return Ok(Operand::Scalar(n));
         }
         match find_tensor(v) {
-            Found::Id(_) | Found::Freed => tensor(op, name, v).map(Operand::Tensor),
+            // Found once: each look is several calls into JS.
+            Found::Id(id) => live_tensor(op, id).map(Operand::Tensor),
+            Found::Freed => tensor(op, name, v).map(Operand::Tensor),
             Found::Other => {
                 Err(js_error(op, Kind::Argument, format!("{name} must be a Tensor or a number, got {}", describe(v))))
             }

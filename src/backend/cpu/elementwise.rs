@@ -63,6 +63,21 @@ pub fn binary_map<T: Elem, U: Elem>(
     if n == 0 {
         return out;
     }
+    // A one-element operand against a contiguous one (`x.lt(0)`, `x + 1`,
+    // `loss * scale`): the slice kernels directly, without building views,
+    // which costs more than the kernel on small tensors.
+    let whole = |l: &Layout| l.is_contiguous() && l.shape.as_slice() == out_shape;
+    match (la.numel() == 1, lb.numel() == 1) {
+        (_, true) if whole(la) => {
+            (k.vs)(&a[la.offset..la.offset + n], b[lb.offset], &mut out);
+            return out;
+        }
+        (true, _) if whole(lb) => {
+            (k.sv)(a[la.offset], &b[lb.offset..lb.offset + n], &mut out);
+            return out;
+        }
+        _ => {}
+    }
     let (lo, [la, lb]) = broadcast_layouts(out_shape, [la, lb]);
     let (mut o, a, b) = (view_mut(&mut out, &lo), view(a, &la), view(b, &lb));
     let axis = inner(&a);
@@ -108,6 +123,12 @@ pub fn cast<T: Elem, U: Elem>(x: &[T], layout: &Layout) -> Vec<U> {
     let n = layout.numel();
     let mut out = super::pool::take::<U>(n);
     if n == 0 {
+        return out;
+    }
+    if layout.is_contiguous() {
+        for (o, &v) in out.iter_mut().zip(&x[layout.offset..layout.offset + n]) {
+            *o = U::from_f64(v.to_f64());
+        }
         return out;
     }
     let o = view_mut(&mut out, &Layout::contiguous(&layout.shape));

@@ -6,9 +6,8 @@
 //! at 64 (see benches/README.md). Strided operands (transposed views from
 //! backward rules) need no copy: both GEMMs pack them themselves.
 
-use super::buffer::{view, view_mut};
 use crate::shape::{Dims, Layout};
-use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2, ArrayViewMutD, Axis, Ix2, IxDyn, LinalgScalar, Zip};
+use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
 
 /// Element types with a GEMM.
 pub trait Gemm: super::Elem + LinalgScalar {}
@@ -55,21 +54,6 @@ fn gemm<T: Gemm>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
     }
 }
 
-/// The trailing matrix of a chunk whose batch dims all have length 1.
-fn matrix<T>(mut v: ArrayViewD<'_, T>) -> ArrayView2<'_, T> {
-    while v.ndim() > 2 {
-        v = v.index_axis_move(Axis(0), 0);
-    }
-    v.into_dimensionality::<Ix2>().expect("two dims left")
-}
-
-fn matrix_mut<T>(mut v: ArrayViewMutD<'_, T>) -> ArrayViewMut2<'_, T> {
-    while v.ndim() > 2 {
-        v = v.index_axis_move(Axis(0), 0);
-    }
-    v.into_dimensionality::<Ix2>().expect("two dims left")
-}
-
 /// `a` is [..., m, k], `b` is [..., k, n] (same rank, batch dims broadcast to
 /// `batch`); returns the contiguous [batch..., m, n] product.
 pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usize]) -> Vec<T> {
@@ -84,16 +68,33 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
         out.fill(T::zero()); // empty inner dimension: the product is zeros
         return out;
     }
-    // Each operand as [batch..., rows, cols], stride 0 on broadcast batch dims.
+    // Each operand as [batch..., rows, cols], stride 0 on broadcast batch
+    // dims; one fixed-rank (Ix2) view per product, located by an odometer
+    // over the batch index: dynamic-rank views and chunk iterators cost
+    // more than a small product itself (a 2x2 matmul in wasm).
     let full = |rows: usize, cols: usize| -> Dims { batch.iter().copied().chain([rows, cols]).collect() };
-    let batched = |l: &Layout, shape: Dims| Layout { strides: l.broadcast_strides(&shape), shape, offset: l.offset };
-    let (av, bv) = (view(a, &batched(la, full(m, k))), view(b, &batched(lb, full(k, n))));
-    let mut cv = view_mut(&mut out, &Layout::contiguous(&full(m, n)));
-    // One chunk per batch index: each is one matrix.
-    let chunk = |rows: usize, cols: usize| IxDyn(&batch.iter().map(|_| 1).chain([rows, cols]).collect::<Dims>());
-    Zip::from(cv.exact_chunks_mut(chunk(m, n)))
-        .and(av.exact_chunks(chunk(m, k)))
-        .and(bv.exact_chunks(chunk(k, n)))
-        .for_each(|c, a, b| gemm(matrix(a), matrix(b), matrix_mut(c)));
+    let (sa, sb) = (la.broadcast_strides(&full(m, k)), lb.broadcast_strides(&full(k, n)));
+    let nd = batch.len();
+    let mut index: Dims = batch.iter().map(|_| 0).collect();
+    let (mut oa, mut ob) = (la.offset, lb.offset);
+    for c in out.chunks_exact_mut(m * n) {
+        let av =
+            ArrayView2::from_shape((m, k).strides((sa[nd], sa[nd + 1])), &a[oa..]).expect("a's layout fits its buffer");
+        let bv =
+            ArrayView2::from_shape((k, n).strides((sb[nd], sb[nd + 1])), &b[ob..]).expect("b's layout fits its buffer");
+        gemm(av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"));
+        // Next batch index, last dim fastest; the offsets follow.
+        for d in (0..nd).rev() {
+            index[d] += 1;
+            oa += sa[d];
+            ob += sb[d];
+            if index[d] < batch[d] {
+                break;
+            }
+            oa -= sa[d] * batch[d];
+            ob -= sb[d] * batch[d];
+            index[d] = 0;
+        }
+    }
     out
 }
