@@ -143,6 +143,12 @@ declare module '../pkg/skiff.js' {
     sumTo(shape: number | number[]): Tensor<D>;
     /** Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted. */
     matmul(other: Tensor<D>): Tensor<D>;
+    /** Reorders the axes, each listed once (a view). */
+    permute(dims: number[]): Tensor<D>;
+    /** The same values laid out row-major (a copy only when needed). */
+    contiguous(): Tensor<D>;
+    /** Merges axes start_dim..=end_dim; `squeeze` and `unsqueeze` are the same view op. */
+    flatten(startDim?: number, endDim?: number): Tensor<D>;
     /** The slices along `dim` at the positions in the 1-D `index`. */
     indexSelect(dim: number, index: Tensor<'int32'>): Tensor<D>;
     /** A copy with slice k of `source` (times `alpha`) added at index[k] along `dim`. */

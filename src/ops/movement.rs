@@ -58,7 +58,7 @@ static PERMUTE: OpDef = OpDef {
     name: "permute",
     signature: "permute(self, dims: int[]) -> Tensor",
     doc: "Reorders the axes, each listed once (a view).",
-    forward: None,
+    forward: Some(|a| a.this()?.permute(&a.ints("dims")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Perm(p) = c.attrs() else { unreachable!() };
@@ -111,7 +111,7 @@ static CONTIGUOUS: OpDef = OpDef {
     name: "contiguous",
     signature: "contiguous(self) -> Tensor",
     doc: "The same values laid out row-major (a copy only when needed).",
-    forward: None,
+    forward: Some(|a| a.this()?.contiguous()),
     kind: OpKind::Primitive,
     backward: Some(|_, g| one(Ok(g[0].clone()))),
     second_order: true,
@@ -128,7 +128,7 @@ static SQUEEZE: OpDef = OpDef {
     name: "squeeze_unsqueeze_flatten",
     signature: "flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor",
     doc: "Merges axes start_dim..=end_dim; `squeeze` and `unsqueeze` are the same view op.",
-    forward: None,
+    forward: Some(|a| a.this()?.flatten(a.int("start_dim")?, a.int("end_dim")?)),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

@@ -187,6 +187,11 @@ fn read(op: &str, name: &str, p: &MethodParam, v: &JsValue) -> JsResult<Option<V
     if p.optional && (v.is_undefined() || v.is_null()) {
         return Ok(None);
     }
+    // The list readers take a missing value as "all axes": a required list must be given.
+    let list = has(&Type::Ints) || has(&Type::Shape);
+    if list && (v.is_undefined() || v.is_null()) {
+        return Err(js_error(op, Kind::Argument, format!("{name} is required, got {}", describe(v))));
+    }
     let tensor = p.types.iter().any(|t| matches!(t, Type::Tensor | Type::TensorAny | Type::TensorOf(_)));
     let number = has(&Type::Scalar) || has(&Type::Float);
     let literals: Vec<&str> =

@@ -16,12 +16,9 @@ const HAND_WRITTEN: &[(&str, &str)] = &[
     ("where", "where"),
     ("to_device", "to"), // in web/tensor.rs
     ("reshape", "reshape"),
-    ("permute", "permute"),
     ("expand", "expand"),
     ("slice", "slice"),
     ("slice_backward", "slice"), // the gradient of slice/narrow/select: runs in backward()
-    ("contiguous", "contiguous"),
-    ("squeeze_unsqueeze_flatten", "flatten"), // and squeeze, unsqueeze
     ("concat", "cat"),
     ("pad", "pad"),
     ("unfold2d", "unfold"),

@@ -70,15 +70,6 @@ impl JsTensor {
         out(OP, x.view(&signed_shape(OP, "shape", &shape)?))
     }
 
-    /// Reorders the axes: `dims` lists every axis once (a view).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn permute(&self, #[wasm_bindgen(unchecked_param_type = "number[]")] dims: JsValue) -> JsResult<JsTensor> {
-        const OP: &str = "permute";
-        let x = self.get(OP)?;
-        required(OP, "dims", &dims)?;
-        out(OP, x.permute(&args::axes(OP, "dims", &dims)?))
-    }
-
     /// Swaps axes `dim0` and `dim1` (a view).
     #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn transpose(
@@ -241,25 +232,6 @@ impl JsTensor {
         const OP: &str = "unsqueeze";
         let x = self.get(OP)?;
         out(OP, x.unsqueeze(args::int_arg(OP, "dim", &dim)?))
-    }
-
-    /// Merges axes startDim..=endDim (default: all) into one.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn flatten(
-        &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = startDim)] start_dim: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "number", js_name = endDim)] end_dim: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "flatten";
-        let x = self.get(OP)?;
-        out(OP, x.flatten(int_or(OP, "startDim", start_dim, 0)?, int_or(OP, "endDim", end_dim, -1)?))
-    }
-
-    /// The same values laid out row-major (a copy only when needed).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn contiguous(&self) -> JsResult<JsTensor> {
-        const OP: &str = "contiguous";
-        out(OP, self.get(OP)?.contiguous())
     }
 
     /// Reverses the order of elements along `dims` (a number or a list); a copy.
