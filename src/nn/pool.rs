@@ -44,12 +44,7 @@ impl Layer for MaxPool2d {
         "MaxPool2d"
     }
     fn extra_repr(&self) -> String {
-        format!(
-            "kernel_size={}, stride={}, padding={}",
-            py_pair(self.kernel),
-            py_pair(self.stride),
-            py_pair(self.padding)
-        )
+        window_repr(self.kernel, self.stride, self.padding)
     }
 }
 
@@ -80,12 +75,7 @@ impl Layer for AvgPool2d {
         "AvgPool2d"
     }
     fn extra_repr(&self) -> String {
-        format!(
-            "kernel_size={}, stride={}, padding={}",
-            py_pair(self.kernel),
-            py_pair(self.stride),
-            py_pair(self.padding)
-        )
+        window_repr(self.kernel, self.stride, self.padding)
     }
 }
 
@@ -179,4 +169,9 @@ impl Layer for Flatten {
     fn extra_repr(&self) -> String {
         format!("start_dim={}, end_dim={}", self.start, self.end)
     }
+}
+
+/// A pool's PyTorch `extra_repr`: `kernel_size=2, stride=2, padding=0` (pairs as `(2, 3)`).
+fn window_repr(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 2]) -> String {
+    format!("kernel_size={}, stride={}, padding={}", py_pair(kernel), py_pair(stride), py_pair(padding))
 }

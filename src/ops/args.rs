@@ -133,17 +133,15 @@ impl<'a> Args<'a> {
             _ => Err(self.wrong(name, "a tensor")),
         }
     }
-    pub fn opt_tensor(&self, name: &str) -> Result<Option<&Tensor>> {
+    /// `read` of a parameter that may be `None`.
+    fn optional<'s, T>(&'s self, name: &str, read: fn(&'s Self, &str) -> Result<T>) -> Result<Option<T>> {
         match self.value(name)? {
             Value::None => Ok(None),
-            _ => self.tensor(name).map(Some),
+            _ => read(self, name).map(Some),
         }
     }
-    pub fn tensors(&self, name: &str) -> Result<&[Tensor]> {
-        match self.value(name)? {
-            Value::Tensors(ts) => Ok(ts),
-            _ => Err(self.wrong(name, "a list of tensors")),
-        }
+    pub fn opt_tensor(&self, name: &str) -> Result<Option<&Tensor>> {
+        self.optional(name, Self::tensor)
     }
     /// A number (an int is one too).
     pub fn float(&self, name: &str) -> Result<f64> {
@@ -154,10 +152,7 @@ impl<'a> Args<'a> {
         }
     }
     pub fn opt_float(&self, name: &str) -> Result<Option<f64>> {
-        match self.value(name)? {
-            Value::None => Ok(None),
-            _ => self.float(name).map(Some),
-        }
+        self.optional(name, Self::float)
     }
     pub fn int(&self, name: &str) -> Result<isize> {
         match self.value(name)? {
@@ -166,10 +161,7 @@ impl<'a> Args<'a> {
         }
     }
     pub fn opt_int(&self, name: &str) -> Result<Option<isize>> {
-        match self.value(name)? {
-            Value::None => Ok(None),
-            _ => self.int(name).map(Some),
-        }
+        self.optional(name, Self::int)
     }
     /// Ints given as one int or a list; `None` is the empty list (all axes).
     pub fn ints(&self, name: &str) -> Result<Vec<isize>> {
@@ -187,20 +179,6 @@ impl<'a> Args<'a> {
             .map(|d| usize::try_from(d).map_err(|_| self.wrong(name, "a list of non-negative sizes")))
             .collect()
     }
-    /// An int pair given as one int (both) or two.
-    pub fn pair(&self, name: &str) -> Result<[usize; 2]> {
-        match self.value(name)? {
-            Value::Pair(p) => Ok(*p),
-            Value::Int(i) if *i >= 0 => Ok([*i as usize; 2]),
-            _ => Err(self.wrong(name, "a non-negative integer or a pair of them")),
-        }
-    }
-    pub fn opt_pair(&self, name: &str) -> Result<Option<[usize; 2]>> {
-        match self.value(name)? {
-            Value::None => Ok(None),
-            _ => self.pair(name).map(Some),
-        }
-    }
     pub fn bool(&self, name: &str) -> Result<bool> {
         match self.value(name)? {
             Value::Bool(b) => Ok(*b),
@@ -208,10 +186,7 @@ impl<'a> Args<'a> {
         }
     }
     pub fn opt_bool(&self, name: &str) -> Result<Option<bool>> {
-        match self.value(name)? {
-            Value::None => Ok(None),
-            _ => self.bool(name).map(Some),
-        }
+        self.optional(name, Self::bool)
     }
     pub fn str(&self, name: &str) -> Result<&str> {
         match self.value(name)? {
@@ -223,12 +198,6 @@ impl<'a> Args<'a> {
         match self.value(name)? {
             Value::DType(d) => Ok(*d),
             _ => Err(self.wrong(name, "a dtype")),
-        }
-    }
-    pub fn device(&self, name: &str) -> Result<Device> {
-        match self.value(name)? {
-            Value::Device(d) => Ok(d.clone()),
-            _ => Err(self.wrong(name, "a device")),
         }
     }
     /// A `Tensor | scalar` argument as given.
