@@ -57,14 +57,14 @@ pub fn check_size(op: &'static str, shape: &[usize]) -> Result<usize> {
 /// length), or an error naming `op` and `what` when it overflows.
 pub fn add_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
     a.checked_add(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
-        Error::memory(op, format!("{what} {a} + {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+        Error::memory(op, format!("{what} {a} + {b} is too large: more than one tensor may hold here ({MAX_ELEMENTS})"))
     })
 }
 
 /// `a * b` for a size computed from arguments, as `add_sizes`.
 pub fn mul_sizes(op: &'static str, what: &str, a: usize, b: usize) -> Result<usize> {
     a.checked_mul(b).filter(|&n| n <= MAX_ELEMENTS).ok_or_else(|| {
-        Error::memory(op, format!("{what} {a} * {b} is larger than one tensor may hold here ({MAX_ELEMENTS})"))
+        Error::memory(op, format!("{what} {a} * {b} is too large: more than one tensor may hold here ({MAX_ELEMENTS})"))
     })
 }
 

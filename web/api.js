@@ -49,13 +49,54 @@ const CALLERS = [
   (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callMethod4(id, this, a, b, c, d); },
 ];
 
+// The module functions the registry generates, bound at init() by name.
+const FUNCTION_CALLERS = [
+  null, // every function takes at least one argument
+  (id) => (a) => raw.callFunction1(id, a),
+  (id) => (a, b) => raw.callFunction2(id, a, b),
+  (id) => (a, b, c) => raw.callFunction3(id, a, b, c),
+  (id) => (a, b, c, d) => raw.callFunction4(id, a, b, c, d),
+];
+const opFunctions = new Map();
+
 function installOpMethods() {
-  for (const { name, id, arity } of raw.opMethods()) {
-    const method = CALLERS[arity](id, name);
-    Object.defineProperty(method, 'name', { value: name });
-    Object.defineProperty(T.prototype, name, { value: method, writable: true, configurable: true });
+  for (const { name, id, arity, method } of raw.opMethods()) {
+    if (!method) {
+      opFunctions.set(name, FUNCTION_CALLERS[arity](id));
+      continue;
+    }
+    const m = CALLERS[arity](id, name);
+    Object.defineProperty(m, 'name', { value: name });
+    Object.defineProperty(T.prototype, name, { value: m, writable: true, configurable: true });
   }
 }
+
+/**
+ * A module function the registry generates (its signature has no `self`),
+ * exported under its name; it reaches its wasm caller once init() has run.
+ * The Node suite checks that these exports are exactly the registry's.
+ */
+function opFunction(name) {
+  const f = function (a, b, c, d) {
+    const call = opFunctions.get(name);
+    if (call === undefined) {
+      ready(name);
+      throw fail(name, 'value', `the op registry has no function ${name} (pkg/ is out of date: npm run build)`);
+    }
+    return call(a, b, c, d);
+  };
+  Object.defineProperty(f, 'name', { value: name });
+  return f;
+}
+
+/** `condition ? input : other`, elementwise; numbers take the other operand's dtype. */
+export const where = opFunction('where');
+/** Joins tensors along an existing axis `dim` (default 0), as `torch.cat`. */
+export const cat = opFunction('cat');
+/** im2col (`F.unfold`): [N, C, H, W] -> [N, C*kh*kw, L]. */
+export const unfold = opFunction('unfold');
+/** col2im (`F.fold`, the adjoint of `unfold`): overlapping windows sum. */
+export const fold = opFunction('fold');
 
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';

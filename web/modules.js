@@ -97,14 +97,8 @@ Object.assign(optim.lrScheduler, {
   OneCycleLR: optim.OneCycleLR,
 });
 
-/** Concatenates tensors along dim (default 0). */
-export const cat = (...a) => raw.cat(...a);
 /** Stacks tensors along a new dim (default 0). */
 export const stack = (...a) => raw.stack(...a);
-/** Elementwise choice: input where condition, else other. */
-export const where = (...a) => raw.where(...a);
-export const unfold = (...a) => raw.unfold(...a);
-export const fold = (...a) => raw.fold(...a);
 /** Serialises named tensors to safetensors bytes (awaits GPU reads). */
 export const saveSafetensors = (...a) => raw.saveSafetensors(...a);
 /** Named tensors from safetensors bytes. */

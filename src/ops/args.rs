@@ -38,6 +38,9 @@ impl Value {
             (Value::Float(_), Type::Scalar | Type::Float) => true,
             (Value::Int(_), Type::Int) => true,
             (Value::Ints(_), Type::Ints | Type::Shape) => true,
+            (Value::Ints(v), Type::Sizes) => v.iter().all(|&d| d >= 0),
+            (Value::Bool(b), Type::BoolLiteral(l)) => b == l,
+            (Value::Int(i), Type::IntLiteral(l)) => i == l,
             (Value::Pair(_), Type::IntPair) => true,
             (Value::Bool(_), Type::Bool) => true,
             (Value::Str(s), Type::Literal(l)) => s == l,
@@ -55,7 +58,9 @@ impl Value {
             "True" => Value::Bool(true),
             "False" => Value::Bool(false),
             t if t.starts_with('\'') && t.ends_with('\'') && t.len() >= 2 => Value::Str(t[1..t.len() - 1].to_string()),
-            t if types.contains(&Type::Int) && t.parse::<isize>().is_ok() => Value::Int(t.parse().unwrap_or(0)),
+            t if types.iter().any(|ty| matches!(ty, Type::Int | Type::IntLiteral(_))) && t.parse::<isize>().is_ok() => {
+                Value::Int(t.parse().unwrap_or(0))
+            }
             t => Value::Float(t.parse::<f64>().map_err(|_| format!("default {t:?} is not a value of {types:?}"))?),
         })
     }
@@ -172,12 +177,40 @@ impl<'a> Args<'a> {
             _ => Err(self.wrong(name, "an integer or a list of integers")),
         }
     }
+    /// A non-negative int (a count: `groups`).
+    pub fn size(&self, name: &str) -> Result<usize> {
+        let i = self.int(name)?;
+        usize::try_from(i).map_err(|_| self.wrong(name, &format!("a non-negative integer, got {i}")))
+    }
     /// Sizes (non-negative ints).
     pub fn sizes(&self, name: &str) -> Result<Vec<usize>> {
         self.ints(name)?
             .into_iter()
             .map(|d| usize::try_from(d).map_err(|_| self.wrong(name, "a list of non-negative sizes")))
             .collect()
+    }
+    /// A pair of sizes given as one non-negative int or `(a, b)` (kernel sizes, strides).
+    pub fn pair(&self, name: &str) -> Result<[usize; 2]> {
+        match self.value(name)? {
+            Value::Pair(p) => Ok(*p),
+            Value::Int(i) if *i >= 0 => Ok([*i as usize; 2]),
+            _ => Err(self.wrong(name, "a non-negative integer or a pair of them")),
+        }
+    }
+    pub fn opt_pair(&self, name: &str) -> Result<Option<[usize; 2]>> {
+        self.optional(name, Self::pair)
+    }
+    pub fn tensors(&self, name: &str) -> Result<&[Tensor]> {
+        match self.value(name)? {
+            Value::Tensors(ts) => Ok(ts),
+            _ => Err(self.wrong(name, "a list of tensors")),
+        }
+    }
+    pub fn device(&self, name: &str) -> Result<&Device> {
+        match self.value(name)? {
+            Value::Device(d) => Ok(d),
+            _ => Err(self.wrong(name, "a device")),
+        }
     }
     pub fn bool(&self, name: &str) -> Result<bool> {
         match self.value(name)? {
@@ -239,8 +272,14 @@ fn default_of(op: &'static str, p: &Param) -> Result<Value> {
 /// dtype cannot hold it exactly (int32: integers in range; floats and bool
 /// take any number, bool as nonzero).
 pub fn scalar_like_checked(op: &'static str, name: &str, like: &Tensor, value: f64) -> Result<Tensor> {
+    value_for(op, name, value, like.dtype())?;
+    like.scalar_like(value)
+}
+
+/// `value`, refused when `dtype` cannot hold it exactly (as `scalar_like_checked`).
+pub fn value_for(op: &'static str, name: &str, value: f64, dtype: DType) -> Result<f64> {
     let fits_int32 = value.fract() == 0.0 && value >= i32::MIN as f64 && value <= i32::MAX as f64;
-    if like.dtype() == DType::I32 && !fits_int32 {
+    if dtype == DType::I32 && !fits_int32 {
         return Err(Error::value(
             op,
             format!(
@@ -250,7 +289,7 @@ pub fn scalar_like_checked(op: &'static str, name: &str, like: &Tensor, value: f
             ),
         ));
     }
-    like.scalar_like(value)
+    Ok(value)
 }
 
 /// `x <op> c` for a number `c`: integer and bool tensors are compared as

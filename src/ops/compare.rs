@@ -1,6 +1,6 @@
 //! Comparisons (masks, no gradient) and `where_`, which selects by a mask.
 
-use super::args::{compare_number, Operand};
+use super::args::{compare_number, scalar_like_checked, Args, Operand};
 use super::reference::{self, Host};
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
 use crate::autograd::{needs_record, record};
@@ -90,11 +90,27 @@ fn compare(def: &'static CompareDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     be::compare(name, a, b, &shape, &def.kernel)
 }
 
+/// `where` with numbers: a number takes the other operand's dtype (checked to
+/// fit it), and float32 when both are numbers.
+fn where_forward(a: &Args) -> Result<Tensor> {
+    let cond = a.tensor("condition")?;
+    let (x, y) = match (a.operand("input")?, a.operand("other")?) {
+        (Operand::Tensor(x), Operand::Tensor(y)) => (x.clone(), y.clone()),
+        (Operand::Tensor(x), Operand::Number(c)) => (x.clone(), scalar_like_checked("where", "other", x, c)?),
+        (Operand::Number(c), Operand::Tensor(y)) => (scalar_like_checked("where", "input", y, c)?, y.clone()),
+        (Operand::Number(c), Operand::Number(d)) => {
+            let device = cond.device();
+            (Tensor::full_on(&[], c, DType::F32, &device)?, Tensor::full_on(&[], d, DType::F32, &device)?)
+        }
+    };
+    Tensor::where_(cond, &x, &y)
+}
+
 static WHERE: OpDef = OpDef {
     name: "where",
     signature: "where(condition: Tensor<bool>, input: Tensor | scalar, other: Tensor | scalar) -> Tensor",
     doc: "condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`).",
-    forward: None,
+    forward: Some(where_forward),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let cond = c.saved(0);

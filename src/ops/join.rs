@@ -2,6 +2,7 @@
 //! the backend's `assemble`), stack, split/chunk (views via narrow) and
 //! constant padding. Backward rules are the adjoint slices.
 
+use super::args::value_for;
 use super::movement::one;
 use super::reference as r;
 use super::slice::slice_layout;
@@ -16,7 +17,7 @@ static CONCAT: OpDef = OpDef {
     name: "concat",
     signature: "cat(tensors: Tensor[], dim: int = 0) -> Tensor",
     doc: "Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`).",
-    forward: None,
+    forward: Some(|a| Tensor::concat(a.tensors("tensors")?, a.int("dim")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
@@ -73,9 +74,22 @@ static CONCAT: OpDef = OpDef {
 
 static PAD: OpDef = OpDef {
     name: "pad",
-    signature: "pad(self, pad: int[], value: scalar = 0) -> Tensor",
+    signature: "pad(self, pad: size[], value: scalar = 0) -> Tensor",
     doc: "Constant padding in `F.pad` order: the last dim's (before, after) first.",
-    forward: None,
+    forward: Some(|a| {
+        let x = a.this()?;
+        let flat = a.sizes("pad")?;
+        if flat.len() % 2 != 0 {
+            return Err(Error::value(
+                "pad",
+                format!("pad must hold (before, after) pairs, got {} numbers", flat.len()),
+            ));
+        }
+        let value = value_for("pad", "value", a.float("value")?, x.dtype())?;
+        // F.pad lists the last dim first; `Tensor::pad` lists the padded trailing dims in order.
+        let pairs: Vec<(usize, usize)> = flat.chunks(2).rev().map(|p| (p[0], p[1])).collect();
+        x.pad(&pairs, value)
+    }),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Pad { pads, .. } = c.attrs() else { unreachable!() };
@@ -106,6 +120,12 @@ impl Tensor {
     /// Joins tensors along an existing axis.
     pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
         let first = tensors.first().ok_or_else(|| Error::value("concat", "needs at least one tensor"))?;
+        if let Some((i, t)) = tensors.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
+            return Err(Error::shape(
+                "concat",
+                format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
+            ));
+        }
         let ax = normalize_real_axis("concat", axis, first.shape())?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         same_device("concat", &refs)?;

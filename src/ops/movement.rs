@@ -30,7 +30,7 @@ static RESHAPE: OpDef = OpDef {
     name: "reshape",
     signature: "reshape(self, shape: int | int[]) -> Tensor",
     doc: "The same elements in `shape` (one entry may be -1); a view where strides allow.",
-    forward: None,
+    forward: Some(|a| a.this()?.reshape(&a.ints("shape")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].reshape_dims(c.input_shape(0)))),
     second_order: true,
@@ -88,7 +88,7 @@ static EXPAND: OpDef = OpDef {
     name: "expand",
     signature: "expand(self, shape: int | int[]) -> Tensor",
     doc: "Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).",
-    forward: None,
+    forward: Some(|a| a.this()?.expand(&a.ints("shape")?)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].sum_to(c.input_shape(0)))),
     second_order: true,
@@ -153,7 +153,21 @@ static TO_DEVICE: OpDef = OpDef {
     name: "to_device",
     signature: "to(self, device: Device) -> Tensor",
     doc: "A copy on `device` (the same tensor when already there); recorded by autodiff.",
-    forward: None,
+    forward: Some(|a| {
+        let (x, device) = (a.this()?, a.device("device")?);
+        // In the browser a readback cannot block: leaving the GPU must await it.
+        if cfg!(target_arch = "wasm32") && x.device().is_gpu() && x.device() != *device {
+            return Err(Error::value(
+                "to",
+                format!(
+                    "moving a tensor of shape {:?} off the GPU reads it back, which cannot block in the browser: use await t.toAsync('{}')",
+                    x.shape(),
+                    if device.is_gpu() { "webgpu" } else { "cpu" }
+                ),
+            ));
+        }
+        x.to(device)
+    }),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].to(c.input_device(0)))),
     second_order: true,

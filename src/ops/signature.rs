@@ -16,9 +16,11 @@
 //! - Types: `Tensor` (in a method: of the receiver's dtype), `Tensor<any>`,
 //!   `Tensor<int32>` and the other dtypes, `Tensor[]`, `scalar` (any number,
 //!   NaN and infinities included: a value for a tensor), `float` (a finite
-//!   hyperparameter), `int`, `int[]`, `shape` (sizes that fit one tensor),
-//!   `(int, int)`, `bool`, `None`, `DType`, `Device` and string literals
-//!   (`'mean' | 'sum'`).
+//!   hyperparameter), `int`, `int[]`, `size[]` (non-negative ints: paddings),
+//!   `shape` (sizes that fit one tensor), `(int, int)`, `bool`, `None`,
+//!   `DType`, `Device`, string literals (`'mean' | 'sum'`) and the literals
+//!   `True`, `False` and small integers (`ceil_mode: False = False`: the one
+//!   value skiff supports of an option PyTorch has).
 //!
 //! Types are a closed set (`Type`), so the README, the JS methods and their
 //! TypeScript declarations can all be derived from the same text, and a typo
@@ -43,8 +45,10 @@ pub enum Type {
     Float,
     Int,
     Bool,
-    /// A list of ints (axes, paddings).
+    /// A list of ints (axes; a shape in which one entry may be -1).
     Ints,
+    /// A list of non-negative ints that is no shape (paddings: their product means nothing).
+    Sizes,
     /// A shape: non-negative sizes (one int or a list) that fit in one tensor.
     Shape,
     /// A pair of ints (`(int, int)`: kernel sizes, strides).
@@ -55,6 +59,10 @@ pub enum Type {
     Device,
     /// One of a fixed set of strings: `'mean'`.
     Literal(&'static str),
+    /// Exactly this boolean (`False`): an option whose other value skiff lacks.
+    BoolLiteral(bool),
+    /// Exactly this integer (`1`), as `BoolLiteral`.
+    IntLiteral(isize),
 }
 
 const DTYPES: [&str; 4] = ["float32", "float64", "int32", "bool"];
@@ -71,6 +79,9 @@ impl Type {
             "int" => Type::Int,
             "bool" => Type::Bool,
             "int[]" => Type::Ints,
+            "size[]" => Type::Sizes,
+            "True" => Type::BoolLiteral(true),
+            "False" => Type::BoolLiteral(false),
             "(int, int)" => Type::IntPair,
             "None" => Type::None,
             "DType" => Type::DType,
@@ -83,6 +94,8 @@ impl Type {
                     Type::TensorOf(d)
                 } else if let Some(s) = t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
                     Type::Literal(s)
+                } else if let Ok(n) = t.parse::<isize>() {
+                    Type::IntLiteral(n)
                 } else {
                     return Err(format!("unknown type {t:?}"));
                 }
@@ -104,11 +117,14 @@ impl fmt::Display for Type {
             Type::Int => f.write_str("int"),
             Type::Bool => f.write_str("bool"),
             Type::Ints => f.write_str("int[]"),
+            Type::Sizes => f.write_str("size[]"),
             Type::IntPair => f.write_str("(int, int)"),
             Type::None => f.write_str("None"),
             Type::DType => f.write_str("DType"),
             Type::Device => f.write_str("Device"),
             Type::Literal(s) => write!(f, "'{s}'"),
+            Type::BoolLiteral(b) => f.write_str(if *b { "True" } else { "False" }),
+            Type::IntLiteral(n) => write!(f, "{n}"),
         }
     }
 }
@@ -255,6 +271,11 @@ mod tests {
         let p = Signature::parse("max_pool2d(self, kernel_size: int | (int, int)) -> Tensor").unwrap();
         assert_eq!(p.params[0].types, vec![Type::Int, Type::IntPair]);
         assert_eq!(Signature::parse("neg(self) -> Tensor").unwrap().params, vec![]);
+        let q = Signature::parse("pool(self, pad: size[], *, ceil_mode: False = False, dilation: 1 = 1) -> Tensor")
+            .unwrap();
+        assert_eq!(q.params[0].types, vec![Type::Sizes]);
+        assert_eq!(q.params[1].types, vec![Type::BoolLiteral(false)]);
+        assert_eq!(q.params[2].types, vec![Type::IntLiteral(1)]);
     }
 
     #[test]

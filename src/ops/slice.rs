@@ -16,7 +16,13 @@ static SLICE: OpDef = OpDef {
     name: "slice",
     signature: "slice(self, dim: int, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor",
     doc: "Elements start, start + step, ... below end along `dim` (Python bounds; a view).",
-    forward: None,
+    forward: Some(|a| {
+        let step = a.int("step")?;
+        let step =
+            usize::try_from(step).map_err(|_| Error::value("slice", format!("step must be at least 1, got {step}")))?;
+        let (start, end) = (a.opt_int("start")?.unwrap_or(0), a.opt_int("end")?.unwrap_or(isize::MAX));
+        a.this()?.slice(a.int("dim")?, start, end, step)
+    }),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, dim } = c.attrs().clone() else { unreachable!() };
@@ -100,6 +106,9 @@ impl Tensor {
     /// Elements `start, start+step, ...` below `end` along `axis` (Python slice
     /// semantics for negative and out-of-range bounds; step >= 1). A view.
     pub fn slice(&self, axis: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            return Err(Error::shape("slice", "needs a tensor with at least one axis, got a scalar (shape [])"));
+        }
         let ax = normalize_real_axis("slice", axis, self.shape())?;
         if step == 0 {
             return Err(Error::value(
@@ -108,6 +117,9 @@ impl Tensor {
             ));
         }
         let dim = self.shape()[ax] as isize;
+        // A step past the axis size selects at most one element either way;
+        // capping it keeps the view's strides small (no overflow).
+        let step = step.min(dim.max(1) as usize);
         let clampi = |v: isize| if v < 0 { (v + dim).max(0) } else { v.min(dim) };
         let (s, e) = (clampi(start) as usize, clampi(end) as usize);
         let len = if e > s { (e - s).div_ceil(step) } else { 0 };

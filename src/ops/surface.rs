@@ -1,10 +1,12 @@
 //! The JS surface the registry produces. Every entry with a `forward`
-//! becomes a JS `Tensor` method named by its signature (camelCase); entries
-//! whose signatures share a name are overloads of one method (`add` takes a
-//! tensor, `add_scalar` a number: `x.add(y)`, `x.add(2)`). The wasm
+//! becomes a JS `Tensor` method named by its signature (camelCase), or a
+//! module function when its signature has no `self` (`where`, `cat`);
+//! entries whose signatures share a name are overloads of one method (`add`
+//! takes a tensor, `add_scalar` a number: `x.add(y)`, `x.add(2)`). The wasm
 //! bindings dispatch on this table (src/web/ops/call.rs) and the package's
-//! TypeScript declarations are rendered from it (`ts_declarations`, checked
-//! in as web/ops.generated.d.ts and kept current by tests/js_surface.rs).
+//! TypeScript declarations are rendered from it (`ts_declarations` and
+//! `ts_functions`, written into web/index.d.ts between markers and kept
+//! current by tests/js_surface.rs).
 
 use super::signature::{camel_case, Param, Signature, Type};
 use super::{registry, OpDef};
@@ -22,9 +24,11 @@ pub struct MethodParam {
     pub optional: bool,
 }
 
-/// One JS method and the registry entries behind it.
+/// One JS method (or module function) and the registry entries behind it.
 pub struct Method {
     pub js: String,
+    /// A `Tensor` method (`self` first); else a module function.
+    pub method: bool,
     pub overloads: Vec<(&'static OpDef, Signature)>,
     /// Positional parameters in order, then the keyword ones.
     pub params: Vec<MethodParam>,
@@ -41,7 +45,8 @@ impl Method {
     }
 }
 
-/// The JS methods, in registry order; an error says which overloads disagree.
+/// The JS methods and module functions, in registry order; an error says
+/// which overloads disagree.
 pub fn methods() -> Result<Vec<Method>, String> {
     let mut out: Vec<Method> = Vec::new();
     for def in registry() {
@@ -49,15 +54,12 @@ pub fn methods() -> Result<Vec<Method>, String> {
             continue;
         }
         let sig = Signature::parse(def.signature)?;
-        if !sig.method {
-            return Err(format!("{}: a module function cannot be generated yet (it has a forward)", def.name));
-        }
         let js = sig.js_name();
-        match out.iter_mut().find(|m| m.js == js) {
+        match out.iter_mut().find(|m| m.js == js && m.method == sig.method) {
             Some(m) => merge(m, def, sig)?,
             None => {
                 let params = sig.params.iter().map(|p| method_param(p, p.default.is_some())).collect();
-                out.push(Method { js, overloads: vec![(def, sig)], params });
+                out.push(Method { js, method: sig.method, overloads: vec![(def, sig)], params });
             }
         }
     }
@@ -116,7 +118,7 @@ fn ts_type(t: &Type) -> String {
         Type::TensorOf(d) => format!("Tensor<'{d}'>"),
         Type::Tensors => "Tensor[]".into(),
         Type::Scalar | Type::Float | Type::Int => "number".into(),
-        Type::Ints => "number[]".into(),
+        Type::Ints | Type::Sizes => "number[]".into(),
         Type::Shape => "number | number[]".into(),
         Type::IntPair => "[number, number]".into(),
         Type::Bool => "boolean".into(),
@@ -124,6 +126,8 @@ fn ts_type(t: &Type) -> String {
         Type::DType => "DType".into(),
         Type::Device => "DeviceName".into(),
         Type::Literal(s) => format!("'{s}'"),
+        Type::BoolLiteral(b) => b.to_string(),
+        Type::IntLiteral(n) => n.to_string(),
     }
 }
 
@@ -163,21 +167,41 @@ fn ts_method(m: &Method) -> Result<String, String> {
     Ok(format!("{}({}): {};", m.js, params.join(", "), ts_union(returns)))
 }
 
+/// The doc lines of a method's overloads, each once.
+fn docs(m: &Method) -> String {
+    let mut docs: Vec<&str> = Vec::new();
+    for (def, _) in &m.overloads {
+        if !docs.contains(&def.doc) {
+            docs.push(def.doc);
+        }
+    }
+    docs.join(" ")
+}
+
 /// The TypeScript declarations of every generated method with its doc
 /// lines, as members of `interface Tensor<D>`.
 pub fn ts_declarations() -> Result<String, String> {
     let mut out = String::new();
     for m in methods()? {
-        if HAND_TYPED.contains(&m.js.as_str()) {
+        if !m.method || HAND_TYPED.contains(&m.js.as_str()) {
             continue;
         }
-        let mut docs: Vec<&str> = Vec::new();
-        for (def, _) in &m.overloads {
-            if !docs.contains(&def.doc) {
-                docs.push(def.doc);
-            }
+        out += &format!("    /** {} */\n    {}\n", docs(&m), ts_method(&m)?);
+    }
+    Ok(out)
+}
+
+/// The TypeScript declarations of the generated module functions: generic
+/// in the dtype `D` their `Tensor` parameters share
+/// (`export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;`).
+pub fn ts_functions() -> Result<String, String> {
+    let mut out = String::new();
+    for m in methods()? {
+        if m.method {
+            continue;
         }
-        out += &format!("    /** {} */\n    {}\n", docs.join(" "), ts_method(&m)?);
+        let decl = ts_method(&m)?.replacen('(', "<D extends DType = DType>(", 1).replace("Tensor[]", "Tensor<D>[]");
+        out += &format!("/** {} */\nexport function {decl}\n", docs(&m));
     }
     Ok(out)
 }
@@ -218,5 +242,13 @@ mod tests {
             assert!(d.contains(line), "missing {line}\n{d}");
         }
         assert!(!d.contains("toDtype("), "toDtype is typed by hand");
+        assert!(!d.contains("cat("), "cat is a module function");
+        let f = ts_functions().unwrap();
+        for line in [
+            "export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;",
+            "export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;",
+        ] {
+            assert!(f.contains(line), "missing {line}\n{f}");
+        }
     }
 }

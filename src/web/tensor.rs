@@ -350,24 +350,6 @@ impl JsTensor {
         }))
     }
 
-    /// A copy on `device` ('cpu' | 'webgpu'); the same tensor when already there.
-    /// Recorded by autodiff, like any op.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn to(&self, #[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<JsTensor> {
-        let t = self.get("to")?;
-        let device = args::device("to", &device)?;
-        if t.device().is_gpu() && t.device() != device && cfg!(target_arch = "wasm32") {
-            return Err(js_error("to", Kind::Device,
-                format!(
-                    "moving a tensor of shape {:?} off the GPU reads it back, which cannot block in the browser: use await t.toAsync('{}')",
-                    t.shape(),
-                    args::device_name(&device)
-                ),
-            ));
-        }
-        Ok(JsTensor::wrap(t.to(&device).named("to")?))
-    }
-
     /// A copy on `device` without blocking (moving off the GPU awaits a
     /// readback); resolves to this tensor's own copy. Recorded by autodiff.
     #[wasm_bindgen(js_name = toAsync, unchecked_return_type = "Promise<Tensor<D>>")]

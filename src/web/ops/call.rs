@@ -1,6 +1,7 @@
-//! The `Tensor` methods the registry generates (`ops::surface`): web/api.js
-//! installs one JS function per entry of `opMethods()`, which calls
-//! `callMethodN(id, this, ...)` with its N arguments. Here the arguments
+//! The `Tensor` methods and module functions the registry generates
+//! (`ops::surface`): web/api.js installs one JS function per entry of
+//! `opMethods()`, which calls `callMethodN(id, this, ...)` (a function:
+//! `callFunctionN(id, ...)`) with its N arguments. Here the arguments
 //! are read by their signature types into `ops::args::Value`s, through the
 //! same checked conversions as every hand-written binding (so `undefined`,
 //! strings or fractions are errors naming the argument), then the first
@@ -45,7 +46,8 @@ fn methods_error(e: &str) -> crate::web::JsOpError {
     js_error("init", Kind::Value, format!("the op registry cannot make its JS methods: {e}"))
 }
 
-/// `[{ name, id, arity }]`: the generated `Tensor` methods, for web/api.js.
+/// `[{ name, id, arity, method }]`: the generated `Tensor` methods
+/// (`method: true`) and module functions, for web/api.js.
 #[doc(hidden)]
 #[wasm_bindgen(js_name = opMethods)]
 pub fn op_methods() -> JsResult<Array> {
@@ -60,6 +62,7 @@ pub fn op_methods() -> JsResult<Array> {
                 let _ = Reflect::set(&o, &"name".into(), &JsValue::from_str(&m.js));
                 let _ = Reflect::set(&o, &"id".into(), &JsValue::from(id as u32));
                 let _ = Reflect::set(&o, &"arity".into(), &JsValue::from(m.arity() as u32));
+                let _ = Reflect::set(&o, &"method".into(), &JsValue::from(m.method));
                 JsValue::from(o)
             })
             .collect())
@@ -72,10 +75,29 @@ macro_rules! callers {
             #[doc(hidden)]
             #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor")]
             pub fn $name(id: u32, this: &JsTensor, $($arg: JsValue),*) -> JsResult<JsTensor> {
-                call(id, this, &[$($arg),*])
+                call(id, Some(this), &[$($arg),*])
             }
         )*
     };
+}
+
+macro_rules! function_callers {
+    ($($name:ident, $js:literal, [$($arg:ident),*];)*) => {
+        $(
+            #[doc(hidden)]
+            #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor")]
+            pub fn $name(id: u32, $($arg: JsValue),*) -> JsResult<JsTensor> {
+                call(id, None, &[$($arg),*])
+            }
+        )*
+    };
+}
+
+function_callers! {
+    call_function1, "callFunction1", [a];
+    call_function2, "callFunction2", [a, b];
+    call_function3, "callFunction3", [a, b, c];
+    call_function4, "callFunction4", [a, b, c, d];
 }
 
 callers! {
@@ -86,7 +108,7 @@ callers! {
     call_method4, "callMethod4", [a, b, c, d];
 }
 
-fn call(id: u32, this: &JsTensor, given: &[JsValue]) -> JsResult<JsTensor> {
+fn call(id: u32, this: Option<&JsTensor>, given: &[JsValue]) -> JsResult<JsTensor> {
     METHODS.with(|ms| {
         let ms = ms.as_ref().map_err(|e| methods_error(e))?;
         let Some(b) = ms.get(id as usize) else {
@@ -94,7 +116,11 @@ fn call(id: u32, this: &JsTensor, given: &[JsValue]) -> JsResult<JsTensor> {
         };
         let m = &b.method;
         let op = m.js.as_str();
-        let x = this.get(op)?;
+        if m.method != this.is_some() {
+            let what = if m.method { "a method: call it on a tensor" } else { "a function: call it without a tensor" };
+            return Err(js_error(op, Kind::Argument, format!("is {what}")));
+        }
+        let x = this.map(|t| t.get(op)).transpose()?;
         let values = read_arguments(op, b, given)?;
         if let [(def, sig)] = m.overloads.as_slice() {
             // One form: the values are already in its parameters' order.
@@ -132,11 +158,11 @@ fn run(
     op: &str,
     def: &'static crate::ops::OpDef,
     sig: &Signature,
-    x: crate::tensor::Tensor,
+    x: Option<crate::tensor::Tensor>,
     values: Vec<Option<Value>>,
 ) -> JsResult<JsTensor> {
     let forward = def.forward.ok_or_else(|| js_error(op, Kind::Argument, "has no forward"))?;
-    let a = Args::bind(def, sig, Some(x), values).named(op)?;
+    let a = Args::bind(def, sig, x, values).named(op)?;
     Ok(JsTensor::wrap(forward(&a).named(op)?))
 }
 
@@ -188,7 +214,7 @@ fn read(op: &str, name: &str, p: &MethodParam, v: &JsValue) -> JsResult<Option<V
         return Ok(None);
     }
     // The list readers take a missing value as "all axes": a required list must be given.
-    let list = has(&Type::Ints) || has(&Type::Shape);
+    let list = has(&Type::Ints) || has(&Type::Shape) || has(&Type::Sizes);
     if list && (v.is_undefined() || v.is_null()) {
         return Err(js_error(op, Kind::Argument, format!("{name} is required, got {}", describe(v))));
     }
@@ -212,6 +238,14 @@ fn read(op: &str, name: &str, p: &MethodParam, v: &JsValue) -> JsResult<Option<V
         Value::Ints(shape_arg(op, name, v)?.into_iter().map(|d| d as isize).collect())
     } else if has(&Type::Ints) {
         Value::Ints(args::axes(op, name, v)?)
+    } else if has(&Type::Sizes) {
+        let sizes = args::sizes(op, name, v)?;
+        // Read as u32, held as isize: on wasm32 a size past i32::MAX would wrap.
+        let held = sizes.iter().enumerate().map(|(i, &d)| {
+            isize::try_from(d)
+                .map_err(|_| js_error(op, Kind::Memory, format!("{name}[{i}] = {d} is too large for one tensor here")))
+        });
+        Value::Ints(held.collect::<JsResult<_>>()?)
     } else if has(&Type::Int) {
         Value::Int(args::int_arg(op, name, v)?)
     } else if has(&Type::Scalar) {
@@ -220,6 +254,18 @@ fn read(op: &str, name: &str, p: &MethodParam, v: &JsValue) -> JsResult<Option<V
         Value::Float(args::finite_arg(op, name, v)?)
     } else if has(&Type::Bool) {
         Value::Bool(args::bool_arg(op, name, v)?)
+    } else if let Some(Type::BoolLiteral(want)) = p.types.iter().find(|t| matches!(t, Type::BoolLiteral(_))) {
+        let b = args::bool_arg(op, name, v)?;
+        if b != *want {
+            return Err(js_error(op, Kind::Value, format!("{name}: {b} is not supported (only {want})")));
+        }
+        Value::Bool(b)
+    } else if let Some(Type::IntLiteral(want)) = p.types.iter().find(|t| matches!(t, Type::IntLiteral(_))) {
+        let n = args::int_arg(op, name, v)?;
+        if n != *want {
+            return Err(js_error(op, Kind::Value, format!("{name}: {n} is not supported (only {want})")));
+        }
+        Value::Int(n)
     } else if !literals.is_empty() {
         match v.as_string() {
             Some(s) if literals.contains(&s.as_str()) => Value::Str(s),

@@ -1,32 +1,19 @@
 //! For the test build: the JS name that runs each registry op, so the
 //! browser suites can check every op is reachable (`registryCoverage()`).
-//! Ops with a `forward` take the name of their generated method
-//! (`ops::surface`); `HAND_WRITTEN` names the methods and module functions
-//! written by hand for the rest, and `registryCoverage()` fails on an op
-//! that is in neither.
+//! Ops with a `forward` take the name of their generated method or function
+//! (`ops::surface`); `HAND_WRITTEN` names what runs the rest (only
+//! `slice_backward`, which backward() runs), and `registryCoverage()` fails
+//! on an op that is in neither.
 
 use crate::ops::surface;
 use crate::web::{js_error, JsResult, Kind};
 use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-/// Registry op name -> the hand-written JS method (or module export, for
-/// `cat`/`where`/`unfold`/`fold`) that runs it.
+/// Registry op name -> the JS method that runs it, for ops with no forward
+/// of their own.
 const HAND_WRITTEN: &[(&str, &str)] = &[
-    ("where", "where"),
-    ("to_device", "to"), // in web/tensor.rs
-    ("reshape", "reshape"),
-    ("expand", "expand"),
-    ("slice", "slice"),
     ("slice_backward", "slice"), // the gradient of slice/narrow/select: runs in backward()
-    ("concat", "cat"),
-    ("pad", "pad"),
-    ("unfold2d", "unfold"),
-    ("fold2d", "fold"),
-    ("conv2d", "conv2d"),
-    ("max_pool2d", "maxPool2d"),
-    ("max_pool2d_indices", "maxPool2dIndices"),
-    ("avg_pool2d", "avgPool2d"),
 ];
 
 /// The names of every registry op (skiff's snake_case names).

@@ -51,20 +51,6 @@ fn select(op: &str, cond: &Tensor, a: Operand, b: Operand, names: [&str; 2]) -> 
     Tensor::where_(cond, &a, &b).named(op)
 }
 
-/// Elementwise `condition ? input : other` with broadcasting (`condition` is a bool tensor).
-#[wasm_bindgen(js_name = "where")]
-pub fn where_(
-    #[wasm_bindgen(unchecked_param_type = "Tensor")] condition: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "Tensor | number")] input: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "Tensor | number")] other: JsValue,
-) -> JsResult<JsTensor> {
-    const OP: &str = "where";
-    let cond = args::tensor(OP, "condition", &condition)?;
-    let a = Operand::parse(OP, "input", &input)?;
-    let b = Operand::parse(OP, "other", &other)?;
-    Ok(JsTensor::wrap(select(OP, &cond, a, b, ["input", "other"])?))
-}
-
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
     /// `condition ? this : other`, elementwise with broadcasting (PyTorch's `Tensor.where`).

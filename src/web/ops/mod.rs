@@ -1,14 +1,15 @@
 //! Registry ops as methods of the JS `Tensor` (PyTorch names in camelCase),
-//! plus the few PyTorch only has as functions (`cat`, `stack`, `where`,
-//! `unfold`, `fold`). Tensor arguments arrive as `JsValue` and go through
+//! plus the few PyTorch only has as functions (`cat`, `where`, `unfold`,
+//! `fold`). Tensor arguments arrive as `JsValue` and go through
 //! `args::tensor` / `Operand::parse`, so a wrong or disposed argument is an
 //! error naming the op; numbers arrive as `JsValue` too, so `undefined` is
 //! an error rather than a silent NaN.
 //!
-//! Most registry ops' methods are generated from their signatures
-//! (`call.rs`); the rest are written here by hand (movement, joining,
-//! convolution and pooling, and the module functions). `coverage.rs` names,
-//! for the test build, the JS method or function that runs each registry op.
+//! Every registry op's method or function is generated from its signature
+//! (`call.rs`); written here by hand are the JS conveniences that are no
+//! registry entry (`view`, `narrow`, `select`, `split`, `stack`,
+//! `maskedFill`, casts, in-place ops, ...). `coverage.rs` names, for the test
+//! build, the JS method or function that runs each registry op.
 //!
 //! No JS input may panic (wasm32 aborts on a panic): sizes that JS chooses
 //! are checked here for overflow before skiff does arithmetic with them, and
@@ -18,7 +19,6 @@ mod call;
 #[cfg(feature = "web-testing")]
 mod coverage;
 mod elementwise;
-mod nn;
 mod shape;
 
 use super::args;

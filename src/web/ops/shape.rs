@@ -1,8 +1,9 @@
-//! Movement (reshape, permute, expand, slice, squeeze, flip, ...), joining
-//! and cutting (`cat`, `stack`, `split`, `chunk`, `pad`). The index ops are
-//! generated from the registry (`call.rs`).
+//! The movement and joining methods that are no registry entry of their own
+//! (`view`, `transpose`, `narrow`, `select`, `squeeze`, `flip`, `split`,
+//! `chunk`, `stack`, ...). `reshape`, `expand`, `slice`, `pad`, `cat` and the
+//! index ops are generated from the registry (`call.rs`).
 
-use super::{check_numel, is_absent, needs_axis, out, shape_arg, signed_shape, undef};
+use super::{is_absent, needs_axis, out, shape_arg, signed_shape, undef};
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
 use crate::web::args;
@@ -48,17 +49,6 @@ fn required(op: &str, name: &str, v: &JsValue) -> JsResult<()> {
 
 #[wasm_bindgen(js_class = Tensor)]
 impl JsTensor {
-    /// The same elements in `shape` (one entry may be -1); a view when the data is contiguous.
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn reshape(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "reshape";
-        let x = self.get(OP)?;
-        out(OP, x.reshape(&signed_shape(OP, "shape", &shape)?))
-    }
-
     /// Alias of `reshape` (one entry of `shape` may be -1).
     #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
     pub fn view(
@@ -100,22 +90,6 @@ impl JsTensor {
         }
     }
 
-    /// Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn expand(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number | number[]")] shape: JsValue,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "expand";
-        let x = self.get(OP)?;
-        let shape = signed_shape(OP, "shape", &shape)?;
-        // -1 keeps the size of the matching (trailing-aligned) axis; the whole shape must fit.
-        let lead = shape.len().saturating_sub(x.ndim());
-        let kept = |i: usize| i.checked_sub(lead).and_then(|j| x.shape().get(j)).map_or(1, |&d| d as u64);
-        check_numel(OP, "shape", shape.iter().enumerate().map(|(i, &d)| if d < 0 { kept(i) } else { d as u64 }))?;
-        out(OP, x.expand(&shape))
-    }
-
     /// `expand` to the shape of `other`.
     #[wasm_bindgen(js_name = expandAs, unchecked_return_type = "Tensor<D>")]
     pub fn expand_as(&self, #[wasm_bindgen(unchecked_param_type = "Tensor")] other: JsValue) -> JsResult<JsTensor> {
@@ -134,30 +108,6 @@ impl JsTensor {
         const OP: &str = "broadcastTo";
         let x = self.get(OP)?;
         out(OP, x.broadcast_to(&shape_arg(OP, "shape", &shape)?))
-    }
-
-    /// Elements start, start + step, ... below end along `dim` (Python slice bounds: negative counts from the end; a view).
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn slice(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number")] dim: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] start: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] end: Option<JsValue>,
-        #[wasm_bindgen(unchecked_optional_param_type = "number")] step: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "slice";
-        let x = self.get(OP)?;
-        let ax = one_axis(OP, &x, args::int_arg(OP, "dim", &dim)?)?;
-        let size = x.shape()[ax];
-        let start = int_or(OP, "start", start, 0)?;
-        let end = int_or(OP, "end", end, isize::MAX)?;
-        let step = undef(step);
-        let step = if is_absent(&step) { 1 } else { args::usize_arg(OP, "step", &step)? };
-        if step == 0 {
-            return Err(js_error(OP, Kind::Value, "step must be at least 1"));
-        }
-        // A step past the axis size selects at most one element either way; capping it keeps strides small.
-        out(OP, x.slice(ax as isize, start, end, step.min(size.max(1))))
     }
 
     /// `length` elements from `start` (negative counts from the end) along `dim` (a view).
@@ -303,58 +253,6 @@ impl JsTensor {
         let ax = one_axis(OP, &x, int_or(OP, "dim", dim, 0)?)? as isize;
         Ok(args::handles(x.chunk(args::usize_arg(OP, "chunks", &chunks)?, ax).named(OP)?))
     }
-
-    /// Constant padding, PyTorch's `F.pad` order: `[left, right]` pads the last dim, `[l, r, top, bottom]` the last two, ...
-    #[wasm_bindgen(unchecked_return_type = "Tensor<D>")]
-    pub fn pad(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] pad: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "number")] value: Option<JsValue>,
-    ) -> JsResult<JsTensor> {
-        const OP: &str = "pad";
-        let x = self.get(OP)?;
-        let flat = args::sizes(OP, "pad", &pad)?;
-        if flat.len() % 2 != 0 {
-            return Err(js_error(
-                OP,
-                Kind::Argument,
-                format!("pad must hold (before, after) pairs, got {} numbers", flat.len()),
-            ));
-        }
-        let value = undef(value);
-        let value = if is_absent(&value) { 0.0 } else { args::number(OP, "value", &value)? };
-        let value = args::value_for(OP, "value", value, x.dtype())?;
-        // F.pad lists the last dim first; skiff lists the padded trailing dims in order.
-        let pairs: Vec<(usize, usize)> = flat.chunks(2).rev().map(|p| (p[0], p[1])).collect();
-        if pairs.len() <= x.ndim() {
-            let lead = x.ndim() - pairs.len();
-            let sizes = x.shape().iter().enumerate().map(|(i, &d)| {
-                let (b, a) = if i < lead { (0, 0) } else { pairs[i - lead] };
-                d as u64 + b as u64 + a as u64
-            });
-            check_numel(OP, "the padded tensor", sizes)?;
-        }
-        out(OP, x.pad(&pairs, value))
-    }
-}
-
-/// Joins tensors along an existing axis `dim` (default 0), as `torch.cat`.
-#[wasm_bindgen(js_name = cat)]
-pub fn cat(
-    #[wasm_bindgen(unchecked_param_type = "Tensor[]")] tensors: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "number")] dim: Option<JsValue>,
-) -> JsResult<JsTensor> {
-    const OP: &str = "cat";
-    let ts = args::tensors(OP, "tensors", &tensors)?;
-    let dim = int_or(OP, "dim", dim, 0)?;
-    if let Some((i, t)) = ts.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
-        return Err(js_error(
-            OP,
-            Kind::Shape,
-            format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
-        ));
-    }
-    out(OP, Tensor::concat(&ts, dim))
 }
 
 /// Joins same-shaped tensors along a new axis `dim` (default 0), as `torch.stack`.
