@@ -53,7 +53,7 @@ fn a_huge_step_selects_one_element_without_overflow() {
     let s = v.slice(0, 1, 4, usize::MAX).unwrap();
     assert_eq!(f32s(&s.contiguous().unwrap()), vec![1.0]);
     let scalar = Tensor::scalar(1.0, DType::F32);
-    assert!(scalar.slice(0, 0, 1, 1).unwrap_err().to_string().contains("at least one axis"));
+    assert!(matches!(scalar.slice(0, 0, 1, 1), Err(skiff::Error::Axis { op: "slice", ndim: 0, .. })));
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn joining_and_selecting_forwards() {
     let c = call("concat", None, vec![Some(Value::Tensors(vec![a.clone(), b.clone()])), None]).unwrap();
     assert_eq!(f32s(&c), vec![0.0, 1.0, 0.0, 1.0, 2.0]);
     let s = Tensor::scalar(1.0, DType::F32);
-    let e = Tensor::concat(&[a.clone(), s], 0).unwrap_err().to_string();
+    let e = call("concat", None, vec![Some(Value::Tensors(vec![a.clone(), s])), None]).unwrap_err().to_string();
     assert!(e.contains("tensors[1] is zero-dimensional"), "{e}");
     let mask = Tensor::from_bools(&[true, false], &[2]).unwrap();
     let w = call(

@@ -66,6 +66,10 @@ impl Value {
     }
 }
 
+/// One value per parameter (`None`: not given), inline for the few
+/// parameters an op has: binding allocates nothing.
+pub type Values = smallvec::SmallVec<[Option<Value>; 6]>;
+
 /// A `Tensor | scalar` argument.
 pub enum Operand<'t> {
     Tensor(&'t Tensor),
@@ -81,7 +85,7 @@ pub struct Args<'a> {
     /// One per `sig.params`, in order; every one is `Some` once bound (kept
     /// as options so binding fills the caller's vector in place: this runs
     /// for every op a JS method calls).
-    values: Vec<Option<Value>>,
+    values: Values,
 }
 
 /// A number as JS and PyTorch print it (`Infinity`, not Rust's `inf`).
@@ -101,8 +105,9 @@ impl<'a> Args<'a> {
         def: &'static OpDef,
         sig: &'a Signature,
         this: Option<Tensor>,
-        mut given: Vec<Option<Value>>,
+        given: impl Into<Values>,
     ) -> Result<Args<'a>> {
+        let mut given = given.into();
         if given.len() > sig.params.len() {
             return Err(Error::value(def.name, format!("takes {} arguments, got {}", sig.params.len(), given.len())));
         }

@@ -17,7 +17,17 @@ static CONCAT: OpDef = OpDef {
     name: "concat",
     signature: "cat(tensors: Tensor[], dim: int = 0) -> Tensor",
     doc: "Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`).",
-    forward: Some(|a| Tensor::concat(a.tensors("tensors")?, a.int("dim")?)),
+    forward: Some(|a| {
+        let tensors = a.tensors("tensors")?;
+        // PyTorch's words for what `Tensor::concat` reports as an axis error.
+        if let Some((i, t)) = tensors.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
+            return Err(Error::shape(
+                "concat",
+                format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
+            ));
+        }
+        Tensor::concat(tensors, a.int("dim")?)
+    }),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
@@ -120,12 +130,6 @@ impl Tensor {
     /// Joins tensors along an existing axis.
     pub fn concat(tensors: &[Tensor], axis: isize) -> Result<Tensor> {
         let first = tensors.first().ok_or_else(|| Error::value("concat", "needs at least one tensor"))?;
-        if let Some((i, t)) = tensors.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
-            return Err(Error::shape(
-                "concat",
-                format!("tensors[{i}] is zero-dimensional (shape {:?}) and cannot be concatenated", t.shape()),
-            ));
-        }
         let ax = normalize_real_axis("concat", axis, first.shape())?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         same_device("concat", &refs)?;

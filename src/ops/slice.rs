@@ -106,9 +106,6 @@ impl Tensor {
     /// Elements `start, start+step, ...` below `end` along `axis` (Python slice
     /// semantics for negative and out-of-range bounds; step >= 1). A view.
     pub fn slice(&self, axis: isize, start: isize, end: isize, step: usize) -> Result<Tensor> {
-        if self.ndim() == 0 {
-            return Err(Error::shape("slice", "needs a tensor with at least one axis, got a scalar (shape [])"));
-        }
         let ax = normalize_real_axis("slice", axis, self.shape())?;
         if step == 0 {
             return Err(Error::value(

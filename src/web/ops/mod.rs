@@ -19,6 +19,7 @@ mod call;
 #[cfg(feature = "web-testing")]
 mod coverage;
 mod elementwise;
+mod read;
 mod shape;
 
 use super::args;
