@@ -11,7 +11,9 @@ pub mod cpu;
 pub mod gpu;
 pub(crate) mod run;
 
-pub use run::{check, create, download, room, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut};
+pub use run::{
+    check, create, download, room, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut,
+};
 
 use crate::device::Device;
 use crate::dtype::DType;

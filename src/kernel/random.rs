@@ -52,7 +52,7 @@ impl Distribution {
     pub fn sample_f64(&self, stream: &Stream, i: u64) -> f64 {
         match *self {
             Distribution::Uniform { lo, hi } => {
-                below(uniform_between(lo.0, hi.0, unit(stream.bits(i, 0))), lo.0, hi.0, |v| v, f64::next_down)
+                below(uniform_between(lo.0, hi.0, unit(stream.bits(i, 0))), lo.0, hi.0, |v| v, next_down_f64)
             }
             Distribution::Normal => {
                 // Box-Muller: u1 in (0, 1] keeps the logarithm finite.
@@ -72,7 +72,7 @@ impl Distribution {
     pub fn sample_f32(&self, stream: &Stream, i: u64) -> f32 {
         let v = self.sample_f64(stream, i);
         match *self {
-            Distribution::Uniform { lo, hi } => below(v as f32, lo.0, hi.0, |x| x as f64, f32::next_down),
+            Distribution::Uniform { lo, hi } => below(v as f32, lo.0, hi.0, |x| x as f64, next_down_f32),
             _ => v as f32,
         }
     }
@@ -85,6 +85,24 @@ fn below<T: Copy>(v: T, lo: f64, hi: f64, wide: impl Fn(T) -> f64, down: impl Fn
         down(v)
     } else {
         v
+    }
+}
+
+/// The largest f64 below the finite `x` (`f64::next_down`, newer than the MSRV).
+fn next_down_f64(x: f64) -> f64 {
+    match x {
+        0.0 => -f64::from_bits(1),
+        _ if x > 0.0 => f64::from_bits(x.to_bits() - 1),
+        _ => f64::from_bits(x.to_bits() + 1),
+    }
+}
+
+/// The largest f32 below the finite `x`.
+fn next_down_f32(x: f32) -> f32 {
+    match x {
+        0.0 => -f32::from_bits(1),
+        _ if x > 0.0 => f32::from_bits(x.to_bits() - 1),
+        _ => f32::from_bits(x.to_bits() + 1),
     }
 }
 
@@ -244,7 +262,7 @@ mod tests {
     fn uniform_samples_stay_below_hi_after_rounding() {
         // u = 1 - 2^-53 rounds to 1.0 in f32; the sample must stay below 1.
         let d = Distribution::Uniform { lo: Scalar(0.0), hi: Scalar(1.0) };
-        assert_eq!(below(0.999_999_999_f64 as f32, 0.0, 1.0, |x| x as f64, f32::next_down), 1.0f32.next_down());
+        assert_eq!(below(0.999_999_999_f64 as f32, 0.0, 1.0, |x| x as f64, next_down_f32), 1.0f32.next_down());
         let s = Stream::new(3);
         assert!((0..10_000).all(|i| (0.0..1.0).contains(&d.sample_f32(&s, i))));
         let same = Distribution::Uniform { lo: Scalar(2.5), hi: Scalar(2.5) };

@@ -140,7 +140,10 @@ pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result
 pub fn write_host(op: &'static str, out: &GpuBuffer, src: &CpuBuffer) -> Result<()> {
     let (dtype, bytes) = device_bytes(src, &Layout::contiguous(&[src.len()]))?;
     if dtype != out.dtype || src.len() != out.len {
-        return Err(Error::value(op, format!("internal: {} {dtype} values for a {} buffer of {}", src.len(), out.dtype, out.len)));
+        return Err(Error::value(
+            op,
+            format!("internal: {} {dtype} values for a {} buffer of {}", src.len(), out.dtype, out.len),
+        ));
     }
     out.ctx().upload_for(op, out.raw(), &bytes)
 }
