@@ -279,3 +279,40 @@ fn specs_are_values_with_the_seed_visible() {
     let eye = KernelSpec::Sequence { seq: Sequence::Eye, dtype: DType::F32 };
     expect_err(backend::create("eye", &eye, &Device::Cpu, &[2, 2, 2]), Kind::Shape, "eye", &["[2, 2, 2]"]);
 }
+
+/// FNV-1a over 64-bit words: a fingerprint of a draw's exact bits.
+fn fingerprint(words: impl Iterator<Item = u64>) -> u64 {
+    words.fold(0xcbf2_9ce4_8422_2325, |h, w| (h ^ w).wrapping_mul(0x0000_0100_0000_01B3))
+}
+
+/// Known answers: the fingerprints of four seeded draws of 65536 values.
+/// `tests/browser/random.test.mjs` asserts the same numbers from the wasm
+/// build, so the two together show the cpu natively and in wasm draw the same
+/// bits (the GPU tests above compare the GPU with the cpu). A deliberate
+/// change of the generator or the samplers updates both.
+const KNOWN_ANSWERS: [(&str, u64); 4] = [
+    ("randn f64", 0x6695_3ccb_be4e_ae84),
+    ("rand f32", 0x034a_0885_5b1c_a875),
+    ("randint", 0xc5ff_9431_3bda_d23b),
+    ("randn f32", 0x0334_8b41_0d22_d1a8),
+];
+
+#[test]
+fn seeded_draws_have_their_known_fingerprints() {
+    let _g = rng_lock();
+    manual_seed(2025);
+    let n = [1 << 16];
+    let z = Tensor::randn(&n, DType::F64).unwrap().to_vec::<f64>().unwrap();
+    let r = Tensor::rand(&n, DType::F32).unwrap().to_vec::<f32>().unwrap();
+    let i = Tensor::randint(-1000, 1000, &n).unwrap().to_vec::<i32>().unwrap();
+    let u = Tensor::randn(&n, DType::F32).unwrap().to_vec::<f32>().unwrap();
+    let got = [
+        fingerprint(z.iter().map(|v| v.to_bits())),
+        fingerprint(r.iter().map(|v| v.to_bits() as u64)),
+        fingerprint(i.iter().map(|&v| v as u32 as u64)),
+        fingerprint(u.iter().map(|v| v.to_bits() as u64)),
+    ];
+    for ((name, want), got) in KNOWN_ANSWERS.iter().zip(got) {
+        assert_eq!(got, *want, "{name}: fingerprint {got:#x}");
+    }
+}
