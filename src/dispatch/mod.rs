@@ -12,9 +12,9 @@ pub mod movement;
 pub mod optim;
 pub mod reduce;
 
+use crate::backend::{self, CpuBuffer, View};
 #[cfg(feature = "gpu")]
-use crate::backend::MIRROR_MAX;
-use crate::backend::{self, cpu, CpuBuffer, View};
+use crate::backend::{cpu, MIRROR_MAX};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
