@@ -1,5 +1,11 @@
 //! skiff's own seedable generator (xoshiro256++ seeded through splitmix64), so
 //! runs are reproducible on every target without OS entropy (wasm included).
+//!
+//! Random tensors do not stream from it element by element: each random
+//! creation call draws one 64-bit seed from it into its kernel spec
+//! (`KernelSpec::Random`), and the backend computes element i from (seed, i)
+//! (`kernel::random`). So `manual_seed(s)` followed by the same calls gives
+//! the same tensors on every device and target.
 
 use std::sync::Mutex;
 
@@ -49,7 +55,8 @@ impl Generator {
 static GLOBAL: Mutex<Option<Generator>> = Mutex::new(None);
 const DEFAULT_SEED: u64 = 0x5EED_5EED;
 
-/// Re-seeds the global generator used by `rand`, `randn`, `dropout` and the initialisers.
+/// Re-seeds the global generator: the seeds of `rand`, `randn`, `randint`,
+/// `dropout`'s masks and the initialisers.
 pub fn manual_seed(seed: u64) {
     *GLOBAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(Generator::new(seed));
 }

@@ -11,14 +11,16 @@ pub mod cpu;
 pub mod gpu;
 pub(crate) mod run;
 
-pub use run::{create, download, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut};
+pub use run::{
+    check, create, download, room, run, run_into, start_download, upload, upload_owned, Pending, View, ViewMut,
+};
 
 use crate::device::Device;
 use crate::dtype::DType;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub use cpu::CpuBuffer;
+pub use cpu::{CpuBuffer, Elem};
 
 /// A device buffer.
 #[derive(Debug)]
@@ -79,6 +81,13 @@ impl Buffer {
             #[cfg(feature = "gpu")]
             Buffer::Gpu(b) => b.len * 4,
         }
+    }
+}
+
+/// Host data (a `Vec` the caller made, a readback) is a buffer on the cpu.
+impl From<CpuBuffer> for Buffer {
+    fn from(host: CpuBuffer) -> Buffer {
+        Buffer::Cpu(host)
     }
 }
 
@@ -184,11 +193,19 @@ impl StorageInner {
         &self.device
     }
     /// The values of the view `layout` from the host mirror, when the mirror
-    /// matches the current version (no readback).
-    #[cfg(feature = "gpu")]
+    /// matches the current version (no readback). Only device storages have
+    /// one.
     pub(crate) fn mirrored(&self, layout: &crate::shape::Layout) -> Option<Vec<i32>> {
-        let m = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
-        m.as_ref().filter(|(v, _)| *v == self.version()).map(|(_, all)| cpu::gather_strided(all, layout))
+        #[cfg(feature = "gpu")]
+        {
+            let m = self.mirror.lock().unwrap_or_else(|e| e.into_inner());
+            m.as_ref().filter(|(v, _)| *v == self.version()).map(|(_, all)| cpu::gather_strided(all, layout))
+        }
+        #[cfg(not(feature = "gpu"))]
+        {
+            let _ = layout;
+            None
+        }
     }
     /// Records that a device check of every value against `0..bound`, number
     /// `seq`, is pending for the current version.

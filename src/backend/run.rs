@@ -2,7 +2,7 @@
 //! This is the only place that picks a backend by buffer variant; each
 //! backend's `run` matches on the spec.
 
-use super::{Buffer, CpuBuffer};
+use super::{Buffer, CpuBuffer, Storage};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
@@ -82,6 +82,19 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
     }
 }
 
+/// An error naming `op` unless `device` can hold a new buffer of `n`
+/// elements of `dtype` now, asked before a kernel allocates: on the cpu a
+/// probe of the host allocator (`cpu/room.rs`: a failed allocation would
+/// abort); a GPU allocation reports its own failure (the device's limits,
+/// out of memory) as an error, so there is nothing to ask first.
+pub fn room(op: &'static str, device: &Device, n: usize, dtype: crate::dtype::DType) -> Result<()> {
+    match device {
+        Device::Cpu => super::cpu::room::ensure(op, n, dtype),
+        #[cfg(feature = "gpu")]
+        Device::Gpu(_) => Ok(()),
+    }
+}
+
 /// Runs a kernel without inputs (`KernelSpec::Fill`) into a new buffer of
 /// `out_shape` on `device`.
 pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &[usize]) -> Result<Buffer> {
@@ -90,6 +103,21 @@ pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &
         Device::Cpu => super::cpu::run::create(op, spec, out_shape).map(Buffer::Cpu),
         #[cfg(feature = "gpu")]
         Device::Gpu(d) => super::gpu::run::create(op, spec, d.context(), out_shape).map(Buffer::Gpu),
+    }
+}
+
+/// Runs a range check (`KernelSpec::IndexCheck`) of the index view `layout`
+/// of `index`: on the cpu at once (an error names the first bad value); on
+/// a GPU recorded with the queued work, failing the next readback (the
+/// storage remembers a check of all of it, so equal values are not checked
+/// twice). Nothing is read back.
+pub fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) -> Result<()> {
+    let KernelSpec::IndexCheck(c) = spec else { return Err(wrong_entry("check", spec)) };
+    let g = index.read();
+    match &*g {
+        Buffer::Cpu(b) => super::cpu::create::check(c, b, layout),
+        #[cfg(feature = "gpu")]
+        Buffer::Gpu(b) => super::gpu::run::check(c, index, b, layout),
     }
 }
 

@@ -3,132 +3,86 @@
 //! shapes (never an out-of-bounds panic in a kernel, nor an out-of-bounds
 //! access on a GPU). Values the host holds (cpu tensors, and the host mirror
 //! of indices uploaded to a GPU) are checked at once; values that exist only
-//! on a GPU are never read back for it (the browser cannot block): a device
-//! check runs with the op and reports at the next readback (`gpu::checks`).
+//! on a GPU are never read back for it (the browser cannot block): the check
+//! is a kernel spec (`KernelSpec::IndexCheck`) that the index's backend runs
+//! (`backend::check`): the cpu at once, a GPU with the op, reporting at the
+//! next readback.
 
-use crate::backend::cpu::{contiguous, CpuBuffer};
 use crate::backend::{self, View};
-#[cfg(feature = "gpu")]
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernel::KernelSpec;
+use crate::kernel::{CheckWhat, Effect, IndexCheck, KernelSpec};
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 
 /// An index operand after its range check.
 enum Checked {
-    /// The values, read on the host and checked to lie in `0..dim`.
-    /// (Read to plan GPU scatters; the cpu kernels read the index itself.)
-    Host(#[cfg_attr(not(feature = "gpu"), allow(dead_code))] Vec<usize>),
-    /// A GPU index the host does not hold: its storage carries a bound within
-    /// `0..dim` (written by argmax or max-pool's window argmax, or checked
-    /// on the device before), or its check was recorded on the device and
-    /// reports at the next readback. Nothing was read back.
-    #[cfg(feature = "gpu")]
-    Device,
+    /// The values, read on the host from a device index's host mirror and
+    /// checked to lie in `0..dim` (a device scatter plans from them).
+    Host(Vec<usize>),
+    /// Checked by the index's own backend (`KernelSpec::IndexCheck`: at once
+    /// on the cpu; on a GPU recorded with the op, reporting at the next
+    /// readback), or known to lie in `0..dim` (a storage bound written by
+    /// argmax or max-pool's window argmax, or a device check passed before).
+    /// Nothing was read back.
+    Backend,
 }
 
-/// Checks every value of `index` (I32, checked by the caller) is in
-/// `0..dim`: on the host when it holds the values, else on the device (see
-/// `Checked::Device`). Values with a known bound are not checked again.
+/// Checks every value of `index` against `0..check.dim`: from the host
+/// mirror of a GPU index when it has one, else through its backend; values
+/// with a known bound are not checked again.
+fn checked(check: IndexCheck, index: &Tensor) -> Result<Checked> {
+    if index.dtype() != DType::I32 {
+        return Err(Error::dtype(
+            check.op,
+            format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()),
+        ));
+    }
+    if index.storage().index_bound().is_some_and(|b| b <= check.dim) {
+        return Ok(Checked::Backend);
+    }
+    if let Some(v) = index.storage().mirrored(index.layout()) {
+        check.verify(&v)?;
+        return Ok(Checked::Host(v.into_iter().map(|i| i as usize).collect()));
+    }
+    backend::check(&KernelSpec::IndexCheck(check), index.storage(), index.layout())?;
+    Ok(Checked::Backend)
+}
+
+/// The range check of an index op's operand (see `checked`).
 fn checked_indices(
     op: &'static str,
     index: &Tensor,
     dim: usize,
     axis: usize,
     data_shape: &[usize],
-    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))] effect: Effect,
+    effect: Effect,
 ) -> Result<Checked> {
-    let not_i32 = || Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()));
-    let trusted = index.storage().index_bound().is_some_and(|b| b <= dim);
-    #[cfg(feature = "gpu")]
-    if let crate::device::Device::Gpu(_) = index.device() {
-        if trusted {
-            return Ok(Checked::Device);
-        }
-        if let Some(v) = index.storage().mirrored(index.layout()) {
-            return in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host);
-        }
-        let what =
-            CheckWhat::Index { axis, data_shape: data_shape.to_vec(), index_shape: index.dims().to_vec(), effect };
-        device_check(CheckDesc { op, dim, what }, index)?;
-        return Ok(Checked::Device);
-    }
-    let g = index.storage().read();
-    let host = g.as_cpu().ok_or_else(|| Error::value(op, "internal: a GPU index on the host path"))?;
-    let CpuBuffer::I32(v) = host else { return Err(not_i32()) };
-    let v = contiguous(v, index.layout());
-    if trusted {
-        return Ok(Checked::Host(v.iter().map(|&i| i as usize).collect()));
-    }
-    in_range(op, &v, dim, axis, data_shape, index.shape()).map(Checked::Host)
+    let what = CheckWhat::Index { axis, data_shape: data_shape.to_vec(), index_shape: index.dims().to_vec(), effect };
+    checked(IndexCheck { op, dim, what }, index)
 }
 
-/// What an out-of-range index does to the result of a device-checked op.
-#[cfg(feature = "gpu")]
-use crate::backend::gpu::checks::Effect;
-#[cfg(not(feature = "gpu"))]
-#[derive(Clone, Copy)]
-enum Effect {
-    ReadsZero,
-    AddsNothing,
+/// For composites that index with `index` (the class losses): checks its
+/// values against `0..check.dim` under the composite's own name, wherever
+/// they are (see `checked`).
+pub(crate) fn check_range(check: IndexCheck, index: &Tensor) -> Result<()> {
+    checked(check, index).map(|_| ())
 }
 
-#[cfg(feature = "gpu")]
-use crate::backend::gpu::checks::{CheckDesc, CheckWhat};
-
-/// Records the device range check of the GPU index `index` (see `gpu::checks`).
-#[cfg(feature = "gpu")]
-fn device_check(desc: CheckDesc, index: &Tensor) -> Result<()> {
-    let g = index.storage().read();
-    let crate::backend::Buffer::Gpu(ib) = &*g else {
-        return Err(Error::value(desc.op, "internal: a cpu index on the GPU path"));
-    };
-    if ib.dtype != DType::I32 {
-        return Err(Error::dtype(desc.op, format!("index must be i32, got {} of shape {:?}", ib.dtype, index.shape())));
-    }
-    crate::backend::gpu::checks::check_indices(desc, index.storage(), ib, index.layout())
-}
-
-/// For composites that index with `index` (embedding, the class losses):
-/// when its values exist only on a GPU, records their device range check
-/// under the composite's own name (so a failure names the op the caller
-/// called, and the inner index op's check is covered by it) and returns
-/// true; also true when they carry a bound within `0..dim`. False when the
-/// host can check them (cpu tensors, GPU tensors with a host mirror).
-#[cfg(feature = "gpu")]
-pub(crate) fn check_on_device(op: &'static str, index: &Tensor, dim: usize, what: CheckWhat) -> Result<bool> {
-    if index.storage().index_bound().is_some_and(|b| b <= dim) {
+/// For composites that index with `index` (embedding): when its values
+/// exist only on a device (no host mirror), records their check there under
+/// the composite's own name (so a failure names the op the caller called,
+/// and the inner index op's check is covered by it) and returns true; also
+/// true when they carry a bound within `0..dim`. False when the host holds
+/// the values (cpu tensors, GPU tensors with a mirror): the inner op checks them.
+pub(crate) fn check_on_device(check: IndexCheck, index: &Tensor) -> Result<bool> {
+    if index.storage().index_bound().is_some_and(|b| b <= check.dim) {
         return Ok(true);
     }
-    if !matches!(index.device(), crate::device::Device::Gpu(_)) || index.storage().mirrored(index.layout()).is_some() {
+    if !index.device().is_gpu() || index.storage().mirrored(index.layout()).is_some() {
         return Ok(false);
     }
-    device_check(CheckDesc { op, dim, what }, index)?;
-    Ok(true)
-}
-
-fn in_range(
-    op: &'static str,
-    vals: &[i32],
-    dim: usize,
-    axis: usize,
-    data_shape: &[usize],
-    index_shape: &[usize],
-) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(vals.len());
-    for &i in vals {
-        if i < 0 || i as usize >= dim {
-            return Err(Error::value(
-                op,
-                format!(
-                    "index {i} is out of range for axis {axis} of size {dim} (input shape {data_shape:?}, index shape {index_shape:?})"
-                ),
-            ));
-        }
-        out.push(i as usize);
-    }
-    Ok(out)
+    checked(check, index).map(|_| true)
 }
 
 /// Runs an index `spec` over `inputs` into a new tensor of `out_shape`.
@@ -149,11 +103,8 @@ fn run<const N: usize>(
 /// index itself. On the cpu, the index tensor (already checked).
 fn scatter_index(index: &Tensor, idx: &Checked) -> Result<Tensor> {
     match idx {
-        #[cfg(feature = "gpu")]
-        Checked::Host(v) if index.device().is_gpu() => {
-            Tensor::from_vec(v.iter().map(|&i| i as i32).collect::<Vec<i32>>(), index.shape())
-        }
-        _ => Ok(index.clone()),
+        Checked::Host(v) => Tensor::from_vec(v.iter().map(|&i| i as i32).collect::<Vec<i32>>(), index.shape()),
+        Checked::Backend => Ok(index.clone()),
     }
 }
 
@@ -186,13 +137,10 @@ pub fn gather(op: &'static str, x: &Tensor, axis: usize, index: &Tensor) -> Resu
 pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
     super::room_for(op, base, base.shape(), base.dtype())?;
     let idx = checked_indices(op, index, base.shape()[axis], axis, base.shape(), Effect::AddsNothing)?;
-    #[cfg(feature = "gpu")]
     let windows = match idx {
-        Checked::Device => pool_windows(index, axis, base.shape()[axis]),
-        Checked::Host(_) => None,
+        Checked::Backend if index.device().is_gpu() => pool_windows(index, axis, base.shape()[axis]),
+        _ => None,
     };
-    #[cfg(not(feature = "gpu"))]
-    let windows = None;
     let index = scatter_index(index, &idx)?;
     let inputs = [(base, base.layout()), (&index, index.layout()), (src, src.layout())];
     run(op, KernelSpec::ScatterAdd { axis, windows }, inputs, base.shape())
@@ -203,7 +151,6 @@ pub fn scatter_add(op: &'static str, base: &Tensor, axis: usize, index: &Tensor,
 /// inside that window) viewed with the windows of one plane along the last
 /// axis, `axis`, each line starting at a plane, and the target axis is the
 /// [h, w] plane flattened (max-pool's backward; see `scatter_add_window`).
-#[cfg(feature = "gpu")]
 fn pool_windows(index: &Tensor, axis: usize, dim: usize) -> Option<crate::kernel::PoolWindows> {
     let pw = index.storage().index_facts()?.windows?;
     let l = index.layout();

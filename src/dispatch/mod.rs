@@ -4,6 +4,7 @@
 //! new `Tensor`. Backends (`crate::backend`) sit below and never see tensors.
 
 pub mod conv;
+pub mod create;
 pub mod elementwise;
 pub mod index;
 pub mod matmul;
@@ -11,9 +12,9 @@ pub mod movement;
 pub mod optim;
 pub mod reduce;
 
+use crate::backend::{self, CpuBuffer, View};
 #[cfg(feature = "gpu")]
-use crate::backend::MIRROR_MAX;
-use crate::backend::{self, cpu, CpuBuffer, View};
+use crate::backend::{cpu, MIRROR_MAX};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -22,20 +23,15 @@ use crate::shape::Layout;
 use crate::tensor::Tensor;
 
 /// Before a kernel allocates a result of `shape` and `dtype` for an op on
-/// `x`'s device: on the cpu, an error naming `op` unless the host can hold
-/// it (`cpu/room.rs`). GPU allocations report their own failures.
+/// `x`'s device: an error naming `op` unless the device has room for it
+/// (`backend::room`).
 pub(crate) fn room_for(op: &'static str, x: &Tensor, shape: &[usize], dtype: DType) -> Result<()> {
-    if x.storage().device().is_gpu() {
-        return Ok(());
-    }
-    cpu::room::ensure(op, crate::shape::numel(shape), dtype)
+    backend::room(op, x.storage().device(), crate::shape::numel(shape), dtype)
 }
 
 /// A copy of `x` on `device` (contiguous), converting the storage format as needed.
 pub fn transfer(x: &Tensor, device: &Device) -> Result<Tensor> {
-    if !device.is_gpu() {
-        cpu::room::ensure("to", x.numel(), x.dtype())?;
-    }
+    backend::room("to", device, x.numel(), x.dtype())?;
     let g = x.storage().read();
     let buf = match g.as_cpu() {
         Some(host) => backend::upload(host, x.layout(), device)?,

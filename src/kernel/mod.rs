@@ -3,8 +3,14 @@
 //! imports only the core types, so the registry (`ops`) can describe its
 //! kernels here and the backends can run them without knowing any op.
 
+mod check;
+pub mod random;
+mod sequence;
 mod spec;
 
+pub use check::{CheckWhat, Effect, IndexCheck};
+pub use random::Distribution;
+pub use sequence::Sequence;
 pub use spec::{KernelSpec, Scalar};
 
 /// What a reduction computes along its axes.

@@ -3,7 +3,9 @@
 //! specs over equal inputs compute the same result on any backend, so a spec
 //! can be recorded, compared, hashed and replayed.
 
-use super::{BinaryKernel, CompareKernel, PoolWindows, ReduceKind, UnaryKernel, Window2d};
+use super::{
+    BinaryKernel, CompareKernel, Distribution, IndexCheck, PoolWindows, ReduceKind, Sequence, UnaryKernel, Window2d,
+};
 use crate::dtype::DType;
 use crate::shape::Dims;
 
@@ -54,6 +56,18 @@ pub enum KernelSpec {
     /// A new buffer of `dtype` with every element `value`. No inputs: the
     /// device is named by the caller (`backend::create`).
     Fill { dtype: DType, value: Scalar },
+    /// A new buffer of `dtype` whose element i (row-major) is `seq`'s
+    /// formula at i for the output shape (arange, linspace, eye). No inputs.
+    Sequence { seq: Sequence, dtype: DType },
+    /// A new buffer of `dtype` drawn from `dist`: element i is a function of
+    /// (`seed`, i) alone (`kernel::random`), so equal specs give equal bits
+    /// on every backend and target. The dispatcher draws `seed` from the
+    /// global generator (`manual_seed`) once per call. No inputs.
+    Random { dist: Distribution, dtype: DType, seed: u64 },
+    /// Range check of an i32 index against `0..dim` (`backend::check`):
+    /// writes no tensor; a failure is an error naming `check.op`, at once on
+    /// the cpu, at the next readback on a GPU. Inputs: `[index]`.
+    IndexCheck(IndexCheck),
     /// im2col: `[n, c, h, w]` to `[n, c * kh * kw, out_h * out_w]`. Inputs: `[x]`.
     Unfold(Window2d),
     /// col2im, summing overlaps: `[n, c * kh * kw, out_h * out_w]` to `[n, c, h, w]`. Inputs: `[cols]`.
@@ -99,6 +113,9 @@ impl KernelSpec {
             KernelSpec::ArgReduce { max, .. } => format!("arg_reduce:{}", if *max { "max" } else { "min" }),
             KernelSpec::Matmul { .. } => "matmul".into(),
             KernelSpec::Fill { dtype, .. } => format!("fill:{}", dtype.name()),
+            KernelSpec::Sequence { seq, dtype } => format!("sequence:{}:{}", seq.name(), dtype.name()),
+            KernelSpec::Random { dist, dtype, .. } => format!("random:{}:{}", dist.name(), dtype.name()),
+            KernelSpec::IndexCheck(c) => format!("index_check:{}", c.op),
             KernelSpec::Unfold(_) => "unfold2d".into(),
             KernelSpec::Fold(_) => "fold2d".into(),
             KernelSpec::WindowArgmax(_) => "window_argmax".into(),
@@ -119,7 +136,7 @@ impl KernelSpec {
             | KernelSpec::IndexSelect { .. }
             | KernelSpec::Gather { .. } => 2,
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,
-            KernelSpec::Fill { .. } => 0,
+            KernelSpec::Fill { .. } | KernelSpec::Sequence { .. } | KernelSpec::Random { .. } => 0,
             _ => 1,
         }
     }

@@ -8,6 +8,7 @@ use super::reference::{self as r, Reduce};
 use super::{expect_float, same_device, same_dtype, Case, Input, OpDef, OpKind, Sample};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::{CheckWhat, Effect, IndexCheck};
 use crate::random::manual_seed;
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
@@ -52,25 +53,11 @@ fn check_class_inputs(op: &'static str, scores: &Tensor, labels: &Tensor) -> Res
         ));
     }
     // Labels computed by argmax over C classes are in range by construction
-    // (and on a GPU, reading them back would stall; in a browser it is impossible).
-    if labels.storage().index_bound().is_some_and(|b| b <= c) {
-        return Ok(());
-    }
-    // Labels that exist only on a GPU are checked there, reporting at the next readback.
-    #[cfg(feature = "gpu")]
-    {
-        let what = crate::backend::gpu::checks::CheckWhat::Label { scores_shape: scores.shape().to_vec() };
-        if crate::dispatch::index::check_on_device(op, labels, c, what)? {
-            return Ok(());
-        }
-    }
-    if let Some((i, l)) = labels.to_vec::<i32>()?.into_iter().enumerate().find(|&(_, l)| l < 0 || l as usize >= c) {
-        return Err(Error::value(
-            op,
-            format!("label {l} at position {i} is out of range [0, {c}) for scores of shape {:?}", scores.shape()),
-        ));
-    }
-    Ok(())
+    // (and on a GPU, reading them back would stall; in a browser it is
+    // impossible): the check skips them. Labels that exist only on a GPU are
+    // checked there, reporting at the next readback.
+    let what = CheckWhat::Label { scores_shape: scores.shape().to_vec() };
+    crate::dispatch::index::check_range(IndexCheck { op, dim: c, what }, labels)
 }
 
 /// `-log_probs[i, labels[i]]` for each row i (inputs already checked).
@@ -234,10 +221,11 @@ impl Tensor {
                 // infinities give NaN) rather than dividing by 1 - p = 0.
                 return self.mul_scalar(0.0);
             }
-            // Drawn and compared in f64 on the cpu so an f32 and an f64 run, and a
-            // cpu and a GPU run, keep the same elements; only the bool mask moves
-            // (f64 does not exist on the GPU).
-            let keep = Tensor::rand(self.shape(), DType::F64)?.ge_scalar(p)?.to(&self.device())?;
+            // The keep mask is drawn on the tensor's device as one bool spec
+            // (each element true with probability 1 - p, from a 53-bit uniform),
+            // so an f32 and an f64 run, and a cpu and a GPU run, keep the same
+            // elements for the same seed.
+            let keep = Tensor::bernoulli_on(self.shape(), 1.0 - p, &self.device())?;
             // where_ saves only the bool mask for backward (a mul would save a float mask).
             Tensor::where_(&keep, &self.mul_scalar(1.0 / (1.0 - p))?, &self.zeros_scalar()?)
         })
@@ -263,16 +251,14 @@ impl Tensor {
             // Indices that exist only on a GPU are checked there under this op's
             // name; that check covers index_select's (host-held values are
             // checked by index_select, whose errors are renamed).
-            #[cfg(feature = "gpu")]
             if self.device() == indices.device() {
-                use crate::backend::gpu::checks::{CheckWhat, Effect};
                 let what = CheckWhat::Index {
                     axis: 0,
                     data_shape: self.shape().to_vec(),
                     index_shape: indices.shape().to_vec(),
                     effect: Effect::ReadsZero,
                 };
-                crate::dispatch::index::check_on_device(op, indices, self.shape()[0], what)?;
+                crate::dispatch::index::check_on_device(IndexCheck { op, dim: self.shape()[0], what }, indices)?;
             }
             let rows = self.index_select(0, &indices.reshape(&[-1])?)?;
             let mut shape = indices.dims();

@@ -11,7 +11,7 @@
 //! instead, without a readback: the error then comes from the next readback
 //! or `synchronize()`, once, and the call's result holds 0 where gather or
 //! index_select read such an index and leaves out what scatter_add or
-//! index_add would have added there (see `backend::gpu::checks`).
+//! index_add would have added there (see `KernelSpec::IndexCheck`).
 
 use super::reference as r;
 use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};

@@ -196,10 +196,10 @@ pub(crate) fn to_device(x: &Tensor, device: &crate::device::Device) -> Result<Te
 /// (asynchronously, from a GPU): the same recorded op, without blocking.
 pub(crate) fn to_device_read(
     x: &Tensor,
-    host: crate::backend::cpu::CpuBuffer,
+    host: crate::backend::CpuBuffer,
     device: &crate::device::Device,
 ) -> Result<Tensor> {
-    let cpu = Tensor::from_buffer(crate::backend::Buffer::Cpu(host), x.shape());
+    let cpu = Tensor::from_buffer(crate::backend::Buffer::from(host), x.shape());
     let out = if device.is_gpu() { crate::dispatch::transfer(&cpu, device)? } else { cpu };
     if !needs_record(&[x]) {
         return Ok(out);

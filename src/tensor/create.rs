@@ -1,37 +1,20 @@
-//! Tensor creation. Everything is created on the cpu; `to(device)` moves it.
+//! Tensor creation. Fills, sequences (arange, linspace, eye) and random
+//! draws are kernel specs (`KernelSpec::{Fill, Sequence, Random}`) that run
+//! on the device they are made for (`*_on`; the plain forms make them on
+//! the cpu); host data (`from_vec`, `scalar`) starts on the cpu.
 
 use super::Tensor;
-use crate::backend::cpu::room;
-use crate::backend::cpu::{CpuBuffer, Elem};
-use crate::backend::Buffer;
+use crate::backend::{Buffer, CpuBuffer, Elem};
 use crate::device::Device;
+use crate::dispatch::create::{create, random, room_on};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::random::{with_generator, Generator};
+use crate::kernel::{Distribution, KernelSpec, Scalar, Sequence};
 use crate::shape::{check_size, MAX_ELEMENTS};
 
 /// A shape's element count for messages, even when it overflows.
 fn describe_count(shape: &[usize]) -> String {
     shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).map_or_else(|| "too many".to_string(), |n| n.to_string())
-}
-
-/// The element count of a new tensor of `shape` and `dtype`, once the count
-/// is valid (`shape::check_size`) and the host can hold the buffer.
-fn host_room(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
-    let n = check_size(op, shape)?;
-    room::ensure(op, n, dtype)?;
-    Ok(n)
-}
-
-/// A host buffer of `n` values `f(i)` converted to `dtype`, built directly
-/// in that dtype (no f64 staging copy of the whole tensor).
-fn generated(n: usize, dtype: DType, mut f: impl FnMut(usize) -> f64) -> CpuBuffer {
-    match dtype {
-        DType::F32 => CpuBuffer::F32((0..n).map(|i| f(i) as f32).collect()),
-        DType::F64 => CpuBuffer::F64((0..n).map(f).collect()),
-        DType::I32 => CpuBuffer::I32((0..n).map(|i| f(i) as i32).collect()),
-        DType::Bool => CpuBuffer::Bool((0..n).map(|i| (f(i) != 0.0) as u8).collect()),
-    }
 }
 
 /// Random samples need a float dtype (PyTorch: "normal_" is not implemented
@@ -61,21 +44,21 @@ fn representable(op: &'static str, what: &str, value: f64, dtype: DType) -> Resu
 }
 
 impl Tensor {
-    fn filled(op: &'static str, shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+    fn filled(op: &'static str, shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         representable(op, "fill value", value, dtype)?;
-        let n = host_room(op, shape, dtype)?;
-        Ok(Tensor::from_buffer(Buffer::Cpu(CpuBuffer::filled(dtype, n, value)), shape))
+        room_on(op, device, shape, dtype)?;
+        create(op, &KernelSpec::Fill { dtype, value: Scalar(value) }, shape, device)
     }
     /// A tensor of `shape` filled with `value` (an error when the shape is
     /// too large to hold, or the value does not fit the dtype exactly).
     pub fn full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
-        Tensor::filled("full", shape, value, dtype)
+        Tensor::full_on(shape, value, dtype, &Device::Cpu)
     }
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::filled("zeros", shape, 0.0, dtype)
+        Tensor::zeros_on(shape, dtype, &Device::Cpu)
     }
     pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::filled("ones", shape, 1.0, dtype)
+        Tensor::ones_on(shape, dtype, &Device::Cpu)
     }
     /// Zeros with this tensor's shape, dtype and device.
     pub fn zeros_like(&self) -> Result<Tensor> {
@@ -87,25 +70,29 @@ impl Tensor {
     pub fn full_like(&self, value: f64) -> Result<Tensor> {
         Tensor::full_on(self.shape(), value, self.dtype(), &self.device())
     }
-    /// `full` placed directly on `device` (on a GPU: a fill kernel, no upload).
+    /// `full` made on `device` (a fill kernel there: nothing is uploaded).
     pub fn full_on(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        match device {
-            Device::Cpu => Tensor::full(shape, value, dtype),
-            #[cfg(feature = "gpu")]
-            Device::Gpu(_) => {
-                representable("full", "fill value", value, dtype)?;
-                check_size("full", shape)?;
-                let spec = crate::kernel::KernelSpec::Fill { dtype, value: crate::kernel::Scalar(value) };
-                Ok(Tensor::from_buffer(crate::backend::create("full", &spec, device, shape)?, shape))
-            }
-        }
+        Tensor::filled("full", shape, value, dtype, device)
     }
-    /// A rank-0 tensor (`value` converted to `dtype` as a cast would).
+    /// `zeros` made on `device`.
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::filled("zeros", shape, 0.0, dtype, device)
+    }
+    /// `ones` made on `device`.
+    pub fn ones_on(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        Tensor::filled("ones", shape, 1.0, dtype, device)
+    }
+    /// A rank-0 cpu tensor holding `value` (converted to `dtype` as a cast
+    /// would): host data, like `from_vec`.
     pub fn scalar(value: f64, dtype: DType) -> Tensor {
-        Tensor::from_buffer(Buffer::Cpu(CpuBuffer::filled(dtype, 1, value)), &[])
+        Tensor::from_buffer(Buffer::from(CpuBuffer::filled(dtype, 1, value)), &[])
     }
     /// Values `start, start+step, ...` below `end` (above it for a negative step).
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::arange_on(start, end, step, dtype, &Device::Cpu)
+    }
+    /// `arange` made on `device`.
+    pub fn arange_on(start: f64, end: f64, step: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         const OP: &str = "arange";
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
             return Err(Error::value(OP, format!("invalid range start={start} end={end} step={step}")));
@@ -124,64 +111,82 @@ impl Tensor {
             representable(OP, "start", start, dtype)?;
             representable(OP, "the last value", start + (n - 1) as f64 * step, dtype)?;
         }
-        let n = host_room(OP, &[n], dtype)?;
-        Ok(Tensor::from_buffer(Buffer::Cpu(generated(n, dtype, |i| start + i as f64 * step)), &[n]))
+        room_on(OP, device, &[n], dtype)?;
+        let seq = Sequence::Arange { start: Scalar(start), step: Scalar(step) };
+        create(OP, &KernelSpec::Sequence { seq, dtype }, &[n], device)
     }
     /// `steps` evenly spaced values from `start` to `end` inclusive.
     pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType) -> Result<Tensor> {
+        Tensor::linspace_on(start, end, steps, dtype, &Device::Cpu)
+    }
+    /// `linspace` made on `device`.
+    pub fn linspace_on(start: f64, end: f64, steps: usize, dtype: DType, device: &Device) -> Result<Tensor> {
         const OP: &str = "linspace";
         if !dtype.is_float() {
             return Err(Error::dtype(OP, format!("needs a float dtype, got {dtype}")));
         }
-        let n = host_room(OP, &[steps], dtype)?;
-        let value = |i: usize| match n {
-            1 => start,
-            _ => start + (end - start) * i as f64 / (n - 1) as f64,
-        };
-        Ok(Tensor::from_buffer(Buffer::Cpu(generated(n, dtype, value)), &[n]))
+        room_on(OP, device, &[steps], dtype)?;
+        let seq = Sequence::Linspace { start: Scalar(start), end: Scalar(end) };
+        create(OP, &KernelSpec::Sequence { seq, dtype }, &[steps], device)
     }
     /// The `n` x `n` identity matrix.
     pub fn eye(n: usize, dtype: DType) -> Result<Tensor> {
-        host_room("eye", &[n, n], dtype)?;
-        let buf = generated(n * n, dtype, |i| if i % (n + 1) == 0 { 1.0 } else { 0.0 });
-        Ok(Tensor::from_buffer(Buffer::Cpu(buf), &[n, n]))
+        Tensor::eye_on(n, dtype, &Device::Cpu)
+    }
+    /// `eye` made on `device`.
+    pub fn eye_on(n: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+        room_on("eye", device, &[n, n], dtype)?;
+        create("eye", &KernelSpec::Sequence { seq: Sequence::Eye, dtype }, &[n, n], device)
     }
     /// Uniform samples in [0, 1) from the global seeded generator (`manual_seed`).
     pub fn rand(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::sampled("rand", shape, dtype, |g| g.uniform())
+        Tensor::rand_on(shape, dtype, &Device::Cpu)
+    }
+    /// `rand` drawn on `device` (the same values as on the cpu for the same seed).
+    pub fn rand_on(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        random_float("rand", dtype)?;
+        let dist = Distribution::Uniform { lo: Scalar(0.0), hi: Scalar(1.0) };
+        random("rand", dist, dtype, shape, device)
     }
     /// Uniform samples in [lo, hi).
     pub fn uniform(shape: &[usize], lo: f64, hi: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::uniform_on(shape, lo, hi, dtype, &Device::Cpu)
+    }
+    /// `uniform` drawn on `device`.
+    pub fn uniform_on(shape: &[usize], lo: f64, hi: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
             return Err(Error::value("uniform", format!("needs finite bounds with lo <= hi, got [{lo}, {hi})")));
         }
-        Tensor::sampled("uniform", shape, dtype, |g| lo + (hi - lo) * g.uniform())
+        random_float("uniform", dtype)?;
+        random("uniform", Distribution::Uniform { lo: Scalar(lo), hi: Scalar(hi) }, dtype, shape, device)
     }
     /// Standard-normal samples from the global seeded generator.
     pub fn randn(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::sampled("randn", shape, dtype, |g| g.normal())
+        Tensor::randn_on(shape, dtype, &Device::Cpu)
     }
-    fn sampled(
-        op: &'static str,
-        shape: &[usize],
-        dtype: DType,
-        mut draw: impl FnMut(&mut Generator) -> f64,
-    ) -> Result<Tensor> {
-        random_float(op, dtype)?;
-        let n = host_room(op, shape, dtype)?;
-        let buf = with_generator(|g| generated(n, dtype, |_| draw(g)));
-        Ok(Tensor::from_buffer(Buffer::Cpu(buf), shape))
+    /// `randn` drawn on `device`.
+    pub fn randn_on(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
+        random_float("randn", dtype)?;
+        random("randn", Distribution::Normal, dtype, shape, device)
     }
     /// Integers uniformly drawn from [lo, hi).
     pub fn randint(lo: i32, hi: i32, shape: &[usize]) -> Result<Tensor> {
+        Tensor::randint_on(lo, hi, shape, &Device::Cpu)
+    }
+    /// `randint` drawn on `device`.
+    pub fn randint_on(lo: i32, hi: i32, shape: &[usize], device: &Device) -> Result<Tensor> {
         if hi <= lo {
             return Err(Error::value("randint", format!("empty range [{lo}, {hi})")));
         }
-        let n = host_room("randint", shape, DType::I32)?;
-        let span = (hi as i64 - lo as i64) as u64;
-        let v: Vec<i32> =
-            with_generator(|g| (0..n).map(|_| (lo as i64 + (g.next_u64() % span) as i64) as i32).collect());
-        Ok(Tensor::from_buffer(Buffer::Cpu(CpuBuffer::I32(v)), shape))
+        random("randint", Distribution::RandInt { lo, hi }, DType::I32, shape, device)
+    }
+    /// A bool mask on `device`, each element true with probability `p`
+    /// (PyTorch's `bernoulli` of a constant probability; dropout's keep mask).
+    pub fn bernoulli_on(shape: &[usize], p: f64, device: &Device) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(Error::value("bernoulli", format!("probability p must be in [0, 1], got {p}")));
+        }
+        random("bernoulli", Distribution::Bernoulli { p: Scalar(p) }, DType::Bool, shape, device)
     }
     /// Takes ownership of `data` (row-major) as a tensor of `shape`.
     pub fn from_vec<T: Elem>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
@@ -191,7 +196,7 @@ impl Tensor {
                 format!("{} elements cannot fill shape {shape:?} ({} elements)", data.len(), describe_count(shape)),
             ));
         }
-        Ok(Tensor::from_buffer(Buffer::Cpu(T::wrap(data)), shape))
+        Ok(Tensor::from_buffer(Buffer::from(T::wrap(data)), shape))
     }
     pub fn from_slice<T: Elem>(data: &[T], shape: &[usize]) -> Result<Tensor> {
         Tensor::from_vec(data.to_vec(), shape)

@@ -172,7 +172,7 @@ impl JsTensor {
         let shape = args::dims(OP, "shape", &shape)?;
         let (dtype, device) = placement(OP, &options, DType::F32)?;
         float_only(OP, dtype)?;
-        place(OP, Tensor::randn(&shape, dtype).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::randn_on(&shape, dtype, &device).named(OP)?))
     }
 
     /// Uniform samples in [0, 1); float dtypes only.
@@ -186,7 +186,7 @@ impl JsTensor {
         let shape = args::dims(OP, "shape", &shape)?;
         let (dtype, device) = placement(OP, &options, DType::F32)?;
         float_only(OP, dtype)?;
-        place(OP, Tensor::rand(&shape, dtype).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::rand_on(&shape, dtype, &device).named(OP)?))
     }
 
     /// Integers uniform in [low, high) (int32).
@@ -204,7 +204,7 @@ impl JsTensor {
         if high <= low {
             return Err(js_error(OP, Kind::Value, format!("low must be below high, got low={low} >= high={high}")));
         }
-        place(OP, Tensor::randint(low, high, &shape).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::randint_on(low, high, &shape, &device).named(OP)?))
     }
 
     /// start, start + step, ... below end (above it for a negative step).
@@ -240,7 +240,7 @@ impl JsTensor {
             }
             _ => {}
         }
-        place(OP, Tensor::arange(start, end, step, dtype).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::arange_on(start, end, step, dtype, &device).named(OP)?))
     }
 
     /// `steps` evenly spaced values from start to end (float dtypes).
@@ -256,7 +256,7 @@ impl JsTensor {
         let (start, end) = (args::finite_arg(OP, "start", &start)?, args::finite_arg(OP, "end", &end)?);
         let steps = args::usize_arg(OP, "steps", &steps)?;
         let (dtype, device) = placement(OP, &options, DType::F32)?;
-        place(OP, Tensor::linspace(start, end, steps, dtype).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::linspace_on(start, end, steps, dtype, &device).named(OP)?))
     }
 
     /// The n x n identity.
@@ -269,7 +269,7 @@ impl JsTensor {
         const OP: &str = "eye";
         let n = args::usize_arg(OP, "n", &n)?;
         let (dtype, device) = placement(OP, &options, DType::F32)?;
-        place(OP, Tensor::eye(n, dtype).named(OP)?, &device)
+        Ok(JsTensor::wrap(Tensor::eye_on(n, dtype, &device).named(OP)?))
     }
 
     /// The shape, as an array of numbers.

@@ -4,6 +4,7 @@ pub mod buffer;
 
 pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, CpuBuffer, Elem};
 pub mod conv;
+pub mod create;
 pub mod elementwise;
 pub mod index;
 pub mod matmul;

@@ -108,17 +108,16 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs)?,
-        KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => return Err(wrong_entry(op, spec)),
+        KernelSpec::Fill { .. }
+        | KernelSpec::Sequence { .. }
+        | KernelSpec::Random { .. }
+        | KernelSpec::IndexCheck(_)
+        | KernelSpec::CopyInto
+        | KernelSpec::Adam { .. } => return Err(wrong_entry(op, spec)),
     })
 }
 
-/// A kernel without inputs: a new buffer of `out_shape`.
-pub fn create(op: &'static str, spec: &KernelSpec, out_shape: &[usize]) -> Result<CpuBuffer> {
-    match spec {
-        KernelSpec::Fill { dtype, value } => Ok(CpuBuffer::filled(*dtype, out_shape.iter().product(), value.0)),
-        _ => Err(wrong_entry(op, spec)),
-    }
-}
+pub use super::create::create;
 
 /// The cpu buffer an in-place kernel writes, or an error if it lives elsewhere.
 fn cpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v mut ViewMut<'_>) -> Result<(&'v mut CpuBuffer, &'v Layout)> {

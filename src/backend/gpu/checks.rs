@@ -32,6 +32,7 @@ use super::{GpuBuffer, GpuContext};
 use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::IndexCheck;
 use crate::shape::Layout;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -44,63 +45,11 @@ pub const CHECK_SLOTS: usize = 4096;
 pub const SLOT_WORDS: usize = 4;
 pub const SLOT_BYTES: u64 = (SLOT_WORDS * 4) as u64;
 
-/// What an out-of-range value does to the op's result (said in the error).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Effect {
-    /// gather, index_select, embedding: those output elements are 0.
-    ReadsZero,
-    /// scatter_add, index_add: those sources are not added.
-    AddsNothing,
-}
-
-/// What a check's values index, for its error message.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum CheckWhat {
-    /// Positions along `axis` of a data operand of `data_shape`.
-    Index { axis: usize, data_shape: Vec<usize>, index_shape: Vec<usize>, effect: Effect },
-    /// Class labels against `[N, C]` scores (cross_entropy, nll_loss).
-    Label { scores_shape: Vec<usize> },
-}
-
-/// One pending check: the op the caller called, the bound, what it indexes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct CheckDesc {
-    pub op: &'static str,
-    pub dim: usize,
-    pub what: CheckWhat,
-}
-
-impl CheckDesc {
-    /// The error for a flagged slot (`value`: the reported out-of-range value).
-    fn error(&self, value: i64, count: u64) -> Error {
-        let dim = self.dim;
-        let msg = match &self.what {
-            CheckWhat::Index { axis, data_shape, index_shape, effect } => {
-                let effect = match effect {
-                    Effect::ReadsZero => "the result holds 0 where they were used",
-                    Effect::AddsNothing => "the result leaves out the sources aimed at them",
-                };
-                format!(
-                    "index {value} is out of range for axis {axis} of size {dim} (input shape {data_shape:?}, \
-                     index shape {index_shape:?}); found on the device by the range check that ran with this \
-                     call: {count} index value(s) out of range, and {effect}"
-                )
-            }
-            CheckWhat::Label { scores_shape } => format!(
-                "label {value} is out of range [0, {dim}) for scores of shape {scores_shape:?}; found on the \
-                 device by the range check that ran with this call: {count} label(s) out of range, and the \
-                 loss reads 0 as their log-probability"
-            ),
-        };
-        Error::value(self.op, msg)
-    }
-}
-
 /// A storage a check covered whole: (storage, its version, the bound).
 type Cover = (Weak<crate::backend::StorageInner>, u64, usize);
 
 struct Pending {
-    desc: CheckDesc,
+    desc: IndexCheck,
     /// The latest check sequence number recorded into this slot.
     seq: u64,
     covers: Vec<Cover>,
@@ -117,7 +66,7 @@ const MAX_COVERS: usize = 64;
 #[derive(Default)]
 pub(crate) struct IndexChecks {
     pending: Vec<Pending>,
-    slot_of: HashMap<CheckDesc, usize>,
+    slot_of: HashMap<IndexCheck, usize>,
     next_seq: u64,
 }
 
@@ -146,7 +95,7 @@ impl TakenChecks {
                 continue;
             }
             let value = if large > 0 { w[3] as i64 } else { w[1] as i64 };
-            failed.push(p.desc.error(value, negative + large));
+            failed.push(p.desc.device_error(value, negative + large));
         }
         let mut failed = failed.into_iter();
         let Some(first) = failed.next() else { return Ok(()) };
@@ -169,7 +118,7 @@ impl TakenChecks {
 impl IndexChecks {
     /// The slot for `desc` (shared with an identical pending check), noting
     /// `cover`; an error naming the op when every slot is taken.
-    fn assign(&mut self, desc: CheckDesc, cover: Option<Cover>) -> Result<(usize, u64)> {
+    fn assign(&mut self, desc: IndexCheck, cover: Option<Cover>) -> Result<(usize, u64)> {
         self.next_seq += 1;
         let seq = self.next_seq;
         let slot = match self.slot_of.get(&desc) {
@@ -222,7 +171,7 @@ impl IndexChecks {
 /// `0..desc.dim`, unless the values are already known to be in range or a
 /// pending check of the same values covers it. `storage` is the index
 /// tensor's storage (remembered when the view covers all of it).
-pub(crate) fn check_indices(desc: CheckDesc, storage: &Storage, index: &GpuBuffer, il: &Layout) -> Result<()> {
+pub(crate) fn check_indices(desc: IndexCheck, storage: &Storage, index: &GpuBuffer, il: &Layout) -> Result<()> {
     let n = il.numel();
     if n == 0 || storage.index_bound().is_some_and(|b| b <= desc.dim) {
         return Ok(());
@@ -297,11 +246,12 @@ impl GpuContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::{CheckWhat, Effect};
 
-    fn desc(op: &'static str, dim: usize) -> CheckDesc {
+    fn desc(op: &'static str, dim: usize) -> IndexCheck {
         let what =
             CheckWhat::Index { axis: 0, data_shape: vec![dim, 2], index_shape: vec![3], effect: Effect::ReadsZero };
-        CheckDesc { op, dim, what }
+        IndexCheck { op, dim, what }
     }
 
     /// Flag words for slots: (negative count, smallest, too-large count, largest).
@@ -333,7 +283,7 @@ mod tests {
         let mut checks = IndexChecks::default();
         checks.assign(desc("gather", 5), None).unwrap();
         checks.assign(desc("scatter_add", 4), None).unwrap();
-        let label = CheckDesc { op: "cross_entropy", dim: 3, what: CheckWhat::Label { scores_shape: vec![2, 3] } };
+        let label = IndexCheck { op: "cross_entropy", dim: 3, what: CheckWhat::Label { scores_shape: vec![2, 3] } };
         checks.assign(label, None).unwrap();
         let taken = checks.take().unwrap();
         // gather clean; scatter_add: 2 negatives (smallest -7) and 1 too large (9); the labels: one -1.

@@ -113,9 +113,9 @@ pub fn copy_into(src: &GpuBuffer, ls: &Layout, dst: &GpuBuffer, ld: &Layout) -> 
     Ok(())
 }
 
-/// Uploads a host buffer's view to a new contiguous GPU buffer.
-pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result<GpuBuffer> {
-    let (dtype, bytes): (DType, Vec<u8>) = match src {
+/// The bytes of a host buffer's view in the GPU's element format (bool as u32).
+fn device_bytes(src: &CpuBuffer, layout: &Layout) -> Result<(DType, Vec<u8>)> {
+    Ok(match src {
         CpuBuffer::F32(v) => (DType::F32, bytemuck::cast_slice(&gather_strided(v, layout)).to_vec()),
         CpuBuffer::I32(v) => (DType::I32, bytemuck::cast_slice(&gather_strided(v, layout)).to_vec()),
         CpuBuffer::Bool(v) => {
@@ -125,10 +125,27 @@ pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result
         CpuBuffer::F64(_) => {
             return Err(Error::dtype("to", "f64 tensors live on the cpu only; convert with to_dtype(F32) first"))
         }
-    };
+    })
+}
+
+/// Uploads a host buffer's view to a new contiguous GPU buffer.
+pub fn upload(ctx: &Arc<GpuContext>, src: &CpuBuffer, layout: &Layout) -> Result<GpuBuffer> {
+    let (dtype, bytes) = device_bytes(src, layout)?;
     let out = GpuBuffer::new(ctx, "to", dtype, layout.numel())?;
     ctx.upload(out.raw(), &bytes)?;
     Ok(out)
+}
+
+/// Writes a contiguous host buffer of `out`'s dtype and length into `out`, for `op`.
+pub fn write_host(op: &'static str, out: &GpuBuffer, src: &CpuBuffer) -> Result<()> {
+    let (dtype, bytes) = device_bytes(src, &Layout::contiguous(&[src.len()]))?;
+    if dtype != out.dtype || src.len() != out.len {
+        return Err(Error::value(
+            op,
+            format!("internal: {} {dtype} values for a {} buffer of {}", src.len(), out.dtype, out.len),
+        ));
+    }
+    out.ctx().upload_for(op, out.raw(), &bytes)
 }
 
 /// Starts reading the view `layout` of `x` back (copies it contiguous first if needed).

@@ -2,10 +2,10 @@
 
 use super::{conv, elementwise as g, matmul, optim, reduce, GpuBuffer, GpuContext};
 use crate::backend::run::{mismatch, typed_inputs, wrong_entry};
-use crate::backend::{Buffer, View, ViewMut};
+use crate::backend::{Buffer, Storage, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernel::KernelSpec;
+use crate::kernel::{IndexCheck, KernelSpec};
 use crate::shape::Layout;
 use std::sync::Arc;
 
@@ -81,16 +81,51 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs, out_shape),
-        KernelSpec::Fill { .. } | KernelSpec::CopyInto | KernelSpec::Adam { .. } => Err(wrong_entry(op, spec)),
+        KernelSpec::Fill { .. }
+        | KernelSpec::Sequence { .. }
+        | KernelSpec::Random { .. }
+        | KernelSpec::IndexCheck(_)
+        | KernelSpec::CopyInto
+        | KernelSpec::Adam { .. } => Err(wrong_entry(op, spec)),
     }
 }
 
 /// A kernel without inputs: a new buffer of `out_shape` on `ctx`'s device.
+///
+/// Note (sequences and random draws on the host): their values are computed
+/// in f64 and, for normal samples, through a logarithm and a cosine; WGSL
+/// has no f64 and its f32 transcendentals differ between drivers, so a
+/// shader could not match the cpu bit for bit. The cpu backend's kernel
+/// fills a host buffer (from the pool) and the upload is recorded in order
+/// with the queued work, as `to(gpu)` is: one upload per call, as when
+/// these were made on the cpu and moved.
 pub fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_shape: &[usize]) -> Result<GpuBuffer> {
     match spec {
         KernelSpec::Fill { dtype, value } => g::full(ctx, *dtype, out_shape.iter().product(), value.0),
+        KernelSpec::Sequence { dtype, .. } | KernelSpec::Random { dtype, .. } => {
+            let n = out_shape.iter().product();
+            // The device buffer first: f64 and sizes past the device's limits
+            // fail before anything is computed.
+            let out = GpuBuffer::new(ctx, op, *dtype, n)?;
+            crate::backend::cpu::room::ensure(op, n, *dtype)?;
+            let host = crate::backend::cpu::create::create(op, spec, out_shape)?;
+            g::write_host(op, &out, &host)?;
+            Ok(out)
+        }
         _ => Err(wrong_entry(op, spec)),
     }
+}
+
+/// The range check of the GPU index view `layout` of `index` (`storage`'s
+/// buffer), recorded with the queued work (see `checks.rs`).
+pub fn check(check: &IndexCheck, storage: &Storage, index: &GpuBuffer, layout: &Layout) -> Result<()> {
+    if index.dtype != DType::I32 {
+        return Err(Error::dtype(
+            check.op,
+            format!("index must be i32, got {} of shape {:?}", index.dtype, layout.shape),
+        ));
+    }
+    super::checks::check_indices(check.clone(), storage, index, layout)
 }
 
 /// The GPU buffer an in-place kernel writes, or an error if it lives elsewhere.

@@ -345,12 +345,17 @@ impl GpuContext {
     /// commands that may still read this pooled buffer's old contents, and
     /// flushing first would cost a submit per upload.)
     pub(crate) fn upload(&self, dst: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
+        self.upload_for("to", dst, bytes)
+    }
+
+    /// `upload` for the op `op` (its failures name it).
+    pub(crate) fn upload_for(&self, op: &'static str, dst: &wgpu::Buffer, bytes: &[u8]) -> Result<()> {
         if bytes.is_empty() {
             return Ok(());
         }
         let size = (bytes.len() as u64).div_ceil(4) * 4;
         context::open_batch_scopes(self.id, &self.device);
-        let staging = self.create_checked("to", "an upload's staging buffer", || {
+        let staging = self.create_checked(op, "an upload's staging buffer", || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("skiff upload"),
                 size,
@@ -359,7 +364,7 @@ impl GpuContext {
             })
         })?;
         {
-            let mut view = staging.get_mapped_range_mut(..).map_err(|e| Error::value("to", format!("{e}")))?;
+            let mut view = staging.get_mapped_range_mut(..).map_err(|e| Error::value(op, format!("{e}")))?;
             if bytes.len() as u64 == size {
                 view.copy_from_slice(bytes);
             } else {
