@@ -22,6 +22,13 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use cpu::{CpuBuffer, Elem};
 
+/// (name, full WGSL source) of every shader the GPU backend can build for
+/// these rows (for validation with naga and the browser's compiler).
+#[cfg(feature = "gpu")]
+pub fn shader_sources(rows: &crate::kernel::RowSources) -> Vec<(String, String)> {
+    gpu::catalog::all_kernel_sources(rows)
+}
+
 /// A device buffer.
 #[derive(Debug)]
 pub enum Buffer {

@@ -13,6 +13,17 @@ pub use random::Distribution;
 pub use sequence::Sequence;
 pub use spec::{KernelSpec, Scalar};
 
+/// The elementwise table rows, as (name, WGSL expression): the registry
+/// (`ops::gpu_kernel_sources` above the backends) hands them to
+/// `backend::shader_sources`, so a backend lists every instantiation of its
+/// templates without knowing which ops exist.
+#[derive(Default)]
+pub struct RowSources {
+    pub unary: Vec<(&'static str, &'static str)>,
+    pub binary: Vec<(&'static str, &'static str)>,
+    pub compare: Vec<(&'static str, &'static str)>,
+}
+
 /// What a reduction computes along its axes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceKind {

@@ -314,12 +314,12 @@ pub fn op_table_markdown() -> String {
 /// validation with naga natively and with the browser's compiler).
 #[cfg(feature = "gpu")]
 pub fn gpu_kernel_sources() -> Vec<(String, String)> {
-    let rows = crate::backend::gpu::catalog::Rows {
+    let rows = crate::kernel::RowSources {
         unary: unary::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
         binary: binary::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
         compare: compare::rows().into_iter().map(|r| (r.op.name, r.kernel.wgsl)).collect(),
     };
-    crate::backend::gpu::catalog::all_kernel_sources(&rows)
+    crate::backend::shader_sources(&rows)
 }
 
 /// The one device check every multi-input op runs (DESIGN: placement rules).

@@ -26,7 +26,7 @@ pub fn parity_tolerance(op: &str, case: &Case) -> (f64, f64) {
 /// `host_copy_async`).
 async fn values_async(t: &Tensor) -> Result<Vec<f64>> {
     let host = crate::dispatch::host_copy_async(t).await?;
-    Ok(crate::with_cpu_buffer!(&host, v, T => v.iter().map(|&x| crate::backend::cpu::Elem::to_f64(x)).collect()))
+    Ok(crate::with_cpu_buffer!(&host, v, T => v.iter().map(|&x| crate::backend::Elem::to_f64(x)).collect()))
 }
 
 /// Compares a GPU result with the cpu's: same shape and dtype, floats within

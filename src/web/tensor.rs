@@ -3,7 +3,7 @@
 
 use super::args::{self, describe, device_name, dtype_name, Opts};
 use super::{js_error, rejection, JsResult, Kind, Named, Slot};
-use crate::backend::cpu::CpuBuffer;
+use crate::backend::CpuBuffer;
 use crate::dtype::DType;
 use crate::tensor::Tensor;
 use js_sys::{Float32Array, Float64Array, Int32Array, Uint8Array};
@@ -344,8 +344,7 @@ impl JsTensor {
         }
         Ok(wasm_bindgen_futures::future_to_promise(async move {
             let host = crate::dispatch::host_copy_async(&t).await.map_err(|e| rejection("item", e))?;
-            let first =
-                crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::cpu::Elem::to_f64(x)));
+            let first = crate::with_cpu_buffer!(&host, v, T => v.first().map(|&x| crate::backend::Elem::to_f64(x)));
             Ok(JsValue::from_f64(first.unwrap_or(f64::NAN)))
         }))
     }

@@ -12,15 +12,7 @@ use super::elementwise::{binary_source, cast_source, copy_into_source, fill_sour
 use super::{conv, index, matmul, reduce};
 use crate::dtype::DType;
 
-/// The elementwise table rows, as (name, WGSL expression): the registry
-/// (`ops::gpu_kernel_sources` above the backends) hands them in, so this backend lists
-/// every instantiation without knowing which ops exist.
-#[derive(Default)]
-pub struct Rows {
-    pub unary: Vec<(&'static str, &'static str)>,
-    pub binary: Vec<(&'static str, &'static str)>,
-    pub compare: Vec<(&'static str, &'static str)>,
-}
+pub use crate::kernel::RowSources as Rows;
 
 /// The dtypes tensors can have on the GPU (f64 stays on the cpu).
 const GPU_DTYPES: [DType; 3] = [DType::F32, DType::I32, DType::Bool];

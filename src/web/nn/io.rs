@@ -7,7 +7,7 @@
 //! awaited readback per dtype.
 
 use crate::autograd::no_grad;
-use crate::backend::cpu::CpuBuffer;
+use crate::backend::CpuBuffer;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
