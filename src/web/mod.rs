@@ -42,7 +42,7 @@ pub use tensor::JsTensor;
 
 use crate::tensor::Tensor;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::{Rc, Weak};
 
 // Names the generated .d.ts uses in `unchecked_param_type`s. The Tensor
@@ -90,7 +90,7 @@ impl Drop for Slot {
 #[derive(Default)]
 struct State {
     next_id: u32,
-    live: HashMap<u32, Weak<Slot>>,
+    live: FxHashMap<u32, Weak<Slot>>,
     scopes: Vec<Vec<Weak<Slot>>>,
 }
 

@@ -27,7 +27,8 @@
 
 use super::buffer::{CpuBuffer, Elem};
 use crate::dtype::DType;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -53,7 +54,7 @@ struct Entry {
 #[derive(Default)]
 struct Pool {
     /// Free buffers per key, least recently returned first.
-    free: HashMap<Key, VecDeque<Entry>>,
+    free: FxHashMap<Key, VecDeque<Entry>>,
     /// Every free buffer in return order: seq -> (its key, the allocation
     /// clock when it was returned). The first is the one to release first.
     order: BTreeMap<u64, (Key, u64)>,
