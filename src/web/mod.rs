@@ -41,8 +41,8 @@ pub(crate) use error::{rejection, without_op};
 pub use tensor::JsTensor;
 
 use crate::tensor::Tensor;
-use std::cell::RefCell;
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 // Names the generated .d.ts uses in `unchecked_param_type`s. The Tensor
