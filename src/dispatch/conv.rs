@@ -8,7 +8,11 @@ use crate::tensor::Tensor;
 
 fn run(op: &'static str, spec: KernelSpec, x: &Tensor, out_shape: &[usize]) -> Result<Tensor> {
     let out = backend::run(op, &spec, &[View::new(&x.storage().read(), x.layout())], out_shape)?;
-    Ok(Tensor::from_buffer(out, out_shape))
+    let out = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        super::record::run(op, &spec, &[x], &out);
+    }
+    Ok(out)
 }
 
 /// [n, c, h, w] -> [n, c * kh * kw, out_h * out_w].

@@ -22,7 +22,11 @@ pub(crate) fn room_on(op: &'static str, device: &Device, shape: &[usize], dtype:
 /// Runs the input-less `spec` into a new tensor of `shape` on `device`
 /// (the caller checked its arguments and the room).
 pub fn create(op: &'static str, spec: &KernelSpec, shape: &[usize], device: &Device) -> Result<Tensor> {
-    Ok(Tensor::from_buffer(backend::create(op, spec, device, shape)?, shape))
+    let out = Tensor::from_buffer(backend::create(op, spec, device, shape)?, shape);
+    if super::record::active() {
+        super::record::create(op, spec, &out);
+    }
+    Ok(out)
 }
 
 /// A tensor of `shape` and `dtype` on `device` drawn from `dist` (the

@@ -18,7 +18,12 @@ fn run<const N: usize>(
     let guards = inputs.map(|t| t.storage().read());
     let views: [View; N] = std::array::from_fn(|i| View::new(&guards[i], inputs[i].layout()));
     let out = backend::run(op, &spec, &views, out_shape)?;
-    Ok(Tensor::from_buffer(out, out_shape))
+    drop(guards);
+    let out = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        super::record::run(op, &spec, &inputs, &out);
+    }
+    Ok(out)
 }
 
 pub fn unary(op: &'static str, x: &Tensor, kern: &'static UnaryKernel, p: [f64; 2]) -> Result<Tensor> {
@@ -75,8 +80,15 @@ pub fn write_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     } else {
         src.clone()
     };
-    let gs = src.storage().read();
-    let mut gd = dst.storage().write();
-    let mut out = [ViewMut::new(&mut gd, dst.layout())];
-    backend::run_into("copy_", &KernelSpec::CopyInto, &[View::new(&gs, src.layout())], &mut out)
+    {
+        let gs = src.storage().read();
+        let mut gd = dst.storage().write();
+        let mut out = [ViewMut::new(&mut gd, dst.layout())];
+        backend::run_into("copy_", &KernelSpec::CopyInto, &[View::new(&gs, src.layout())], &mut out)?;
+    }
+    if super::record::active() {
+        let (from, to) = ((src.storage(), src.layout()), (dst.storage(), dst.layout()));
+        super::record::into("copy_", &KernelSpec::CopyInto, &[from], &[to]);
+    }
+    Ok(())
 }

@@ -41,11 +41,18 @@ fn checked(check: IndexCheck, index: &Tensor) -> Result<Checked> {
     if index.storage().index_bound().is_some_and(|b| b <= check.dim) {
         return Ok(Checked::Backend);
     }
-    if let Some(v) = index.storage().mirrored(index.layout()) {
-        check.verify(&v)?;
-        return Ok(Checked::Host(v.into_iter().map(|i| i as usize).collect()));
+    // A capture cannot use host values: a run of the program sees new ones.
+    if !super::record::active() {
+        if let Some(v) = index.storage().mirrored(index.layout()) {
+            check.verify(&v)?;
+            return Ok(Checked::Host(v.into_iter().map(|i| i as usize).collect()));
+        }
     }
-    backend::check(&KernelSpec::IndexCheck(check), index.storage(), index.layout())?;
+    let spec = KernelSpec::IndexCheck(check);
+    backend::check(&spec, index.storage(), index.layout())?;
+    if super::record::active() {
+        super::record::check(&spec, index.storage(), index.layout());
+    }
     Ok(Checked::Backend)
 }
 
@@ -95,7 +102,13 @@ fn run<const N: usize>(
     let guards = inputs.map(|(t, _)| t.storage().read());
     let views: [View; N] = std::array::from_fn(|i| View::new(&guards[i], inputs[i].1));
     let out = backend::run(op, &spec, &views, out_shape)?;
-    Ok(Tensor::from_buffer(out, out_shape))
+    drop(guards);
+    let out = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        let views: Vec<_> = inputs.iter().map(|(t, l)| (t.storage(), *l)).collect();
+        super::record::run_views(op, &spec, &views, &out);
+    }
+    Ok(out)
 }
 
 /// The index operand of a scatter on a device: the host-checked values as a

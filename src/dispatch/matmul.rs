@@ -10,6 +10,12 @@ pub fn matmul(a: &Tensor, b: &Tensor, batch: &[usize], out_shape: &[usize]) -> R
     super::room_for("matmul", a, out_shape, a.dtype())?;
     let (ga, gb) = (a.storage().read(), b.storage().read());
     let views = [View::new(&ga, a.layout()), View::new(&gb, b.layout())];
-    let out = backend::run("matmul", &KernelSpec::Matmul { batch: batch.into() }, &views, out_shape)?;
-    Ok(Tensor::from_buffer(out, out_shape))
+    let spec = KernelSpec::Matmul { batch: batch.into() };
+    let out = backend::run("matmul", &spec, &views, out_shape)?;
+    drop((ga, gb));
+    let out = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        super::record::run("matmul", &spec, &[a, b], &out);
+    }
+    Ok(out)
 }

@@ -10,6 +10,7 @@ pub mod index;
 pub mod matmul;
 pub mod movement;
 pub mod optim;
+pub(crate) mod record;
 pub mod reduce;
 
 use crate::backend::{self, CpuBuffer, View};
@@ -31,6 +32,9 @@ pub(crate) fn room_for(op: &'static str, x: &Tensor, shape: &[usize], dtype: DTy
 
 /// A copy of `x` on `device` (contiguous), converting the storage format as needed.
 pub fn transfer(x: &Tensor, device: &Device) -> Result<Tensor> {
+    if record::active() {
+        record::refuse("to", "a transfer between devices");
+    }
     backend::room("to", device, x.numel(), x.dtype())?;
     let g = x.storage().read();
     let buf = match g.as_cpu() {
@@ -52,6 +56,9 @@ pub fn transfer(x: &Tensor, device: &Device) -> Result<Tensor> {
 
 /// The elements of `x` in row-major order as a host buffer (reads back from a GPU).
 pub fn host_copy(x: &Tensor) -> Result<CpuBuffer> {
+    if record::active() {
+        record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)");
+    }
     let g = x.storage().read();
     #[cfg(feature = "gpu")]
     if g.as_cpu().is_none() && g.dtype() == DType::I32 && g.len() <= MIRROR_MAX {
@@ -78,6 +85,9 @@ pub fn host_copy(x: &Tensor) -> Result<CpuBuffer> {
 /// `host_copy` without blocking: the GPU readback is awaited (in the browser
 /// the map callback wakes it; natively the future waits for the device).
 pub async fn host_copy_async(x: &Tensor) -> Result<CpuBuffer> {
+    if record::active() {
+        record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)");
+    }
     let pending = {
         let g = x.storage().read();
         backend::start_download(View::new(&g, x.layout()))?

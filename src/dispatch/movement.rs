@@ -25,7 +25,9 @@ pub fn assemble(
         }
         None => crate::device::Device::Cpu,
     };
-    let mut out = backend::create(op, &KernelSpec::Fill { dtype, value: Scalar(fill) }, &device, shape)?;
+    let fill_spec = KernelSpec::Fill { dtype, value: Scalar(fill) };
+    let mut out = backend::create(op, &fill_spec, &device, shape)?;
+    let mut written = Vec::new();
     for (region, src) in pieces {
         if src.device() != device {
             return Err(Error::Device { op, found: format!("pieces on {} and {}", device, src.device()) });
@@ -35,9 +37,26 @@ pub fn assemble(
         }
         // CopyInto reads a contiguous source.
         let src = if src.is_contiguous() { (*src).clone() } else { super::elementwise::copy(src)? };
-        let g = src.storage().read();
-        let views = [View::new(&g, src.layout())];
-        backend::run_into(op, &KernelSpec::CopyInto, &views, &mut [ViewMut::new(&mut out, region)])?;
+        {
+            let g = src.storage().read();
+            let views = [View::new(&g, src.layout())];
+            backend::run_into(op, &KernelSpec::CopyInto, &views, &mut [ViewMut::new(&mut out, region)])?;
+        }
+        if super::record::active() {
+            written.push((src, region));
+        }
     }
-    Ok(Tensor::from_buffer(out, shape))
+    let out = Tensor::from_buffer(out, shape);
+    if super::record::active() {
+        super::record::create(op, &fill_spec, &out);
+        for (src, region) in &written {
+            super::record::into(
+                op,
+                &KernelSpec::CopyInto,
+                &[(src.storage(), src.layout())],
+                &[(out.storage(), *region)],
+            );
+        }
+    }
+    Ok(out)
 }

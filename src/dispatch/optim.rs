@@ -33,6 +33,11 @@ pub fn adam_step(p: &Tensor, g: &Tensor, m: &Tensor, v: &Tensor, h: AdamHyper) -
             [ViewMut::new(&mut gp, p.layout()), ViewMut::new(&mut gm, m.layout()), ViewMut::new(&mut gv, v.layout())];
         let spec = KernelSpec::Adam { hyper: h.map(Scalar) };
         backend::run_into("adam_step", &spec, &[View::new(&gg, g.layout())], &mut outputs)?;
+        drop((gg, gp, gm, gv));
+        if super::record::active() {
+            let targets = [p, m, v].map(|t| (t.storage(), t.layout()));
+            super::record::into("adam_step", &spec, &[(g.storage(), g.layout())], &targets);
+        }
     }
     for t in [p, m, v] {
         t.storage().bump_version();

@@ -10,7 +10,11 @@ pub fn reduce(op: &'static str, x: &Tensor, axes: &[usize], kind: ReduceKind, ou
     super::room_for(op, x, out_shape, x.dtype())?;
     let spec = KernelSpec::Reduce { kind, axes: axes.into() };
     let out = backend::run(op, &spec, &[View::new(&x.storage().read(), x.layout())], out_shape)?;
-    Ok(Tensor::from_buffer(out, out_shape))
+    let out = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        super::record::run(op, &spec, &[x], &out);
+    }
+    Ok(out)
 }
 
 pub fn arg_reduce(op: &'static str, x: &Tensor, axis: usize, max: bool, out_shape: &[usize]) -> Result<Tensor> {
@@ -18,6 +22,9 @@ pub fn arg_reduce(op: &'static str, x: &Tensor, axis: usize, max: bool, out_shap
     let spec = KernelSpec::ArgReduce { axis, max };
     let out = backend::run(op, &spec, &[View::new(&x.storage().read(), x.layout())], out_shape)?;
     let y = Tensor::from_buffer(out, out_shape);
+    if super::record::active() {
+        super::record::run(op, &spec, &[x], &y);
+    }
     y.storage().set_index_bound(x.shape()[axis]);
     Ok(y)
 }

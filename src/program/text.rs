@@ -1,0 +1,86 @@
+//! The readable text form of a program (like a jaxpr or Paddle's Program):
+//!
+//! ```text
+//! program(%0: f32[4, 3] input 0) {
+//!   %1: f32[3, 2] captured
+//!   %2: f32[4, 2] = matmul(%0, %1)            # matmul
+//!   %3: f32[4, 2] = unary:relu(%2)            # relu
+//!   binary:sub(%1, %5) -> %1                  # sub_ (in place)
+//!   return %3
+//! }
+//! ```
+//!
+//! An operand prints as its slot when it reads the whole buffer row-major,
+//! else with its view: `%2[3, 4; strides 1, 3; +0]`.
+
+use super::{Arg, Instr, Program, Source, Value};
+use std::fmt;
+
+fn dims(d: &[usize]) -> String {
+    d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn value_type(v: &Value, shape: &[usize]) -> String {
+    format!("{}[{}]", v.dtype.name(), dims(shape))
+}
+
+impl Program {
+    fn arg(&self, a: &Arg) -> String {
+        let whole = a.layout.offset == 0
+            && a.layout.is_contiguous()
+            && a.layout.shape.iter().product::<usize>() == self.values[a.value].len;
+        if whole {
+            format!("%{}", a.value)
+        } else {
+            format!(
+                "%{}[{}; strides {}; +{}]",
+                a.value,
+                dims(&a.layout.shape),
+                a.layout.strides.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+                a.layout.offset
+            )
+        }
+    }
+    fn args(&self, args: &[Arg]) -> String {
+        args.iter().map(|a| self.arg(a)).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inputs: Vec<String> = self
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| match v.source {
+                Source::Input(k) => Some(format!("%{i}: {} input {k}", value_type(v, &[v.len]))),
+                _ => None,
+            })
+            .collect();
+        writeln!(f, "program({}) {{", inputs.join(", "))?;
+        for (i, v) in self.values.iter().enumerate() {
+            if let Source::Captured(s) = &v.source {
+                writeln!(f, "  %{i}: {} captured on {}", value_type(v, &[v.len]), s.device())?;
+            }
+        }
+        for instr in &self.instrs {
+            let line = match instr {
+                Instr::Run { op, spec, inputs, out, shape } => {
+                    let t = value_type(&self.values[*out], shape);
+                    format!("%{out}: {t} = {}({})  # {op}", spec.name(), self.args(inputs))
+                }
+                Instr::Create { op, spec, out, shape } => {
+                    let t = value_type(&self.values[*out], shape);
+                    format!("%{out}: {t} = {}()  # {op}", spec.name())
+                }
+                Instr::Into { op, spec, inputs, targets } => {
+                    format!("{}({}) -> {}  # {op} (in place)", spec.name(), self.args(inputs), self.args(targets))
+                }
+                Instr::Check { spec, index } => format!("{}({})", spec.name(), self.arg(index)),
+            };
+            writeln!(f, "  {line}")?;
+        }
+        writeln!(f, "  return {}", self.args(&self.outputs))?;
+        write!(f, "}}")
+    }
+}
