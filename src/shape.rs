@@ -132,7 +132,7 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], shape: &[usize]) -> Resu
 
 /// A strided view of a storage buffer: element (i0, i1, ...) lives at
 /// `offset + sum(ik * strides[k])`. Broadcast dims have stride 0.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     pub shape: Dims,
     pub strides: Dims,

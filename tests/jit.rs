@@ -103,9 +103,14 @@ fn traced_training_matches_eager(device: &Device) {
     step(&pa, &mut oa, &x, &y).unwrap();
     step(&pb, &mut ob, &x, &y).unwrap();
     let (x, y) = batch(11, device);
-    let (loss, traced) = jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&pa, &mut oa, &i[0], &i[1])?])).unwrap();
+    let (loss, mut traced) =
+        jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&pa, &mut oa, &i[0], &i[1])?])).unwrap();
     let eager = step(&pb, &mut ob, &x, &y).unwrap();
     assert_eq!(bits(&loss[0]), bits(&eager));
+    // The replays below run the optimised program: the passes keep its meaning.
+    let before = traced.program().kernels();
+    let stats = traced.optimize();
+    assert_eq!(traced.program().kernels(), before - stats.merged - stats.dead);
     for seed in 12..17 {
         let (x, y) = batch(seed, device);
         let replayed = traced.run(&[x.clone(), y.clone()]).unwrap();

@@ -37,7 +37,7 @@ use crate::device::Device;
 use crate::dispatch::record;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::program::Program;
+use crate::program::{PassStats, Program};
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 
@@ -81,6 +81,12 @@ pub fn trace(inputs: &[Tensor], f: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>
 impl Traced {
     pub fn program(&self) -> &Program {
         &self.program
+    }
+
+    /// Runs the program's passes (common subexpressions, dead code; see
+    /// `Program::optimize`) before later runs; returns what they removed.
+    pub fn optimize(&mut self) -> PassStats {
+        self.program.optimize()
     }
 
     /// Replays the program on `inputs`, which must match the traced ones in

@@ -15,6 +15,7 @@
 //!
 //! Below `dispatch` and above `backend`: this module never sees a tensor.
 
+mod passes;
 mod replay;
 mod text;
 
@@ -24,6 +25,7 @@ use crate::dtype::DType;
 use crate::kernel::KernelSpec;
 use crate::shape::{Dims, Layout};
 
+pub use passes::PassStats;
 pub use replay::Bound;
 
 /// A value slot's number (`%n` in the text form).

@@ -1,0 +1,110 @@
+//! The program passes on their own: each removes what it should, keeps what
+//! it must (in-place writes, random draws, range checks), and the optimised
+//! program replays what eager code computes, bit for bit.
+
+use skiff::jit;
+use skiff::{DType, Tensor};
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_f32_vec().unwrap().into_iter().map(f32::to_bits).collect()
+}
+
+fn input() -> Tensor {
+    Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 0.25, -0.75, 1.5], &[2, 3]).unwrap()
+}
+
+#[test]
+fn a_repeated_kernel_is_computed_once() {
+    let x = input();
+    let f = |x: &Tensor| x.exp()?.add(&x.exp()?);
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0])?])).unwrap();
+    assert_eq!(traced.program().kernels(), 3, "{}", traced.program());
+    let stats = traced.optimize();
+    assert_eq!((stats.merged, stats.dead), (1, 0));
+    let text = traced.program().to_string();
+    assert_eq!(text.matches("unary:exp").count(), 1, "{text}");
+    assert!(text.contains("binary:add(%1, %1)"), "{text}");
+    let x2 = x.mul_scalar(-0.5).unwrap();
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
+#[test]
+fn what_nothing_reads_is_dropped() {
+    let x = input();
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| {
+        let _unused = xs[0].sin()?.mul_scalar(3.0)?;
+        Ok(vec![xs[0].cos()?])
+    })
+    .unwrap();
+    assert_eq!(traced.program().kernels(), 3);
+    assert_eq!(traced.optimize().dead, 2);
+    let text = traced.program().to_string();
+    assert!(!text.contains("sin") && text.contains("unary:cos"), "{text}");
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x)).unwrap()[0]), bits(&x.cos().unwrap()));
+}
+
+#[test]
+fn reads_on_either_side_of_an_in_place_write_stay_apart() {
+    let x = input();
+    let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let f = |x: &Tensor, b: &Tensor| -> skiff::Result<Tensor> {
+        let before = b.mul_scalar(2.0)?;
+        b.add_scalar_(1.0)?; // a write into a captured storage: an effect, never dropped
+        let after = b.mul_scalar(2.0)?;
+        x.add(&before)?.add(&after)
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0], &b)?])).unwrap();
+    let stats = traced.optimize();
+    assert_eq!(stats, skiff::program::PassStats { merged: 0, dead: 0 }, "{}", traced.program());
+    // b is now [2, 3, 4]; a run adds 1 again, as the eager function would.
+    let expect_b = Tensor::from_vec(vec![2.0f32, 3.0, 4.0], &[3]).unwrap();
+    let eager = f(&x, &expect_b).unwrap();
+    let replayed = traced.run(std::slice::from_ref(&x)).unwrap();
+    assert_eq!(bits(&replayed[0]), bits(&eager));
+    assert_eq!(b.to_f32_vec().unwrap(), vec![3.0, 4.0, 5.0]);
+}
+
+#[test]
+fn random_draws_are_never_merged() {
+    let x = Tensor::ones(&[500], DType::F32).unwrap();
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| {
+        Ok(vec![xs[0].dropout(0.5, true)?.sub(&xs[0].dropout(0.5, true)?)?])
+    })
+    .unwrap();
+    // The scaling and the zero fill the two dropouts share are merged; their draws are not.
+    assert_eq!(traced.optimize().merged, 2, "{}", traced.program());
+    assert_eq!(traced.program().to_string().matches("= random:bernoulli").count(), 2, "{}", traced.program());
+    let diff = traced.run(std::slice::from_ref(&x)).unwrap()[0].to_f32_vec().unwrap();
+    assert!(diff.iter().any(|&d| d != 0.0), "two independent masks differ somewhere");
+}
+
+#[test]
+fn range_checks_are_kept() {
+    let x = input();
+    let idx = Tensor::from_vec(vec![1i32, 0], &[2]).unwrap();
+    let (_, mut traced) = jit::trace(&[x.clone(), idx.clone()], |i| {
+        let _unused = i[0].index_select(0, &i[1])?;
+        Ok(vec![i[0].neg()?])
+    })
+    .unwrap();
+    traced.optimize();
+    let text = traced.program().to_string();
+    assert!(text.contains("check"), "a range check is an effect:\n{text}");
+    let bad = Tensor::from_vec(vec![5i32, 0], &[2]).unwrap();
+    let e = traced.run(&[x, bad]).expect_err("an index out of range is still an error");
+    assert!(e.to_string().contains('5'), "{e}");
+}
+
+#[test]
+fn a_result_written_in_place_later_is_not_shared() {
+    let x = input();
+    let f = |x: &Tensor| -> skiff::Result<Tensor> {
+        let a = x.exp()?;
+        let c = x.exp()?; // the same kernel as `a`, but written below
+        c.add_scalar_(1.0)?;
+        a.add(&c)
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0])?])).unwrap();
+    assert_eq!(traced.optimize().merged, 0, "{}", traced.program());
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x)).unwrap()[0]), bits(&f(&x).unwrap()));
+}
