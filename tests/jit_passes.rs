@@ -108,3 +108,15 @@ fn a_result_written_in_place_later_is_not_shared() {
     assert_eq!(traced.optimize().merged, 0, "{}", traced.program());
     assert_eq!(bits(&traced.run(std::slice::from_ref(&x)).unwrap()[0]), bits(&f(&x).unwrap()));
 }
+
+#[test]
+fn an_index_input_is_range_checked_at_every_run_whatever_made_it() {
+    // Indices from argmax carry a bound that lets eager code skip their
+    // check; a program's next input may not, so a trace records the check.
+    let x = input();
+    let idx = Tensor::from_vec(vec![0.0f32, 3.0, 1.0, 2.0], &[2, 2]).unwrap().argmax(Some(1), false).unwrap();
+    let (_, traced) = jit::trace(&[x.clone(), idx], |i| Ok(vec![i[0].index_select(1, &i[1])?])).unwrap();
+    let bad = Tensor::from_vec(vec![0i32, 7], &[2]).unwrap();
+    let e = traced.run(&[x, bad]).expect_err("index 7 of an axis of 3 is an error, not a panic");
+    assert!(e.to_string().contains('7'), "{e}");
+}

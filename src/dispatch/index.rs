@@ -38,11 +38,13 @@ fn checked(check: IndexCheck, index: &Tensor) -> Result<Checked> {
             format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()),
         ));
     }
-    if index.storage().index_bound().is_some_and(|b| b <= check.dim) {
+    // A capture trusts neither a storage's bound nor its host values: a run
+    // of the program sees new indices, which may carry neither.
+    let capturing = super::record::active();
+    if !capturing && index.storage().index_bound().is_some_and(|b| b <= check.dim) {
         return Ok(Checked::Backend);
     }
-    // A capture cannot use host values: a run of the program sees new ones.
-    if !super::record::active() {
+    if !capturing {
         if let Some(v) = index.storage().mirrored(index.layout()) {
             check.verify(&v)?;
             return Ok(Checked::Host(v.into_iter().map(|i| i as usize).collect()));
@@ -50,7 +52,7 @@ fn checked(check: IndexCheck, index: &Tensor) -> Result<Checked> {
     }
     let spec = KernelSpec::IndexCheck(check);
     backend::check(&spec, index.storage(), index.layout())?;
-    if super::record::active() {
+    if capturing {
         super::record::check(&spec, index.storage(), index.layout());
     }
     Ok(Checked::Backend)
@@ -83,7 +85,7 @@ pub(crate) fn check_range(check: IndexCheck, index: &Tensor) -> Result<()> {
 /// true when they carry a bound within `0..dim`. False when the host holds
 /// the values (cpu tensors, GPU tensors with a mirror): the inner op checks them.
 pub(crate) fn check_on_device(check: IndexCheck, index: &Tensor) -> Result<bool> {
-    if index.storage().index_bound().is_some_and(|b| b <= check.dim) {
+    if !super::record::active() && index.storage().index_bound().is_some_and(|b| b <= check.dim) {
         return Ok(true);
     }
     if !index.device().is_gpu() || index.storage().mirrored(index.layout()).is_some() {
