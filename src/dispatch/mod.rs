@@ -33,7 +33,7 @@ pub(crate) fn room_for(op: &'static str, x: &Tensor, shape: &[usize], dtype: DTy
 /// A copy of `x` on `device` (contiguous), converting the storage format as needed.
 pub fn transfer(x: &Tensor, device: &Device) -> Result<Tensor> {
     if record::active() {
-        record::refuse("to", "a transfer between devices");
+        return Err(record::refuse("to", "a transfer between devices"));
     }
     backend::room("to", device, x.numel(), x.dtype())?;
     let g = x.storage().read();
@@ -57,7 +57,7 @@ pub fn transfer(x: &Tensor, device: &Device) -> Result<Tensor> {
 /// The elements of `x` in row-major order as a host buffer (reads back from a GPU).
 pub fn host_copy(x: &Tensor) -> Result<CpuBuffer> {
     if record::active() {
-        record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)");
+        return Err(record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)"));
     }
     let g = x.storage().read();
     #[cfg(feature = "gpu")]
@@ -86,7 +86,7 @@ pub fn host_copy(x: &Tensor) -> Result<CpuBuffer> {
 /// the map callback wakes it; natively the future waits for the device).
 pub async fn host_copy_async(x: &Tensor) -> Result<CpuBuffer> {
     if record::active() {
-        record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)");
+        return Err(record::refuse("host_copy", "reading a tensor on the host (to_vec, item, data)"));
     }
     let pending = {
         let g = x.storage().read();

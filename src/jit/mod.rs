@@ -1,23 +1,28 @@
-//! Capturing eager code into a `Program` (issue 15, first step: trace and
-//! replay; guards, caching, passes and export come next).
+//! Capturing eager code into a `Program` and replaying it.
 //!
-//! `trace(inputs, f)` runs `f` eagerly once, as usual (autograd, in-place
-//! updates and all), while every kernel it dispatches is recorded; it
-//! returns `f`'s results and the program. `Traced::run` replays the program
-//! on new inputs of the same shapes, dtypes, devices and layouts: the
-//! kernels alone, straight to the backends. Parameters and optimizer state
-//! the function read or updated are held by the program and updated in place
-//! by every run, so a traced training step (forward, `backward()`,
-//! `optimizer.step()`) trains when replayed.
+//! - `compile(f)` is the everyday form (PaddlePaddle's `to_static`,
+//!   `torch.compile`): a callable whose first call runs `f` eagerly while
+//!   recording, and whose later calls replay the program when nothing it
+//!   assumed changed (see `Compiled`).
+//! - `trace(inputs, f)` records one call and hands the program over
+//!   (`Traced::run` replays it; `torch.jit.trace`).
 //!
-//! The rules are `torch.jit.trace`'s:
-//! - numbers computed on the host while tracing (a learning rate, Adam's
-//!   bias corrections, a scalar operand) are part of the program;
+//! A replay runs the kernels alone, straight to the backends. Parameters and
+//! optimizer state the function read or updated are held by the program and
+//! updated in place by every run, so a captured training step (forward,
+//! `backward()`, gradient clipping, `optimizer.step()`) trains when replayed.
+//!
+//! The rules:
+//! - host numbers an optimizer computes from its hyperparameters and step
+//!   counts (a learning rate a schedule changes, Adam's bias corrections)
+//!   are recomputed at every run from the optimizer's cells, and the step
+//!   counts go up as in eager mode; other numbers the function computed on
+//!   the host (a scalar operand, `x.mul_scalar(0.5)`) are part of the program;
 //! - a host readback (`to_vec`, `item`) or a transfer between devices inside
-//!   `f` is an error naming the op, at trace time;
-//! - a replay records no autograd history and does not update `.grad`
-//!   fields: what `f` computes from gradients (an optimizer step) is
-//!   replayed, the tensors it leaves in `.grad` are the traced call's;
+//!   `f` is an error naming the op, at capture time;
+//! - a replay records no autograd history; the `.grad` each tensor was left
+//!   with is assigned again by every run (a gradient read before it was
+//!   assigned, accumulation across calls, is an input bound at every run);
 //! - random fills draw fresh numbers at every run.
 //!
 //! ```
@@ -33,8 +38,12 @@
 //! # }
 //! ```
 
+mod compile;
+
+pub use compile::{compile, Compiled};
+
 use crate::device::Device;
-use crate::dispatch::record;
+use crate::dispatch::record::{self, Stamp};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::program::{PassStats, Program};
@@ -54,12 +63,26 @@ impl InputSpec {
     fn of(t: &Tensor) -> InputSpec {
         InputSpec { layout: t.layout().clone(), dtype: t.dtype(), device: t.device(), len: t.storage().read().len() }
     }
+    fn describe(&self) -> String {
+        format!("{} {:?} (strides {:?}) on {}", self.dtype, self.layout.shape, self.layout.strides, self.device)
+    }
 }
 
-/// A traced function: its program and what its inputs were.
+/// A traced function: its program, what its inputs were, and the `.grad`
+/// fields it reads and assigns.
 pub struct Traced {
     program: Program,
     inputs: Vec<InputSpec>,
+    /// Tensors whose `.grad` the program reads as extra inputs (after the
+    /// function's), with what those gradients were.
+    grad_inputs: Vec<(Tensor, InputSpec)>,
+    /// Tensors the program assumes have no `.grad` when it starts.
+    grad_absent: Vec<Tensor>,
+    /// Tensors whose `.grad` a run assigns: from this output, or cleared.
+    grad_outputs: Vec<(Tensor, Option<usize>)>,
+    /// The host state the program assumed (parameter cells, training
+    /// flags, optimizer state), at the versions it read.
+    assumptions: Vec<(Stamp, u64)>,
 }
 
 /// Runs `f(inputs)` eagerly while recording every kernel it dispatches;
@@ -74,8 +97,17 @@ pub fn trace(inputs: &[Tensor], f: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>
             return Err(e);
         }
     };
-    let program = record::finish(&outputs)?;
-    Ok((outputs, Traced { program, inputs: inputs.iter().map(InputSpec::of).collect() }))
+    let capture = record::finish(&outputs)?;
+    let grad_inputs = capture.grad_inputs.into_iter().map(|(t, g)| (t, InputSpec::of(&g))).collect();
+    let traced = Traced {
+        program: capture.program,
+        inputs: inputs.iter().map(InputSpec::of).collect(),
+        grad_inputs,
+        grad_absent: capture.grad_absent,
+        grad_outputs: capture.grad_outputs,
+        assumptions: capture.assumptions,
+    };
+    Ok((outputs, traced))
 }
 
 impl Traced {
@@ -89,40 +121,87 @@ impl Traced {
         self.program.optimize()
     }
 
-    /// Replays the program on `inputs`, which must match the traced ones in
-    /// shape, strides, dtype and device (an error says which differs).
-    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        const OP: &str = "traced run";
+    /// What host state the program assumed has changed since (None while all holds).
+    fn stale(&self) -> Option<String> {
+        self.assumptions.iter().find_map(|(stamp, seen)| stamp.moved_since(*seen))
+    }
+
+    /// Why `inputs` (and the `.grad` fields the program reads) do not fit
+    /// the program; None when they do.
+    fn mismatch(&self, inputs: &[Tensor]) -> Option<String> {
         if inputs.len() != self.inputs.len() {
-            return Err(Error::value(OP, format!("expects {} inputs, got {}", self.inputs.len(), inputs.len())));
+            return Some(format!("expects {} inputs, got {}", self.inputs.len(), inputs.len()));
         }
         for (k, (t, want)) in inputs.iter().zip(&self.inputs).enumerate() {
             let got = InputSpec::of(t);
             if got != *want {
-                return Err(Error::value(
-                    OP,
-                    format!(
-                        "input {k} is {} {:?} (strides {:?}) on {}, but the program was traced with {} {:?} (strides {:?}) on {}",
-                        got.dtype,
-                        got.layout.shape,
-                        got.layout.strides,
-                        got.device,
-                        want.dtype,
-                        want.layout.shape,
-                        want.layout.strides,
-                        want.device
-                    ),
+                return Some(format!(
+                    "input {k} is {}, but the program was traced with {}",
+                    got.describe(),
+                    want.describe()
                 ));
             }
         }
-        let storages: Vec<_> = inputs.iter().map(|t| t.storage().clone()).collect();
-        let outs = self.program.run_storages(&storages)?;
-        Ok(outs
+        if let Some(what) = self.stale() {
+            return Some(format!("host state changed since the capture ({what})"));
+        }
+        if let Some(t) = self.grad_absent.iter().find(|t| t.grad().is_some()) {
+            return Some(format!(
+                "a tensor of shape {:?} has a .grad now, but the program was traced without one",
+                t.shape()
+            ));
+        }
+        for (t, want) in &self.grad_inputs {
+            match t.grad().map(|g| InputSpec::of(&g)) {
+                None => {
+                    return Some(format!(
+                        "the program adds to the .grad of a tensor of shape {:?}, which has none now",
+                        t.shape()
+                    ))
+                }
+                Some(got) if got != *want => {
+                    return Some(format!(
+                        "the .grad of a tensor of shape {:?} is {}, but the program was traced with {}",
+                        t.shape(),
+                        got.describe(),
+                        want.describe()
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Replays the program on `inputs`, which must match the traced ones in
+    /// shape, strides, dtype and device (an error says which differs).
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if let Some(why) = self.mismatch(inputs) {
+            return Err(Error::value("traced run", why));
+        }
+        self.replay(inputs)
+    }
+
+    /// `run` without the input checks (`Compiled` matched them already).
+    fn replay(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut storages: Vec<_> = inputs.iter().map(|t| t.storage().clone()).collect();
+        for (t, _) in &self.grad_inputs {
+            let g = t.grad().ok_or_else(|| Error::value("traced run", "a .grad the program reads is gone"))?;
+            storages.push(g.storage().clone());
+        }
+        let mut outs: Vec<Option<Tensor>> = self
+            .program
+            .run_storages(&storages)?
             .into_iter()
             .map(|b| {
                 let dtype = b.storage.read().dtype();
-                Tensor::from_storage(b.storage, b.layout, dtype)
+                Some(Tensor::from_storage(b.storage, b.layout, dtype))
             })
-            .collect())
+            .collect();
+        for (t, index) in &self.grad_outputs {
+            t.store_grad(index.and_then(|i| outs[i].clone()));
+        }
+        let user = outs.len() - self.grad_outputs.iter().filter(|(_, i)| i.is_some()).count();
+        Ok(outs.drain(..user).map(|t| t.expect("every output is made")).collect())
     }
 }

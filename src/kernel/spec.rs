@@ -127,6 +127,28 @@ impl KernelSpec {
         }
     }
 
+    /// The spec's f64 parameters in a fixed order (a unary row's two params,
+    /// a fill's value, Adam's eight hyperparameters): what a program may
+    /// recompute from host numbers at every run (`program::Bind`).
+    pub fn scalars_mut(&mut self) -> &mut [Scalar] {
+        match self {
+            KernelSpec::Unary { params, .. } => params,
+            KernelSpec::Fill { value, .. } => std::slice::from_mut(value),
+            KernelSpec::Adam { hyper } => hyper,
+            _ => &mut [],
+        }
+    }
+
+    /// The scalars, in `scalars_mut`'s order.
+    pub fn scalars(&self) -> &[Scalar] {
+        match self {
+            KernelSpec::Unary { params, .. } => params,
+            KernelSpec::Fill { value, .. } => std::slice::from_ref(value),
+            KernelSpec::Adam { hyper } => hyper,
+            _ => &[],
+        }
+    }
+
     /// How many input views the kernel reads.
     pub fn arity(&self) -> usize {
         match self {

@@ -50,6 +50,7 @@ pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
 
 use crate::autograd::no_grad;
 use crate::device::Device;
+use crate::dispatch::record::Stamp;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -60,12 +61,13 @@ use std::sync::{Arc, RwLock};
 /// A shared, swappable tensor cell holding one parameter or buffer (see the
 /// module note). Cloning the cell shares it.
 #[derive(Clone)]
-pub struct Param(Arc<RwLock<Tensor>>);
+pub struct Param(Arc<(RwLock<Tensor>, Stamp)>);
 
 impl Param {
     /// A cell holding `t` as it is.
     pub fn new(t: Tensor) -> Param {
-        Param(Arc::new(RwLock::new(t)))
+        let stamp = Stamp::new(format!("a parameter cell of shape {:?}", t.shape()));
+        Param(Arc::new((RwLock::new(t), stamp)))
     }
     /// A trainable parameter: `t` as a leaf that requires grad.
     pub fn parameter(t: Tensor) -> Result<Param> {
@@ -73,11 +75,14 @@ impl Param {
     }
     /// The current tensor (a cheap handle clone).
     pub fn get(&self) -> Tensor {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+        // A captured program holds the storage the cell has now.
+        self.0 .1.read();
+        self.0 .0.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    /// Replaces the tensor held by the cell.
+    /// Replaces the tensor held by the cell (programs captured with the old one recapture).
     pub fn set(&self, t: Tensor) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = t;
+        *self.0 .0.write().unwrap_or_else(|e| e.into_inner()) = t;
+        self.0 .1.changed("given another tensor (Param::set)");
     }
     /// True when both cells are the same cell.
     pub fn ptr_eq(&self, other: &Param) -> bool {
@@ -89,12 +94,18 @@ impl Param {
 /// as in PyTorch) and its forward hooks.
 pub struct Core {
     training: AtomicBool,
+    /// Programs captured while a layer branched on its flag assume it.
+    training_stamp: Stamp,
     hooks: Hooks,
 }
 
 impl Default for Core {
     fn default() -> Core {
-        Core { training: AtomicBool::new(true), hooks: Hooks::default() }
+        Core {
+            training: AtomicBool::new(true),
+            training_stamp: Stamp::new("a layer's training flag"),
+            hooks: Hooks::default(),
+        }
     }
 }
 
@@ -106,10 +117,13 @@ impl Core {
         &self.hooks
     }
     pub fn is_training(&self) -> bool {
+        self.training_stamp.read();
         self.training.load(Ordering::Relaxed)
     }
     pub fn set_training(&self, on: bool) {
-        self.training.store(on, Ordering::Relaxed)
+        if self.training.swap(on, Ordering::Relaxed) != on {
+            self.training_stamp.changed(if on { "set to training" } else { "set to eval" });
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! p = p - clr * g / (sqrt(sum) + eps)
 //! ```
 
-use super::core::{impl_optimizer, non_negative, options, Core, Hyper, Slot};
+use super::core::{impl_optimizer, non_negative, options, scale, shift, Core, Hyper, Slot};
 use super::IntoParamGroups;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -42,15 +42,15 @@ fn validate(h: &Hyper) -> std::result::Result<(), String> {
 }
 
 fn update(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
-    let (lr, lr_decay, wd, eps) = (h.get("lr"), h.get("lr_decay"), h.get("weight_decay"), h.get("eps"));
+    let (lr, lr_decay, wd, eps) = (h.sym("lr"), h.sym("lr_decay"), h.sym("weight_decay"), h.sym("eps"));
     let mut g = grad.clone();
-    if wd != 0.0 {
-        g = g.add(&p.mul_scalar(wd)?)?;
+    if wd.value != 0.0 {
+        g = g.add(&scale(p, &wd)?)?;
     }
-    let clr = lr / (1.0 + (s.step as f64 - 1.0) * lr_decay);
+    let clr = &lr / &(1.0 + &(&(&s.step - 1.0) * &lr_decay));
     let sum = s.buffer("sum", h.get("initial_accumulator_value"))?;
     sum.add_(&g.mul(&g)?)?;
-    p.sub_(&g.div(&sum.sqrt()?.add_scalar(eps)?)?.mul_scalar(clr)?)?;
+    p.sub_(&scale(&g.div(&shift(&sum.sqrt()?, &eps)?)?, &clr)?)?;
     Ok(())
 }
 

@@ -10,7 +10,9 @@
 //! p = p - lr / (1 - beta1^t) * m / denom
 //! ```
 
-use super::core::{impl_optimizer, non_negative, options, unit, Core, Hyper, Slot};
+use super::core::{
+    bound_all, divide, impl_optimizer, non_negative, options, scale, scale_, shift, unit, Core, Hyper, Slot,
+};
 use super::IntoParamGroups;
 use crate::dispatch::optim as fused;
 use crate::error::Result;
@@ -97,33 +99,34 @@ fn adamw(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
 }
 
 fn update(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot, decoupled: bool) -> Result<()> {
-    let (lr, b1, b2, eps, wd) = (h.get("lr"), h.get("beta1"), h.get("beta2"), h.get("eps"), h.get("weight_decay"));
+    let (lr, b1, b2, eps, wd) = (h.sym("lr"), h.sym("beta1"), h.sym("beta2"), h.sym("eps"), h.sym("weight_decay"));
     let mut g = grad.clone();
-    let t = s.step as f64;
+    let t = s.step.clone();
     let m = s.buffer("exp_avg", 0.0)?;
     let v = s.buffer("exp_avg_sq", 0.0)?;
-    let (bc1, bc2_sqrt) = (1.0 - b1.powf(t), (1.0 - b2.powf(t)).sqrt());
+    let (bc1, bc2_sqrt) = (1.0 - &b1.powf(&t), (1.0 - &b2.powf(&t)).sqrt());
     if !h.flag("amsgrad") && fused::adam_fusable(p, grad, &m, &v) {
         // One pass (one dispatch on the GPU) instead of a dozen: same formulas.
-        return fused::adam_step(p, grad, &m, &v, [lr, b1, b2, eps, wd, bc1, bc2_sqrt, decoupled as u8 as f64]);
+        let hyper = [lr, b1, b2, eps, wd, bc1, bc2_sqrt, (decoupled as u8 as f64).into()];
+        return bound_all("adam_step", &hyper, || fused::adam_step(p, grad, &m, &v, hyper.each_ref().map(|s| s.value)));
     }
-    if wd != 0.0 {
+    if wd.value != 0.0 {
         if decoupled {
-            p.mul_scalar_(1.0 - lr * wd)?;
+            scale_(p, &(1.0 - &(&lr * &wd)))?;
         } else {
-            g = g.add(&p.mul_scalar(wd)?)?;
+            g = g.add(&scale(p, &wd)?)?;
         }
     }
-    m.mul_scalar_(b1)?.add_(&g.mul_scalar(1.0 - b1)?)?;
-    v.mul_scalar_(b2)?.add_(&g.mul(&g)?.mul_scalar(1.0 - b2)?)?;
+    scale_(&m, &b1)?.add_(&scale(&g, &(1.0 - &b1))?)?;
+    scale_(&v, &b2)?.add_(&scale(&g.mul(&g)?, &(1.0 - &b2))?)?;
     let second = if h.flag("amsgrad") {
         let vmax = s.buffer("max_exp_avg_sq", 0.0)?;
         vmax.copy_(&vmax.maximum(&v)?)?
     } else {
         v
     };
-    let denom = second.sqrt()?.div_scalar(bc2_sqrt)?.add_scalar(eps)?;
-    p.sub_(&m.div(&denom)?.mul_scalar(lr / bc1)?)?;
+    let denom = shift(&divide(&second.sqrt()?, &bc2_sqrt)?, &eps)?;
+    p.sub_(&scale(&m.div(&denom)?, &(&lr / &bc1))?)?;
     Ok(())
 }
 

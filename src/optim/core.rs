@@ -1,33 +1,59 @@
 //! What every optimizer shares: groups with merged hyperparameters, the
 //! per-parameter state, the step loop and state_dict (de)serialisation. Each
 //! optimizer supplies only its defaults, a validator and the update rule.
+//!
+//! Hyperparameters and step counts also live in host cells
+//! (`program::HostScalar`), and update rules compute the numbers their
+//! kernels take as `Sym`s over them: a captured training step (`jit`) then
+//! reads the learning rate a schedule set and the step count at every run,
+//! and counts the steps up, instead of repeating the captured call's.
+//! Whatever changes the update's shape (a state tensor made or loaded, an
+//! option turned on or off) moves the optimizer's `Stamp`, which captured
+//! steps assume.
 
 use super::state::{GroupState, OptimState, ParamState};
 use super::{IntoParamGroups, ParamGroup};
 use crate::autograd::no_grad;
+use crate::dispatch::record::{self, Stamp};
 use crate::error::{Error, Result};
+use crate::program::{HostRef, Sym};
 use crate::tensor::Tensor;
 use std::collections::BTreeMap;
 
 /// Read access to a group's merged hyperparameters (all keys are present
-/// after validation; a missing one reads as 0).
-pub(crate) struct Hyper<'a>(pub &'a BTreeMap<String, f64>);
+/// after validation; a missing one reads as 0), and to their host cells.
+pub(crate) struct Hyper<'a> {
+    options: &'a BTreeMap<String, f64>,
+    cells: Option<&'a BTreeMap<String, HostRef>>,
+}
 
-impl Hyper<'_> {
+impl<'a> Hyper<'a> {
+    /// Options without cells (validation).
+    pub fn plain(options: &'a BTreeMap<String, f64>) -> Hyper<'a> {
+        Hyper { options, cells: None }
+    }
     pub fn get(&self, key: &str) -> f64 {
-        self.0.get(key).copied().unwrap_or(0.0)
+        self.options.get(key).copied().unwrap_or(0.0)
     }
     pub fn flag(&self, key: &str) -> bool {
         self.get(key) != 0.0
     }
+    /// The option as a number a capture recomputes from its cell at every run.
+    pub fn sym(&self, key: &str) -> Sym {
+        match self.cells.and_then(|c| c.get(key)) {
+            Some(cell) => Sym::cell(cell, record::active()),
+            None => Sym::constant(self.get(key)),
+        }
+    }
 }
 
 /// The state tensors of one parameter, created on first use with the
-/// parameter's shape, dtype and device.
+/// parameter's shape, dtype and device; `step` counts this step too.
 pub(crate) struct Slot<'a> {
-    pub step: u64,
+    pub step: Sym,
     buffers: &'a mut BTreeMap<String, Tensor>,
     param: &'a Tensor,
+    created: &'a mut bool,
 }
 
 impl Slot<'_> {
@@ -38,6 +64,7 @@ impl Slot<'_> {
         }
         let t = self.param.full_like(init)?;
         self.buffers.insert(name.to_string(), t.clone());
+        *self.created = true;
         Ok(t)
     }
     /// The named buffer, if it exists.
@@ -47,7 +74,59 @@ impl Slot<'_> {
     /// Stores a buffer computed by the rule (e.g. a first momentum buffer).
     pub fn insert(&mut self, name: &str, t: Tensor) {
         self.buffers.insert(name.to_string(), t);
+        *self.created = true;
     }
+}
+
+/// Runs `f`, an op that takes `s.value` as its kernel's scalar `at`; while
+/// capturing, ties that scalar to `s`'s expression (`record::bind`).
+fn bound<T>(op: &'static str, s: &Sym, at: usize, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if s.expr.is_none() {
+        return f();
+    }
+    let mark = record::mark();
+    let out = f()?;
+    record::bind(op, mark, at, s);
+    Ok(out)
+}
+
+/// `t * s`.
+pub(crate) fn scale(t: &Tensor, s: &Sym) -> Result<Tensor> {
+    bound("mul_scalar", s, 0, || t.mul_scalar(s.value))
+}
+/// `t *= s`.
+pub(crate) fn scale_(t: &Tensor, s: &Sym) -> Result<Tensor> {
+    bound("mul_scalar_", s, 0, || t.mul_scalar_(s.value))
+}
+/// `t / s` (as `div_scalar`: times `1 / s`).
+pub(crate) fn divide(t: &Tensor, s: &Sym) -> Result<Tensor> {
+    scale(t, &(1.0 / s))
+}
+/// `t + s`.
+pub(crate) fn shift(t: &Tensor, s: &Sym) -> Result<Tensor> {
+    bound("add_scalar", s, 0, || t.add_scalar(s.value))
+}
+/// Runs `f`, which dispatches one kernel taking `syms[at].value` as its
+/// scalar `at` (the fused Adam step), binding each while capturing.
+pub(crate) fn bound_all(op: &'static str, syms: &[Sym], f: impl FnOnce() -> Result<()>) -> Result<()> {
+    let mark = record::mark();
+    f()?;
+    for (at, s) in syms.iter().enumerate() {
+        record::bind(op, mark, at, s);
+    }
+    Ok(())
+}
+
+/// One parameter's live state: its step count (a host cell) and tensors.
+#[derive(Clone)]
+pub(crate) struct Live {
+    step: HostRef,
+    buffers: BTreeMap<String, Tensor>,
+}
+
+/// The cells of a group's options.
+fn option_cells(name: &str, g: usize, options: &BTreeMap<String, f64>) -> BTreeMap<String, HostRef> {
+    options.iter().map(|(k, &v)| (k.clone(), HostRef::new(format!("{name}.{k}[{g}]"), v))).collect()
 }
 
 /// An update rule: (hyperparameters, parameter, gradient, state) -> in-place update.
@@ -56,7 +135,12 @@ pub(crate) type Rule = fn(&Hyper, &Tensor, &Tensor, &mut Slot) -> Result<()>;
 pub(crate) struct Core {
     pub name: &'static str,
     pub groups: Vec<ParamGroup>,
-    pub state: Vec<Option<ParamState>>,
+    /// Each group's options as host cells (kept equal to `groups[g].options`).
+    cells: Vec<BTreeMap<String, HostRef>>,
+    /// Moves when the update's shape changes (state made or loaded, an
+    /// option turned on or off): captured steps assume it.
+    stamp: Stamp,
+    state: Vec<Option<Live>>,
     /// The state buffer names this optimizer may hold.
     pub buffers: &'static [&'static str],
     pub validate: fn(&Hyper) -> std::result::Result<(), String>,
@@ -84,7 +168,7 @@ impl Core {
             for (k, &v) in &defaults {
                 group.options.entry(k.clone()).or_insert(v);
             }
-            validate(&Hyper(&group.options)).map_err(|m| Error::value(name, format!("group {g}: {m}")))?;
+            validate(&Hyper::plain(&group.options)).map_err(|m| Error::value(name, format!("group {g}: {m}")))?;
             for (i, p) in group.params.iter().enumerate() {
                 if !p.dtype().is_float() {
                     return Err(Error::dtype(
@@ -125,14 +209,18 @@ impl Core {
             }
         }
         let total = all.len();
-        Ok(Core { name, groups, state: vec![None; total], buffers, validate })
+        let cells = groups.iter().enumerate().map(|(g, group)| option_cells(name, g, &group.options)).collect();
+        let stamp = Stamp::new(format!("{name}'s state"));
+        Ok(Core { name, groups, cells, stamp, state: vec![None; total], buffers, validate })
     }
 
     pub fn step(&mut self, rule: Rule) -> Result<()> {
         let name = self.name;
         let mut index = 0;
+        let traced = record::active();
+        self.stamp.read();
         for (g, group) in self.groups.iter().enumerate() {
-            let hyper = Hyper(&group.options);
+            let hyper = Hyper { options: &group.options, cells: Some(&self.cells[g]) };
             for p in &group.params {
                 let i = index;
                 index += 1;
@@ -167,10 +255,33 @@ impl Core {
                         ),
                     ));
                 }
-                let st = self.state[i].get_or_insert_with(|| ParamState { step: 0, buffers: BTreeMap::new() });
-                let mut slot = Slot { step: st.step + 1, buffers: &mut st.buffers, param: p };
-                no_grad(|| rule(&hyper, p, &grad, &mut slot))?;
-                st.step += 1;
+                let mut created = self.state[i].is_none();
+                let st = self.state[i].get_or_insert_with(|| Live {
+                    step: HostRef::new(format!("{name}.step[{i}]"), 0.0),
+                    buffers: BTreeMap::new(),
+                });
+                // The count goes up first, so the rule sees this step's number
+                // (and a replay counts on from the cell); an error takes it back.
+                let before = st.step.get();
+                let step = &Sym::cell(&st.step, traced) + 1.0;
+                st.step.set(step.value);
+                if let Some(expr) = &step.expr {
+                    record::host(name, &st.step, expr.clone());
+                }
+                let mut slot = Slot {
+                    step: Sym::cell(&st.step, traced),
+                    buffers: &mut st.buffers,
+                    param: p,
+                    created: &mut created,
+                };
+                let result = no_grad(|| rule(&hyper, p, &grad, &mut slot));
+                if created {
+                    self.stamp.changed(&format!("made state for parameter {i}"));
+                }
+                if let Err(e) = result {
+                    st.step.set(before);
+                    return Err(e);
+                }
             }
         }
         Ok(())
@@ -188,9 +299,17 @@ impl Core {
             return Err(Error::value(name, format!("group {group}: unknown option {key:?} (known: {known:?})")));
         }
         let mut options = g.options.clone();
-        options.insert(key.to_string(), value);
-        (self.validate)(&Hyper(&options)).map_err(|m| Error::value(name, format!("group {group}: {m}")))?;
+        let old = options.insert(key.to_string(), value).unwrap_or(0.0);
+        (self.validate)(&Hyper::plain(&options)).map_err(|m| Error::value(name, format!("group {group}: {m}")))?;
         g.options = options;
+        if let Some(cell) = self.cells[group].get(key) {
+            cell.set(value);
+        }
+        // Update rules branch on whether an option is zero (weight decay,
+        // momentum, flags): a captured step that took the other branch is stale.
+        if (old == 0.0) != (value == 0.0) {
+            self.stamp.changed(&format!("group {group}: option {key:?} went from {old} to {value}"));
+        }
         Ok(())
     }
 
@@ -206,7 +325,7 @@ impl Core {
                     for (k, t) in &s.buffers {
                         buffers.insert(k.clone(), no_grad(|| t.contiguous_copy())?);
                     }
-                    Some(ParamState { step: s.step, buffers })
+                    Some(ParamState { step: s.step.get() as u64, buffers })
                 }
             });
         }
@@ -235,7 +354,7 @@ impl Core {
                     "group {g} options {keys_theirs:?} differ from this optimizer's {keys_mine:?}"
                 )));
             }
-            (self.validate)(&Hyper(&theirs.options)).map_err(|m| err(format!("group {g}: {m}")))?;
+            (self.validate)(&Hyper::plain(&theirs.options)).map_err(|m| err(format!("group {g}: {m}")))?;
             options.push(theirs.options.clone());
         }
         let params: Vec<&Tensor> = self.groups.iter().flat_map(|g| g.params.iter()).collect();
@@ -273,12 +392,14 @@ impl Core {
                 let copy = no_grad(|| t.to(&p.device())?.to_dtype(p.dtype())?.contiguous_copy())?;
                 buffers.insert(k.clone(), copy);
             }
-            state.push(Some(ParamState { step: s.step, buffers }));
+            state.push(Some(Live { step: HostRef::new(format!("{name}.step[{i}]"), s.step as f64), buffers }));
         }
         for (g, o) in self.groups.iter_mut().zip(options) {
             g.options = o;
         }
+        self.cells = self.groups.iter().enumerate().map(|(g, group)| option_cells(name, g, &group.options)).collect();
         self.state = state;
+        self.stamp.changed("load_state_dict replaced its state");
         Ok(())
     }
 }

@@ -9,7 +9,7 @@
 //! p = p - lr * g / avg                                              (otherwise)
 //! ```
 
-use super::core::{impl_optimizer, non_negative, options, Core, Hyper, Slot};
+use super::core::{impl_optimizer, non_negative, options, scale, scale_, shift, Core, Hyper, Slot};
 use super::IntoParamGroups;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -46,26 +46,26 @@ fn validate(h: &Hyper) -> std::result::Result<(), String> {
 
 fn update(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
     let (lr, alpha, eps, wd, momentum) =
-        (h.get("lr"), h.get("alpha"), h.get("eps"), h.get("weight_decay"), h.get("momentum"));
+        (h.sym("lr"), h.sym("alpha"), h.sym("eps"), h.sym("weight_decay"), h.sym("momentum"));
     let mut g = grad.clone();
-    if wd != 0.0 {
-        g = g.add(&p.mul_scalar(wd)?)?;
+    if wd.value != 0.0 {
+        g = g.add(&scale(p, &wd)?)?;
     }
     let sq = s.buffer("square_avg", 0.0)?;
-    sq.mul_scalar_(alpha)?.add_(&g.mul(&g)?.mul_scalar(1.0 - alpha)?)?;
+    scale_(&sq, &alpha)?.add_(&scale(&g.mul(&g)?, &(1.0 - &alpha))?)?;
     let avg = if h.flag("centered") {
         let ga = s.buffer("grad_avg", 0.0)?;
-        ga.mul_scalar_(alpha)?.add_(&g.mul_scalar(1.0 - alpha)?)?;
-        sq.sub(&ga.mul(&ga)?)?.sqrt()?.add_scalar(eps)?
+        scale_(&ga, &alpha)?.add_(&scale(&g, &(1.0 - &alpha))?)?;
+        shift(&sq.sub(&ga.mul(&ga)?)?.sqrt()?, &eps)?
     } else {
-        sq.sqrt()?.add_scalar(eps)?
+        shift(&sq.sqrt()?, &eps)?
     };
-    if momentum > 0.0 {
+    if momentum.value > 0.0 {
         let buf = s.buffer("momentum_buffer", 0.0)?;
-        buf.mul_scalar_(momentum)?.add_(&g.div(&avg)?)?;
-        p.sub_(&buf.mul_scalar(lr)?)?;
+        scale_(&buf, &momentum)?.add_(&g.div(&avg)?)?;
+        p.sub_(&scale(&buf, &lr)?)?;
     } else {
-        p.sub_(&g.div(&avg)?.mul_scalar(lr)?)?;
+        p.sub_(&scale(&g.div(&avg)?, &lr)?)?;
     }
     Ok(())
 }

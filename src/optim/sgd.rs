@@ -9,7 +9,7 @@
 //! p = p - lr * g
 //! ```
 
-use super::core::{impl_optimizer, non_negative, options, Core, Hyper, Slot};
+use super::core::{impl_optimizer, non_negative, options, scale, scale_, Core, Hyper, Slot};
 use super::IntoParamGroups;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -72,23 +72,23 @@ fn validate(h: &Hyper) -> std::result::Result<(), String> {
 }
 
 fn update(h: &Hyper, p: &Tensor, grad: &Tensor, s: &mut Slot) -> Result<()> {
-    let (lr, momentum, wd) = (h.get("lr"), h.get("momentum"), h.get("weight_decay"));
+    let (lr, momentum, wd) = (h.sym("lr"), h.sym("momentum"), h.sym("weight_decay"));
     let mut g = grad.clone();
-    if wd != 0.0 {
-        g = g.add(&p.mul_scalar(wd)?)?;
+    if wd.value != 0.0 {
+        g = g.add(&scale(p, &wd)?)?;
     }
-    if momentum != 0.0 {
+    if momentum.value != 0.0 {
         let buf = match s.get("momentum_buffer") {
             None => {
                 let b = g.contiguous_copy()?;
                 s.insert("momentum_buffer", b.clone());
                 b
             }
-            Some(b) => b.mul_scalar_(momentum)?.add_(&g.mul_scalar(1.0 - h.get("dampening"))?)?,
+            Some(b) => scale_(&b, &momentum)?.add_(&scale(&g, &(1.0 - &h.sym("dampening")))?)?,
         };
-        g = if h.flag("nesterov") { g.add(&buf.mul_scalar(momentum)?)? } else { buf };
+        g = if h.flag("nesterov") { g.add(&scale(&buf, &momentum)?)? } else { buf };
     }
-    p.sub_(&g.mul_scalar(lr)?)?;
+    p.sub_(&scale(&g, &lr)?)?;
     Ok(())
 }
 

@@ -11,10 +11,14 @@
 //! or the result of an instruction. As in `torch.jit.trace`, numbers the
 //! traced code computed on the host (a learning rate, Adam's bias
 //! corrections, a scalar operand) are part of the specs: a run repeats them.
-//! Random fills draw a fresh seed at every run.
+//! Random fills draw a fresh seed at every run. Host numbers that change
+//! between runs (an optimizer's learning rate and step count) are not
+//! baked: they live in `host` cells, which `Instr::Host` updates and an
+//! instruction's `binds` read into its spec's scalars at every run.
 //!
 //! Below `dispatch` and above `backend`: this module never sees a tensor.
 
+pub mod host;
 mod passes;
 mod replay;
 mod text;
@@ -24,7 +28,9 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::kernel::KernelSpec;
 use crate::shape::{Dims, Layout};
+use std::sync::Arc;
 
+pub use host::{Expr, HostRef, HostScalar, Sym};
 pub use passes::PassStats;
 pub use replay::Bound;
 
@@ -60,28 +66,47 @@ pub struct Arg {
     pub layout: Layout,
 }
 
+/// A scalar of an instruction's spec (`KernelSpec::scalar(at)`) that a run
+/// computes from host cells instead of repeating the captured number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Bind {
+    pub at: usize,
+    pub expr: Arc<Expr>,
+}
+
 /// One step of a program.
 #[derive(Clone, Debug)]
 pub enum Instr {
     /// `out = spec(inputs)`: a new contiguous buffer of `shape`.
-    Run { op: &'static str, spec: KernelSpec, inputs: Vec<Arg>, out: ValueId, shape: Dims },
+    Run { op: &'static str, spec: KernelSpec, binds: Vec<Bind>, inputs: Vec<Arg>, out: ValueId, shape: Dims },
     /// A kernel without inputs (fill, sequence, random fill) into a new
     /// buffer of `shape` on the out slot's device.
-    Create { op: &'static str, spec: KernelSpec, out: ValueId, shape: Dims },
+    Create { op: &'static str, spec: KernelSpec, binds: Vec<Bind>, out: ValueId, shape: Dims },
     /// In place: `spec(inputs)` written into the views `targets` (a copy
     /// into a view, the fused Adam update).
-    Into { op: &'static str, spec: KernelSpec, inputs: Vec<Arg>, targets: Vec<Arg> },
+    Into { op: &'static str, spec: KernelSpec, binds: Vec<Bind>, inputs: Vec<Arg>, targets: Vec<Arg> },
     /// The range check of an index view (`KernelSpec::IndexCheck`).
     Check { spec: KernelSpec, index: Arg },
+    /// On the host: `cell = expr` (an optimizer's step count going up).
+    Host { op: &'static str, cell: HostRef, expr: Arc<Expr> },
 }
 
 impl Instr {
-    pub fn spec(&self) -> &KernelSpec {
+    /// The kernel it runs (None for a host update).
+    pub fn spec(&self) -> Option<&KernelSpec> {
         match self {
             Instr::Run { spec, .. }
             | Instr::Create { spec, .. }
             | Instr::Into { spec, .. }
-            | Instr::Check { spec, .. } => spec,
+            | Instr::Check { spec, .. } => Some(spec),
+            Instr::Host { .. } => None,
+        }
+    }
+    /// Its spec's scalars that runs compute from host cells.
+    pub fn binds(&self) -> &[Bind] {
+        match self {
+            Instr::Run { binds, .. } | Instr::Create { binds, .. } | Instr::Into { binds, .. } => binds,
+            Instr::Check { .. } | Instr::Host { .. } => &[],
         }
     }
 }
@@ -100,8 +125,24 @@ impl Program {
     pub fn inputs(&self) -> usize {
         self.values.iter().filter(|v| matches!(v.source, Source::Input(_))).count()
     }
-    /// How many kernels a run dispatches (range checks included).
+    /// How many kernels a run dispatches (range checks included, host updates not).
     pub fn kernels(&self) -> usize {
-        self.instrs.len()
+        self.instrs.iter().filter(|i| !matches!(i, Instr::Host { .. })).count()
+    }
+    /// The host cells the program reads or updates, each once, in order of first use.
+    pub fn cells(&self) -> Vec<HostRef> {
+        let mut all = Vec::new();
+        for instr in &self.instrs {
+            if let Instr::Host { cell, expr, .. } = instr {
+                expr.cells(&mut all);
+                all.push(cell.clone());
+            }
+            for b in instr.binds() {
+                b.expr.cells(&mut all);
+            }
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        all.retain(|c| seen.insert(c.clone()));
+        all
     }
 }

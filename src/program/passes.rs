@@ -2,17 +2,17 @@
 //! (the same results and the same writes to captured storages).
 //!
 //! - `eliminate_common_subexpressions`: a `Run` or `Create` that repeats an
-//!   earlier one (the same spec over the same views of the same slots, none
-//!   of them written in between) reuses the earlier result. Random fills
+//!   earlier one (the same spec and host bindings over the same views of the
+//!   same slots, none of them written in between) reuses the earlier result. Random fills
 //!   are never merged: each draws its own numbers.
 //! - `eliminate_dead_code`: instructions whose results nothing reads (no
 //!   later instruction, no output) are dropped. Writes into storages the
 //!   program does not own (inputs, captured storages) and range checks are
-//!   always kept: they are the program's effects.
+//!   always kept, and so are host updates: they are the program's effects.
 //!
 //! `optimize` runs both, CSE first (it leaves duplicates dead).
 
-use super::{Arg, Instr, Program, Source, ValueId};
+use super::{Arg, Bind, Instr, Program, Source, ValueId};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -26,7 +26,7 @@ pub struct PassStats {
 
 /// An operand as CSE compares it: the slot, the view and how many times the
 /// slot had been written in place before the read.
-type Key = (KernelSpec, Vec<(ValueId, Layout, u32)>, Vec<usize>);
+type Key = (KernelSpec, Vec<Bind>, Vec<(ValueId, Layout, u32)>, Vec<usize>);
 
 impl Program {
     /// Both passes; returns what they removed.
@@ -66,19 +66,20 @@ impl Program {
                     inputs.iter_mut().chain(targets.iter_mut()).for_each(|a| rename(&renamed, a))
                 }
                 Instr::Check { index, .. } => rename(&renamed, index),
-                Instr::Create { .. } => {}
+                Instr::Create { .. } | Instr::Host { .. } => {}
             }
             let key = match &instr {
-                Instr::Run { spec, inputs, shape, .. } => Some((
+                Instr::Run { spec, binds, inputs, shape, .. } => Some((
                     spec.clone(),
+                    binds.clone(),
                     inputs
                         .iter()
                         .map(|a| (a.value, a.layout.clone(), writes.get(&a.value).copied().unwrap_or(0)))
                         .collect(),
                     shape.to_vec(),
                 )),
-                Instr::Create { spec, shape, .. } if !matches!(spec, KernelSpec::Random { .. }) => {
-                    Some((spec.clone(), Vec::new(), shape.to_vec()))
+                Instr::Create { spec, binds, shape, .. } if !matches!(spec, KernelSpec::Random { .. }) => {
+                    Some((spec.clone(), binds.clone(), Vec::new(), shape.to_vec()))
                 }
                 _ => None,
             };
@@ -121,7 +122,7 @@ impl Program {
                 // A write into a storage the program does not own is an effect;
                 // into its own buffer, it matters only if that buffer is read later.
                 Instr::Into { targets, .. } => targets.iter().any(|t| !owned(t.value) || live.contains(&t.value)),
-                Instr::Check { .. } => true,
+                Instr::Check { .. } | Instr::Host { .. } => true,
             };
             if !needed {
                 continue;
@@ -134,7 +135,7 @@ impl Program {
                 Instr::Check { index, .. } => {
                     live.insert(index.value);
                 }
-                Instr::Create { .. } => {}
+                Instr::Create { .. } | Instr::Host { .. } => {}
             }
         }
         let before = self.instrs.len();

@@ -1,12 +1,13 @@
 //! Running a program: each instruction's spec over views of its slots,
 //! straight to the backends.
 
-use super::{Arg, Instr, Program, Source};
+use super::{Arg, Bind, Instr, Program, Source};
 use crate::backend::{self, new_storage, Storage, View, ViewMut};
 use crate::error::{Error, Result};
-use crate::kernel::KernelSpec;
+use crate::kernel::{KernelSpec, Scalar};
 use crate::random::with_generator;
 use crate::shape::Layout;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// One result of a run: the storage of its slot and the view of it.
@@ -40,7 +41,8 @@ impl Program {
         };
         for instr in &self.instrs {
             match instr {
-                Instr::Run { op, spec, inputs, out, shape } => {
+                Instr::Run { op, spec, binds, inputs, out, shape } => {
+                    let spec = &bound(spec, binds);
                     let stores = inputs.iter().map(|a| slot(&slots, a)).collect::<Result<Vec<_>>>()?;
                     let guards: Vec<_> = stores.iter().map(|s| s.read()).collect();
                     let views: Vec<View> = guards.iter().zip(inputs).map(|(g, a)| View::new(g, &a.layout)).collect();
@@ -48,12 +50,13 @@ impl Program {
                     drop(guards);
                     slots[*out] = Some(new_storage(buf));
                 }
-                Instr::Create { op, spec, out, shape } => {
+                Instr::Create { op, spec, binds, out, shape } => {
                     let device = &self.values[*out].device;
-                    let buf = backend::create(op, &fresh_seed(spec), device, shape)?;
+                    let buf = backend::create(op, &fresh_seed(&bound(spec, binds)), device, shape)?;
                     slots[*out] = Some(new_storage(buf));
                 }
-                Instr::Into { op, spec, inputs, targets } => {
+                Instr::Into { op, spec, binds, inputs, targets } => {
+                    let spec = &bound(spec, binds);
                     let stores = inputs.iter().map(|a| slot(&slots, a)).collect::<Result<Vec<_>>>()?;
                     let dsts = targets.iter().map(|a| slot(&slots, a)).collect::<Result<Vec<_>>>()?;
                     // Reading and writing one storage would take both of its locks.
@@ -79,10 +82,26 @@ impl Program {
                     let s = slot(&slots, index)?;
                     backend::check(spec, &s, &index.layout)?;
                 }
+                Instr::Host { cell, expr, .. } => cell.set(expr.eval()),
             }
         }
         self.outputs.iter().map(|a| Ok(Bound { storage: slot(&slots, a)?, layout: a.layout.clone() })).collect()
     }
+}
+
+/// `spec` with its bound scalars computed from the host cells now.
+fn bound<'a>(spec: &'a KernelSpec, binds: &[Bind]) -> Cow<'a, KernelSpec> {
+    if binds.is_empty() {
+        return Cow::Borrowed(spec);
+    }
+    let mut spec = spec.clone();
+    let scalars = spec.scalars_mut();
+    for b in binds {
+        if let Some(s) = scalars.get_mut(b.at) {
+            *s = Scalar(b.expr.eval());
+        }
+    }
+    Cow::Owned(spec)
 }
 
 /// `spec`, with a new seed from the global generator when it is a random

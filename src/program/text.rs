@@ -6,14 +6,18 @@
 //!   %2: f32[4, 2] = matmul(%0, %1)            # matmul
 //!   %3: f32[4, 2] = unary:relu(%2)            # relu
 //!   binary:sub(%1, %5) -> %1                  # sub_ (in place)
+//!   $step = ($step + 1)                       # SGD step (host)
+//!   %6: f32[3, 2] = unary:mul_scalar(%5) [p0 = $lr]  # mul_scalar
 //!   return %3
 //! }
 //! ```
 //!
+//! Host cells (`$name`) are listed with their values at print time; a
+//! kernel scalar a run computes from them prints as `[p<at> = expr]`.
 //! An operand prints as its slot when it reads the whole buffer row-major,
 //! else with its view: `%2[3, 4; strides 1, 3; +0]`.
 
-use super::{Arg, Instr, Program, Source, Value};
+use super::{Arg, Bind, Instr, Program, Source, Value};
 use std::fmt;
 
 fn dims(d: &[usize]) -> String {
@@ -46,6 +50,13 @@ impl Program {
     }
 }
 
+fn binds(b: &[Bind]) -> String {
+    if b.is_empty() {
+        return String::new();
+    }
+    format!(" [{}]", b.iter().map(|b| format!("p{} = {}", b.at, b.expr)).collect::<Vec<_>>().join(", "))
+}
+
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inputs: Vec<String> = self
@@ -63,20 +74,25 @@ impl fmt::Display for Program {
                 writeln!(f, "  %{i}: {} captured on {}", value_type(v, &[v.len]), s.device())?;
             }
         }
+        for c in self.cells() {
+            writeln!(f, "  ${}: host = {}", c.name(), c.get())?;
+        }
         for instr in &self.instrs {
             let line = match instr {
-                Instr::Run { op, spec, inputs, out, shape } => {
+                Instr::Run { op, spec, binds: b, inputs, out, shape } => {
                     let t = value_type(&self.values[*out], shape);
-                    format!("%{out}: {t} = {}({})  # {op}", spec.name(), self.args(inputs))
+                    format!("%{out}: {t} = {}({}){}  # {op}", spec.name(), self.args(inputs), binds(b))
                 }
-                Instr::Create { op, spec, out, shape } => {
+                Instr::Create { op, spec, binds: b, out, shape } => {
                     let t = value_type(&self.values[*out], shape);
-                    format!("%{out}: {t} = {}()  # {op}", spec.name())
+                    format!("%{out}: {t} = {}(){}  # {op}", spec.name(), binds(b))
                 }
-                Instr::Into { op, spec, inputs, targets } => {
-                    format!("{}({}) -> {}  # {op} (in place)", spec.name(), self.args(inputs), self.args(targets))
+                Instr::Into { op, spec, binds: b, inputs, targets } => {
+                    let (ins, outs) = (self.args(inputs), self.args(targets));
+                    format!("{}({ins}){} -> {outs}  # {op} (in place)", spec.name(), binds(b))
                 }
                 Instr::Check { spec, index } => format!("{}({})", spec.name(), self.arg(index)),
+                Instr::Host { op, cell, expr } => format!("${} = {expr}  # {op} (host)", cell.name()),
             };
             writeln!(f, "  {line}")?;
         }

@@ -184,7 +184,11 @@ impl Tensor {
     }
     /// The accumulated gradient of a leaf (or of a non-leaf after `retain_grad`).
     pub fn grad(&self) -> Option<Tensor> {
-        self.meta().grad.clone()
+        let g = self.meta().grad.clone();
+        if crate::dispatch::record::active() {
+            crate::dispatch::record::grad_read(self, g.as_ref());
+        }
+        g
     }
     /// Replaces (or clears) `.grad`. The gradient must have this tensor's
     /// shape, dtype and device (PyTorch's "assigned grad has data of a
@@ -226,11 +230,14 @@ impl Tensor {
     /// Sets `.grad` without checks: for the engine, whose gradients already
     /// match their tensors.
     pub(crate) fn store_grad(&self, g: Option<Tensor>) {
+        if crate::dispatch::record::active() {
+            crate::dispatch::record::grad_written(self, g.as_ref());
+        }
         self.meta().grad = g;
     }
     /// Clears `.grad` (PyTorch's `set_to_none=True` behaviour).
     pub fn zero_grad(&self) {
-        self.meta().grad = None;
+        self.store_grad(None);
     }
     /// Name of the op that produced this tensor, if recorded.
     pub fn grad_fn_name(&self) -> Option<String> {
