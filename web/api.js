@@ -503,6 +503,42 @@ class SkiffFunction {
 }
 export { SkiffFunction as Function };
 
+// ---- capture -------------------------------------------------------------------
+
+/**
+ * Compiles fn, a synchronous function of tensors returning a Tensor or an
+ * array of Tensors (a whole training step: forward, backward(), clipping,
+ * optimizer.step()). The first call runs fn and records every kernel it
+ * runs; later calls replay that program without entering fn, as long as
+ * what it assumed holds (input shapes, dtypes, devices and requiresGrad,
+ * grad mode, the default device, the modules' parameters and training
+ * flags, the optimizer's state); otherwise fn runs and is captured again.
+ *   const step = skiff.jit((x, y) => { opt.zeroGrad(); const loss = ...; loss.backward(); opt.step(); return loss; });
+ *   for (...) step(x, y);
+ * Options: { cacheSize } (programs kept, default 8).
+ */
+export function jit(fn, options = {}) {
+  if (typeof fn !== 'function') throw fail('jit', 'argument', `fn must be a function, got ${describe(fn)}`);
+  options = checkOptions('jit', options, ['cacheSize']);
+  ready('jit');
+  const compiled = new raw.Jit(fn, options.cacheSize);
+  const call = (...inputs) => compiled.call(inputs);
+  Object.defineProperties(call, {
+    name: { value: fn.name ? `jit(${fn.name})` : 'jit' },
+    /** Why each capture happened, latest last. */
+    log: { get: () => compiled.log },
+    captures: { get: () => compiled.captures },
+    replays: { get: () => compiled.replays },
+    /** Kernels per call of the most recently used program. */
+    kernels: { get: () => compiled.kernels },
+    /** The most recently used program's text (Paddle's Program, a jaxpr). */
+    program: { get: () => compiled.programText() },
+    clear: { value: () => compiled.clear() },
+    toString: { value: () => compiled.programText() || `jit(${fn.name || 'anonymous'}): not captured yet` },
+  });
+  return call;
+}
+
 // nn, optim and the free functions over modules live in modules.js.
 export * from './modules.js';
 

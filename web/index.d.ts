@@ -360,6 +360,35 @@ declare class SkiffFunction {
 }
 export { SkiffFunction as Function };
 
+/** A function compiled by `jit`: called like the original, with what it did on the side. */
+export type Compiled<A extends Tensor[], R extends Tensor | Tensor[]> = ((...inputs: A) => R) & {
+  /** Why each capture happened (first call, which guard missed), latest last. */
+  readonly log: string[];
+  /** Calls that ran the function (captured). */
+  readonly captures: number;
+  /** Calls that replayed a program. */
+  readonly replays: number;
+  /** Kernels per call of the most recently used program (0 before one is kept). */
+  readonly kernels: number;
+  /** The most recently used program's text ("" before one is kept). */
+  readonly program: string;
+  /** Drops the cached programs: the next call captures. */
+  clear(): void;
+};
+
+/**
+ * Compiles `fn` (synchronous; tensors in, a Tensor or an array out): the first
+ * call runs it while recording every kernel, later calls replay the program
+ * while its guards hold (input shapes/dtypes/devices/requiresGrad, grad mode,
+ * the default device, modules' parameters and training flags, the optimizer's
+ * state). Optimizer learning rates and step counts are read at every call.
+ * Reading data (`data()`, `item()`) or a JS hook inside `fn` is an error.
+ */
+export function jit<A extends Tensor[], R extends Tensor | Tensor[]>(
+  fn: (...inputs: A) => R,
+  options?: { cacheSize?: number },
+): Compiled<A, R>;
+
 /**
  * What kind of error a SkiffError is (`error.kind`):
  * - 'shape': operand shapes do not fit the op (broadcasting, matmul, reshape, nested arrays that are not rectangular);

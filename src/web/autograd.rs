@@ -153,6 +153,14 @@ impl JsTensor {
 /// Calls a JS gradient hook; a throw or a bad return value is remembered for
 /// the backward call to report, and the gradient passes unchanged.
 fn run_hook(hook: &js_sys::Function, g: &Tensor) -> Option<Tensor> {
+    if crate::dispatch::record::active() {
+        // A replay would not call it: whatever it does in JS would happen once.
+        let e = crate::dispatch::record::refuse("registerHook", "a JS gradient hook (a callback)");
+        HOOK_ERROR.with(|slot| {
+            slot.borrow_mut().get_or_insert(e);
+        });
+        return None;
+    }
     let r = js_call("registerHook", "the hook", hook.call1(&JsValue::NULL, &JsTensor::wrap(g.clone()).into()));
     let out = r.and_then(|v| {
         if v.is_undefined() || v.is_null() {

@@ -24,6 +24,7 @@ mod autograd;
 mod bench;
 mod error;
 mod handles;
+mod jit;
 mod nn;
 mod ops;
 mod optim;

@@ -4,18 +4,28 @@
 use super::args::{self, object};
 use super::{js_error, JsResult, Kind, Named};
 use crate::device::Device;
+use crate::dispatch::record::Stamp;
 use std::cell::RefCell;
 use std::collections::HashSet;
 use wasm_bindgen::prelude::*;
 
 thread_local! {
     static DEFAULT: RefCell<Device> = const { RefCell::new(Device::Cpu) };
+    /// Compiled functions that created tensors on the default device assume it.
+    static DEFAULT_STAMP: Stamp = Stamp::new("the default device");
     static GPU: RefCell<Option<Device>> = const { RefCell::new(None) };
 }
 
 /// The device creation functions use when none is given (what `init` chose).
 pub fn default_device() -> Device {
+    DEFAULT_STAMP.with(|s| s.read());
     DEFAULT.with(|d| d.borrow().clone())
+}
+
+fn set_default(d: &Device) {
+    if DEFAULT.with(|x| x.replace(d.clone())) != *d {
+        DEFAULT_STAMP.with(|s| s.changed(&format!("set to {}", args::device_name(d))));
+    }
 }
 
 /// The initialised GPU, or an error saying `init` must open it first.
@@ -61,7 +71,7 @@ pub async fn init_backend(
             ))
         }
     };
-    DEFAULT.with(|d| *d.borrow_mut() = device.clone());
+    set_default(&device);
     Ok(object(&[("device", args::device_name(&device).into()), ("adapter", adapter_info(&device))]))
 }
 
@@ -87,8 +97,7 @@ fn adapter_info(device: &Device) -> JsValue {
 /// Makes `device` ('cpu' | 'webgpu') the default for creation functions.
 #[wasm_bindgen(js_name = setDefaultDevice)]
 pub fn set_default_device(#[wasm_bindgen(unchecked_param_type = "DeviceName")] device: JsValue) -> JsResult<()> {
-    let d = args::device("setDefaultDevice", &device)?;
-    DEFAULT.with(|x| *x.borrow_mut() = d);
+    set_default(&args::device("setDefaultDevice", &device)?);
     Ok(())
 }
 

@@ -62,6 +62,7 @@ describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
     t.diagnostic(`loss ${r.losses.map(([i, l]) => `${i}:${l.toFixed(4)}`).join(' ')}; ${r.msPerStep.toFixed(2)} ms/step`);
     expect.training(r);
   });
+  test('jit: a compiled Adam step matches eager steps', async () => expect.jit(await run('jit')));
   test('memory: tidy semantics', async () => expect.tidySemantics(await run('tidySemantics')));
   test('memory: 200 steps in tidy, no leaks', async () => expect.memoryTidy(await run('memoryTidy', { steps: 200 }), { gpu: false }));
   test('errors name the op', async (t) => {

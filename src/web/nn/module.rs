@@ -320,6 +320,9 @@ impl JsModule {
         let h = self.entry.layer.register_forward_hook(Box::new(move |x, y| {
             let captured = &captured; // capture the whole Send + Sync wrapper
             let (w, f) = &captured.0;
+            if crate::dispatch::record::active() {
+                return Err(crate::dispatch::record::refuse(OP, "a JS forward hook (a callback)"));
+            }
             let (x, y) = (JsValue::from(JsTensor::wrap(x.clone())), JsValue::from(JsTensor::wrap(y.clone())));
             let r = args::js_call(OP, "the forward hook", f.call3(&JsValue::UNDEFINED, &module_value(w), &x, &y))?;
             hook_result(OP, "forward hook", &r)
@@ -341,6 +344,9 @@ impl JsModule {
         let h = self.entry.layer.register_forward_pre_hook(Box::new(move |x| {
             let captured = &captured; // capture the whole Send + Sync wrapper
             let (w, f) = &captured.0;
+            if crate::dispatch::record::active() {
+                return Err(crate::dispatch::record::refuse(OP, "a JS forward pre-hook (a callback)"));
+            }
             let x = JsValue::from(JsTensor::wrap(x.clone()));
             let r = args::js_call(OP, "the forward pre-hook", f.call2(&JsValue::UNDEFINED, &module_value(w), &x))?;
             hook_result(OP, "forward pre-hook", &r)

@@ -304,6 +304,30 @@ export const expect = {
     assert.deepEqual(problems, [], `${problems.length} of ${results.length} misuse cases:\n${problems.join('\n')}`);
   },
 
+  jit(r) {
+    assert.deepEqual(r.losses.compiled, r.losses.eager, 'compiled and eager steps give the same losses, bit for bit');
+    assert.deepEqual(r.params[0], r.params[1], 'and leave the same parameters');
+    assert.ok(r.losses.eager.at(-1) < r.losses.eager[0], `the loss falls: ${r.losses.eager}`);
+    // Call 1 made Adam's state (not kept), call 2 captured the steady step.
+    assert.deepEqual([r.counts.captures, r.counts.replays], [2, r.losses.eager.length - 2], r.log.join('\n'));
+    assert.ok(r.counts.kernels > 0, 'the program has kernels');
+    assert.match(r.log[0], /first call/);
+    assert.match(r.program, /adam/, r.program);
+    assert.match(r.program, /\$Adam\.lr\[0\]/, 'the learning rate is a host number the program reads');
+    assert.equal(r.afterHalf.captures, 3, 'a batch-size change recaptures');
+    assert.match(r.afterHalf.log.at(-1), /input 0 is float32 \[16, 2\]|input 0 is f32 \[16, 2\]/, r.afterHalf.log.at(-1));
+    const e = r.errors;
+    assert.equal(e.async?.op, 'jit', JSON.stringify(e.async));
+    assert.match(e.async.message, /Promise/);
+    assert.match(e.hook?.message ?? '', /hook/i, JSON.stringify(e.hook));
+    assert.match(e.hook.message, /cannot be captured/);
+    assert.equal(e.notFunction?.op, 'jit');
+    assert.match(e.badOption?.message ?? '', /unknown option "cache"/);
+    assert.equal(r.singleIsTensor, true, 'a function returning a Tensor returns a Tensor when replayed');
+    assert.equal(r.pairLength, 2);
+    assert.match(r.text, /^program\(/, r.text);
+  },
+
   stillWorks(r) {
     assert.deepEqual(r, { values: [2, 6], scopes: 0, gradEnabled: true });
   },

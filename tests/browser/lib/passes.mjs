@@ -112,6 +112,9 @@ export function definePass(passName) {
       test('SGD, Adam and StepLR against their update rules', T, async () => expect.optimizers(await run('optimizers')));
     });
 
+    test('jit: a compiled Adam step matches eager steps', T, async () => {
+      expect.jit(await run('jit'));
+    });
     test(`training: 2-16-2 MLP, Adam, ${TRAIN_STEPS} steps on XOR blobs`, { timeout: 120_000 }, async (t) => {
       const r = await run('training', { steps: TRAIN_STEPS });
       t.diagnostic(`loss ${r.losses.map(([i, l]) => `${i}:${l.toFixed(4)}`).join(' ')}; accuracy ${r.accuracy}; ${r.msPerStep.toFixed(1)} ms/step`);

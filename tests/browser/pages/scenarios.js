@@ -598,6 +598,85 @@ export const scenarios = {
     return results;
   },
 
+  /**
+   * skiff.jit: a compiled Adam step against eager steps on an identical
+   * model, the learning rate changed between calls; a batch-size change
+   * recaptures; what cannot be captured is an error.
+   */
+  async jit(skiff, { steps = 12 } = {}) {
+    const { tensor, tidy, optim, jit } = skiff;
+    const n = 32;
+    const { xs, ys } = xorBlobs(n, 3);
+    const X = tensor(xs, { shape: [n, 2] });
+    const Y = tensor(ys);
+    const models = [0, 1].map(() => {
+      skiff.manualSeed(77);
+      const model = mlp(skiff, 8);
+      return { model, opt: new optim.Adam(model.parameters(), { lr: 0.05 }) };
+    });
+    const stepOf = ({ model, opt }) => (x, y) => {
+      opt.zeroGrad();
+      const loss = model.forward(x).crossEntropy(y);
+      loss.backward();
+      opt.step();
+      return loss;
+    };
+    const compiled = jit(stepOf(models[0]));
+    const eager = stepOf(models[1]);
+    const losses = { compiled: [], eager: [] };
+    for (let i = 0; i < steps; i++) {
+      if (i === 6) for (const m of models) m.opt.lr = 0.01; // a schedule between calls
+      const a = tidy(() => compiled(X, Y));
+      const b = tidy(() => eager(X, Y));
+      losses.compiled.push(await a.item());
+      losses.eager.push(await b.item());
+      a.dispose();
+      b.dispose();
+    }
+    const params = await Promise.all(models.map(({ model }) => Promise.all(model.parameters().map(async (p) => Array.from(await p.data())))));
+    const counts = { captures: compiled.captures, replays: compiled.replays, kernels: compiled.kernels };
+    const program = compiled.program;
+    // Half the batch: another shape, another capture.
+    const half = tidy(() => compiled(X.slice(0, 0, n / 2), Y.slice(0, 0, n / 2)));
+    half.dispose();
+    const errors = {};
+    const record = (label, f) => {
+      try {
+        f();
+        errors[label] = null;
+      } catch (e) {
+        errors[label] = { name: e.name, op: e.op, message: e.message };
+      }
+    };
+    record('async', () => jit(async (x) => x.mul(2))(X));
+    record('hook', () =>
+      jit((x) => {
+        const w = x.mul(1).requiresGrad_(true);
+        w.registerHook((g) => g.mul(2));
+        w.sum().backward();
+        return w;
+      })(X),
+    );
+    record('notFunction', () => jit(3));
+    record('badOption', () => jit((x) => x, { cache: 2 }));
+    const single = jit((x) => x.mul(2));
+    single(X);
+    const twice = single(X);
+    const pair = jit((x) => [x.add(1), x.sub(1)])(X);
+    return {
+      losses,
+      params,
+      counts,
+      program,
+      log: compiled.log,
+      afterHalf: { captures: compiled.captures, log: compiled.log },
+      errors,
+      singleIsTensor: twice instanceof skiff.Tensor,
+      pairLength: Array.isArray(pair) ? pair.length : -1,
+      text: String(single),
+    };
+  },
+
   /** After errors: the module still computes, with no open scope left behind. */
   async stillWorks(skiff) {
     const t = skiff.tensor([1, 2]);
