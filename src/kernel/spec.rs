@@ -4,10 +4,12 @@
 //! can be recorded, compared, hashed and replayed.
 
 use super::{
-    BinaryKernel, CompareKernel, Distribution, IndexCheck, PoolWindows, ReduceKind, Sequence, UnaryKernel, Window2d,
+    BinaryKernel, CompareKernel, Distribution, FusedElementwise, IndexCheck, PoolWindows, ReduceKind, Sequence,
+    UnaryKernel, Window2d,
 };
 use crate::dtype::DType;
 use crate::shape::Dims;
+use std::sync::Arc;
 
 /// An f64 parameter compared and hashed by its bits (so specs can be keys;
 /// `-0.0` and `0.0` are different kernels, every NaN its own).
@@ -96,6 +98,10 @@ pub enum KernelSpec {
     /// `hyper` is `[lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1)]`.
     /// Inputs: `[grad]`; outputs (written): `[param, m, v]`.
     Adam { hyper: [Scalar; 8] },
+    /// A chain (or DAG) of elementwise steps in one kernel (`program::fuse`
+    /// makes these): inputs broadcast to the output shape, one contiguous
+    /// output. Inputs: one view per `FusedElementwise::inputs`.
+    Fused(Arc<FusedElementwise>),
 }
 
 impl KernelSpec {
@@ -124,6 +130,7 @@ impl KernelSpec {
             KernelSpec::Gather { .. } => "gather".into(),
             KernelSpec::IndexAdd { .. } => "index_add".into(),
             KernelSpec::ScatterAdd { .. } => "scatter_add".into(),
+            KernelSpec::Fused(f) => f.name(),
         }
     }
 
@@ -137,6 +144,7 @@ impl KernelSpec {
             | KernelSpec::Gather { .. } => 2,
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,
             KernelSpec::Fill { .. } | KernelSpec::Sequence { .. } | KernelSpec::Random { .. } => 0,
+            KernelSpec::Fused(f) => f.inputs.len(),
             _ => 1,
         }
     }

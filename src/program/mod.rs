@@ -15,6 +15,7 @@
 //!
 //! Below `dispatch` and above `backend`: this module never sees a tensor.
 
+mod fuse;
 mod passes;
 mod replay;
 mod text;
@@ -25,6 +26,7 @@ use crate::dtype::DType;
 use crate::kernel::KernelSpec;
 use crate::shape::{Dims, Layout};
 
+pub use fuse::FUSED_OP;
 pub use passes::PassStats;
 pub use replay::Bound;
 

@@ -1,0 +1,496 @@
+//! Elementwise fusion (`Program::fuse_elementwise`, run by `optimize`):
+//! which instructions become one kernel and which must not, and that a
+//! fused program computes what eager code does: bit for bit on the cpu (the
+//! fused loop calls the rows' own slice kernels), within f32 rounding on
+//! the GPU (one generated WGSL kernel per fused program).
+
+mod common;
+
+use skiff::backend::{self, Buffer, CpuBuffer, View};
+use skiff::kernel::{FusedElementwise, FusedOp, FusedStep, KernelSpec, Operand, Scalar};
+use skiff::optim::{Optimizer, Sgd, SgdConfig};
+use skiff::program::{Instr, PassStats, Program};
+use skiff::shape::Layout;
+use skiff::{jit, DType, Device, Reduction, Tensor};
+
+/// The bits of every element (f32 widened), to compare exactly.
+fn bits(t: &Tensor) -> Vec<u64> {
+    match t.dtype() {
+        DType::F64 => t.to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect(),
+        _ => t.to_f32_vec().unwrap().into_iter().map(|v| u64::from(v.to_bits())).collect(),
+    }
+}
+
+fn close(got: &Tensor, want: &Tensor, what: &str) {
+    let (g, w) = (got.to_f32_vec().unwrap(), want.to_f32_vec().unwrap());
+    assert_eq!(g.len(), w.len(), "{what}: lengths");
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: element {i}: {a} vs {b}");
+    }
+}
+
+/// Deterministic values in [-1, 1) (the tests share the global generator).
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    (0..n).map(|i| ((seed as f32 * 7.31 + i as f32 * 1.37).sin() * 43758.547).fract()).collect()
+}
+
+fn tensor(seed: u64, shape: &[usize]) -> Tensor {
+    Tensor::from_vec(values(seed, shape.iter().product()), shape).unwrap()
+}
+
+/// The fused instructions of a program.
+fn fused(p: &Program) -> Vec<&FusedElementwise> {
+    p.instrs
+        .iter()
+        .filter_map(|i| match i.spec() {
+            KernelSpec::Fused(f) => Some(&**f),
+            _ => None,
+        })
+        .collect()
+}
+
+fn trace1(x: &Tensor, f: impl Fn(&Tensor) -> skiff::Result<Tensor>) -> jit::Traced {
+    jit::trace(std::slice::from_ref(x), |xs| Ok(vec![f(&xs[0])?])).unwrap().1
+}
+
+fn stats(merged: usize, dead: usize, fused: usize) -> PassStats {
+    PassStats { merged, dead, fused }
+}
+
+#[test]
+fn a_chain_becomes_one_kernel() {
+    let x = tensor(1, &[4, 3]);
+    let f = |x: &Tensor| x.mul_scalar(2.0)?.add_scalar(1.0)?.relu();
+    let mut traced = trace1(&x, f);
+    assert_eq!(traced.program().kernels(), 3);
+    assert_eq!(traced.optimize(), stats(0, 0, 2));
+    let text = traced.program().to_string();
+    assert_eq!(traced.program().kernels(), 1, "{text}");
+    assert!(text.contains("= fused:mul_scalar+add_scalar+relu(%0)  # fused"), "{text}");
+    assert!(text.contains("{ t0 = mul_scalar(x0; 2, 0); t1 = add_scalar(t0; 1, 0); t2 = relu(t1; 0, 0) }"), "{text}");
+    let x2 = tensor(2, &[4, 3]).mul_scalar(3.0).unwrap();
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
+#[test]
+fn a_broadcast_bias_add_fuses() {
+    let (x, b) = (tensor(3, &[5, 4]), tensor(4, &[4]));
+    let f = |x: &Tensor| x.add(&b)?.relu();
+    let mut traced = trace1(&x, f);
+    assert_eq!(traced.optimize(), stats(0, 0, 1));
+    let p = traced.program();
+    let [Instr::Run { spec: KernelSpec::Fused(body), inputs, shape, .. }] = p.instrs.as_slice() else {
+        panic!("one fused kernel:\n{p}")
+    };
+    assert_eq!(body.name(), "fused:add+relu");
+    assert_eq!(shape.as_slice(), &[5, 4]);
+    // The bias is read as it is, [4], broadcast by the kernel.
+    assert_eq!(inputs.iter().map(|a| a.layout.shape.to_vec()).collect::<Vec<_>>(), vec![vec![5, 4], vec![4]]);
+    let x2 = tensor(5, &[5, 4]);
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
+#[test]
+fn a_value_that_is_also_returned_is_not_fused_away() {
+    let x = tensor(6, &[3, 5]);
+    let f = |x: &Tensor| -> skiff::Result<Vec<Tensor>> {
+        let e = x.exp()?;
+        let r = e.add_scalar(1.0)?.log()?;
+        Ok(vec![e, r])
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| f(&xs[0])).unwrap();
+    assert_eq!(traced.optimize(), stats(0, 0, 1));
+    let text = traced.program().to_string();
+    assert!(text.contains("= unary:exp(%0)"), "exp stays: it is an output\n{text}");
+    assert!(text.contains("= fused:add_scalar+log("), "{text}");
+    let x2 = tensor(7, &[3, 5]);
+    let (got, want) = (traced.run(std::slice::from_ref(&x2)).unwrap(), f(&x2).unwrap());
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+    assert_eq!(bits(&got[1]), bits(&want[1]));
+}
+
+/// `before` is read from `b` before an in-place write into `b`: fused into
+/// the add after the write, it would read the new values.
+#[test]
+fn an_in_place_write_between_members_blocks_the_fusion() {
+    let x = tensor(8, &[2, 3]);
+    let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let f = |x: &Tensor, write: bool| -> skiff::Result<Tensor> {
+        let before = b.mul_scalar(2.0)?;
+        if write {
+            b.add_scalar_(1.0)?;
+        }
+        x.add(&before)
+    };
+    // Without the write, the two fuse.
+    let mut plain = trace1(&x, |x| f(x, false));
+    assert_eq!(plain.optimize().fused, 1, "{}", plain.program());
+    let mut written = trace1(&x, |x| f(x, true));
+    let kernels = written.program().kernels();
+    assert_eq!(written.optimize(), stats(0, 0, 0), "{}", written.program());
+    assert_eq!(written.program().kernels(), kernels);
+    // b is [2, ..., 7] after the trace; the run reads it before adding 1 again.
+    let replayed = written.run(std::slice::from_ref(&x)).unwrap();
+    let want = x.add(&Tensor::from_vec(vec![4.0f32, 6.0, 8.0, 10.0, 12.0, 14.0], &[2, 3]).unwrap()).unwrap();
+    assert_eq!(bits(&replayed[0]), bits(&want));
+    assert_eq!(b.to_f32_vec().unwrap(), vec![3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+}
+
+/// A run may bind a captured storage as an input: a read of an input must
+/// stay before a write into any captured storage.
+#[test]
+fn a_read_of_an_input_stays_before_a_write_it_may_alias() {
+    let b = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let f = |x: &Tensor| -> skiff::Result<Tensor> {
+        let doubled = x.mul_scalar(2.0)?;
+        b.add_scalar_(10.0)?;
+        doubled.add_scalar(1.0)
+    };
+    let x = Tensor::from_vec(vec![0.5f32, 0.25, 0.125], &[3]).unwrap();
+    let mut traced = trace1(&x, f);
+    assert_eq!(traced.optimize().fused, 0, "{}", traced.program());
+    // b is [11, 12, 13]; run on b itself: eager reads it before the write.
+    let got = traced.run(std::slice::from_ref(&b)).unwrap();
+    assert_eq!(got[0].to_f32_vec().unwrap(), vec![23.0, 25.0, 27.0]);
+    assert_eq!(b.to_f32_vec().unwrap(), vec![21.0, 22.0, 23.0]);
+}
+
+#[test]
+fn a_dag_with_a_shared_intermediate_fuses() {
+    let x = tensor(9, &[4, 6]);
+    // t is read by two members; x is read by three.
+    let f = |x: &Tensor| -> skiff::Result<Tensor> {
+        let t = x.mul_scalar(3.0)?.tanh()?;
+        t.mul(&t.sigmoid()?)?.add(x)?.sub(&x.relu()?)
+    };
+    let mut traced = trace1(&x, f);
+    assert_eq!(traced.program().kernels(), 7);
+    assert_eq!(traced.optimize(), stats(0, 0, 6));
+    let p = traced.program();
+    let [body] = fused(p)[..] else { panic!("one fused kernel:\n{p}") };
+    assert_eq!(body.inputs, vec![DType::F32], "x is one input, read by three steps");
+    assert_eq!(body.steps[2].args, vec![Operand::Step(1)], "sigmoid reads tanh");
+    assert_eq!(body.steps[3].args, vec![Operand::Step(1), Operand::Step(2)], "mul reads tanh again");
+    let x2 = tensor(10, &[4, 6]);
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
+/// Broadcasts (a bias row, a column, a 0-d scalar), a transposed operand,
+/// comparisons, where and casts, over more elements than one cpu chunk.
+fn mixed(x: &Tensor, bias: &Tensor, col: &Tensor, wt: &Tensor) -> skiff::Result<Tensor> {
+    let w = wt.transpose(0, 1)?;
+    let h = x.mul_scalar(1.5)?.add(bias)?.tanh()?;
+    let mask = h.gt(&w)?;
+    let picked = Tensor::where_(&mask, &h, &w.neg()?)?;
+    let m = mask.to_dtype(x.dtype())?;
+    let half = Tensor::full_on(&[], 0.5, x.dtype(), &x.device())?;
+    picked.mul(&m)?.add(&h.sigmoid()?.mul(col)?)?.sub(&half)?.clamp(Some(-0.4), Some(0.9))
+}
+
+fn mixed_inputs(seed: u64, dtype: DType, device: &Device) -> [Tensor; 4] {
+    let t = |s: u64, shape: &[usize]| tensor(s, shape).to_dtype(dtype).unwrap().to(device).unwrap();
+    [t(seed, &[37, 129]), t(seed + 1, &[129]), t(seed + 2, &[37, 1]), t(seed + 3, &[129, 37])]
+}
+
+fn traced_mixed(dtype: DType, device: &Device) -> jit::Traced {
+    let [x, bias, col, wt] = mixed_inputs(20, dtype, device);
+    let (_, mut traced) =
+        jit::trace(&[x], |xs| Ok(vec![mixed(&xs[0], &bias, &col, &wt)?])).expect("the mixed function traces");
+    let before = traced.program().kernels();
+    let s = traced.optimize();
+    assert!(s.fused >= 8, "most of the chain fuses: {s:?}\n{}", traced.program());
+    assert_eq!(traced.program().kernels(), before - s.merged - s.dead - s.fused);
+    traced
+}
+
+fn fused_replay_is_eager_bit_for_bit(dtype: DType) {
+    let traced = traced_mixed(dtype, &Device::Cpu);
+    // The captured operands are the trace's (seeds 21..23); the input is new.
+    let [_, bias, col, wt] = mixed_inputs(20, dtype, &Device::Cpu);
+    let [x, ..] = mixed_inputs(40, dtype, &Device::Cpu);
+    let got = traced.run(std::slice::from_ref(&x)).unwrap();
+    let want = mixed(&x, &bias, &col, &wt).unwrap();
+    assert_eq!(got[0].dtype(), dtype);
+    assert_eq!(bits(&got[0]), bits(&want), "fused {dtype} differs from eager");
+}
+
+#[test]
+fn fused_replays_are_eager_bit_for_bit_in_f32() {
+    fused_replay_is_eager_bit_for_bit(DType::F32);
+}
+
+#[test]
+fn fused_replays_are_eager_bit_for_bit_in_f64() {
+    fused_replay_is_eager_bit_for_bit(DType::F64);
+}
+
+#[test]
+fn fused_replays_on_the_gpu_are_eager_within_rounding() {
+    let Some(gpu) = common::gpu() else { return };
+    let traced = traced_mixed(DType::F32, &gpu);
+    let [_, bias, col, wt] = mixed_inputs(20, DType::F32, &gpu);
+    let [x, ..] = mixed_inputs(40, DType::F32, &gpu);
+    let got = traced.run(std::slice::from_ref(&x)).unwrap();
+    close(&got[0], &mixed(&x, &bias, &col, &wt).unwrap(), "fused on the GPU vs eager on the GPU");
+    let cpu = |t: &Tensor| t.to(&Device::Cpu).unwrap();
+    close(&got[0], &mixed(&cpu(&x), &cpu(&bias), &cpu(&col), &cpu(&wt)).unwrap(), "fused on the GPU vs the cpu");
+}
+
+// ---- the fused kernel on its own, against its steps run one by one
+
+fn unary(row: &'static skiff::kernel::UnaryKernel, p0: f64) -> FusedOp {
+    FusedOp::Unary { row, params: [Scalar(p0), Scalar(0.0)] }
+}
+
+/// t0 = x0 * 1.5; t1 = t0 + x1; t2 = t1 > x2; t3 = tanh(t1); t4 = t2 ? t3 : x2;
+/// t5 = f(t2); t6 = t4 * t5; t7 = t6 - x3: a transposed input with an offset,
+/// a bias with an offset, a column and a 0-d scalar, over [6, 300].
+fn direct_spec(dtype: DType) -> (FusedElementwise, Vec<Layout>, Vec<usize>) {
+    use skiff::ops::{binary, compare, unary as u};
+    use Operand::{Input as X, Step as T};
+    let step = |op, args: Vec<Operand>, dtype| FusedStep { op, args, dtype };
+    let steps = vec![
+        step(unary(&u::MUL_SCALAR.kernel, 1.5), vec![X(0)], dtype),
+        step(FusedOp::Binary { row: &binary::ADD.kernel }, vec![T(0), X(1)], dtype),
+        step(FusedOp::Compare { row: &compare::GT.kernel }, vec![T(1), X(2)], DType::Bool),
+        step(unary(&u::TANH.kernel, 0.0), vec![T(1)], dtype),
+        step(FusedOp::Where, vec![T(2), T(3), X(2)], dtype),
+        step(FusedOp::Cast { to: dtype }, vec![T(2)], dtype),
+        step(FusedOp::Binary { row: &binary::MUL.kernel }, vec![T(4), T(5)], dtype),
+        step(FusedOp::Binary { row: &binary::SUB.kernel }, vec![T(6), X(3)], dtype),
+    ];
+    let l = |shape: &[usize], strides: &[usize], offset| Layout {
+        shape: shape.iter().copied().collect(),
+        strides: strides.iter().copied().collect(),
+        offset,
+    };
+    let layouts = vec![
+        l(&[6, 300], &[1, 6], 2), // a [300, 6] matrix (from element 2) transposed
+        l(&[300], &[1], 5),       // a bias row from element 5
+        l(&[6, 1], &[1, 1], 0),   // a column
+        l(&[], &[], 7),           // a 0-d scalar
+    ];
+    (FusedElementwise { inputs: vec![dtype; 4], steps }, layouts, vec![6, 300])
+}
+
+fn host(dtype: DType, seed: u64) -> CpuBuffer {
+    let v = values(seed, 1810);
+    match dtype {
+        DType::F64 => CpuBuffer::F64(v.into_iter().map(f64::from).collect()),
+        _ => CpuBuffer::F32(v),
+    }
+}
+
+fn host_bits(b: &CpuBuffer) -> Vec<u64> {
+    match b {
+        CpuBuffer::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        CpuBuffer::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+        other => panic!("unexpected {:?}", other.dtype()),
+    }
+}
+
+/// Each step as its own kernel (the specs eager code runs), over the same views.
+fn step_by_step(spec: &FusedElementwise, inputs: &[View], shape: &[usize]) -> Buffer {
+    let whole = Layout::contiguous(shape);
+    let mut done: Vec<Buffer> = Vec::new();
+    for s in &spec.steps {
+        let kernel = match &s.op {
+            FusedOp::Unary { row, params } => KernelSpec::Unary { row, params: *params },
+            FusedOp::Binary { row } => KernelSpec::Binary { row },
+            FusedOp::Compare { row } => KernelSpec::Compare { row },
+            FusedOp::Where => KernelSpec::Where,
+            FusedOp::Cast { to } => KernelSpec::Cast { to: *to },
+            FusedOp::Copy => KernelSpec::Copy,
+        };
+        let views: Vec<View> = s
+            .args
+            .iter()
+            .map(|a| match *a {
+                Operand::Input(k) => inputs[k],
+                Operand::Step(i) => View::new(&done[i], &whole),
+            })
+            .collect();
+        let out = backend::run("step", &kernel, &views, shape).unwrap();
+        done.push(out);
+    }
+    done.pop().unwrap()
+}
+
+#[test]
+fn the_fused_kernel_computes_its_steps_bit_for_bit_on_the_cpu() {
+    for dtype in [DType::F32, DType::F64] {
+        let (spec, layouts, shape) = direct_spec(dtype);
+        let bufs: Vec<Buffer> = (0..4).map(|k| Buffer::Cpu(host(dtype, 50 + k))).collect();
+        let views: Vec<View> = bufs.iter().zip(&layouts).map(|(b, l)| View::new(b, l)).collect();
+        let got = backend::run("fused", &KernelSpec::Fused(spec.clone().into()), &views, &shape).unwrap();
+        let want = step_by_step(&spec, &views, &shape);
+        let (got, want) = (got.as_cpu().unwrap(), want.as_cpu().unwrap());
+        assert_eq!(got.len(), 1800);
+        assert_eq!(host_bits(got), host_bits(want), "{dtype}");
+        // Not vacuous: both where branches and both mask values occur.
+        let m = match got {
+            CpuBuffer::F32(v) => v.iter().filter(|&&x| x != -values(53, 8)[7]).count(),
+            CpuBuffer::F64(v) => v.iter().filter(|&&x| x != -f64::from(values(53, 8)[7])).count(),
+            _ => 0,
+        };
+        assert!(m > 100 && m < 1800, "{m} of 1800 elements took the first branch");
+    }
+}
+
+#[test]
+fn a_malformed_fused_kernel_is_an_error() {
+    let (mut spec, layouts, shape) = direct_spec(DType::F32);
+    let bufs: Vec<Buffer> = (0..4).map(|k| Buffer::Cpu(host(DType::F32, 60 + k))).collect();
+    let views: Vec<View> = bufs.iter().zip(&layouts).map(|(b, l)| View::new(b, l)).collect();
+    spec.steps[1].args[0] = Operand::Step(5);
+    let e = backend::run("fused", &KernelSpec::Fused(spec.into()), &views, &shape).unwrap_err();
+    assert!(e.to_string().contains("step 1"), "{e}");
+    let (spec, ..) = direct_spec(DType::F32);
+    let e = backend::run("fused", &KernelSpec::Fused(spec.into()), &views[..3], &shape).unwrap_err();
+    assert!(e.to_string().contains("takes 4 inputs"), "{e}");
+}
+
+#[test]
+fn the_fused_kernel_on_the_gpu_matches_the_cpu() {
+    let Some(gpu) = common::gpu() else { return };
+    let (spec, layouts, shape) = direct_spec(DType::F32);
+    let hosts: Vec<CpuBuffer> = (0..4).map(|k| host(DType::F32, 70 + k)).collect();
+    let cpu: Vec<Buffer> = hosts.iter().cloned().map(Buffer::Cpu).collect();
+    let dev: Vec<Buffer> =
+        hosts.iter().map(|h| backend::upload(h, &Layout::contiguous(&[h.len()]), &gpu).unwrap()).collect();
+    let spec = KernelSpec::Fused(spec.into());
+    let run = |bufs: &[Buffer]| {
+        let views: Vec<View> = bufs.iter().zip(&layouts).map(|(b, l)| View::new(b, l)).collect();
+        let out = backend::run("fused", &spec, &views, &shape).unwrap();
+        let whole = Layout::contiguous(&shape);
+        let host = backend::download(View::new(&out, &whole)).unwrap();
+        let CpuBuffer::F32(v) = host else { panic!("f32 out") };
+        Tensor::from_vec(v, &shape).unwrap()
+    };
+    close(&run(&dev), &run(&cpu), "the generated kernel vs the cpu loop");
+}
+
+/// 30 scalar steps need 60 parameter words, more than the params block
+/// holds with the indexing words: the GPU runs such a program step by step.
+#[test]
+fn a_fused_kernel_too_big_for_one_dispatch_still_runs_on_the_gpu() {
+    let long = |x: &Tensor| -> skiff::Result<Tensor> {
+        let mut y = x.clone();
+        for k in 0..15 {
+            y = y.mul_scalar(1.0 + k as f64 / 64.0)?.add_scalar(-0.01 * k as f64)?;
+        }
+        Ok(y)
+    };
+    let x = tensor(80, &[9, 7]);
+    let mut traced = trace1(&x, long);
+    assert_eq!(traced.optimize().fused, 29);
+    let x2 = tensor(81, &[9, 7]);
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&long(&x2).unwrap()));
+    let Some(gpu) = common::gpu() else { return };
+    let xg = x.to(&gpu).unwrap();
+    let mut traced = trace1(&xg, long);
+    assert_eq!(traced.optimize().fused, 29);
+    let x2 = x2.to(&gpu).unwrap();
+    close(&traced.run(std::slice::from_ref(&x2)).unwrap()[0], &long(&x2).unwrap(), "a long chain on the GPU");
+}
+
+/// Every fused kernel of the traced programs above validates with naga.
+#[cfg(feature = "gpu")]
+#[test]
+fn generated_kernels_validate_with_naga() {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+    let mut programs = vec![traced_mixed(DType::F32, &Device::Cpu)];
+    let (x, y) = batch(3, &Device::Cpu);
+    let p = params(2, &Device::Cpu);
+    let mut opt = sgd(&p);
+    step(&p, &mut opt, &x, &y).unwrap();
+    let (_, mut traced) = jit::trace(&[x, y], |i| Ok(vec![step(&p, &mut opt, &i[0], &i[1])?])).unwrap();
+    traced.optimize();
+    programs.push(traced);
+    let mut checked = 0;
+    for t in &programs {
+        for spec in fused(t.program()) {
+            let src = backend::fused_shader_source(spec);
+            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+            Validator::new(ValidationFlags::all(), Capabilities::default())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{}:\n{}", spec.name(), e.emit_to_string(&src)));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "validated {checked} fused kernels");
+}
+
+// ---- a traced MLP training step (as in tests/jit.rs)
+
+fn params(seed: u64, device: &Device) -> Vec<Tensor> {
+    [&[4usize, 8][..], &[8], &[8, 3], &[3]]
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let v: Vec<f32> = values(seed * 10 + k as u64, s.iter().product()).iter().map(|x| x * 0.5).collect();
+            Tensor::from_vec(v, s).unwrap().to(device).unwrap().requires_grad_(true).unwrap()
+        })
+        .collect()
+}
+
+fn batch(seed: u64, device: &Device) -> (Tensor, Tensor) {
+    let x = Tensor::from_vec(values(seed, 20), &[5, 4]).unwrap().to(device).unwrap();
+    let labels: Vec<i32> = values(seed + 100, 5).iter().map(|v| ((v + 1.0) * 1.5) as i32 % 3).collect();
+    (x, Tensor::from_vec(labels, &[5]).unwrap().to(device).unwrap())
+}
+
+fn sgd(p: &[Tensor]) -> Sgd {
+    Sgd::new(p.to_vec(), SgdConfig { lr: 0.1, momentum: 0.9, ..Default::default() }).unwrap()
+}
+
+fn step(p: &[Tensor], opt: &mut Sgd, x: &Tensor, y: &Tensor) -> skiff::Result<Tensor> {
+    opt.zero_grad();
+    let h = x.matmul(&p[0])?.add(&p[1])?.relu()?;
+    let loss = h.matmul(&p[2])?.add(&p[3])?.cross_entropy(y, Reduction::Mean, 0.0)?;
+    loss.backward()?;
+    opt.step()?;
+    Ok(loss.detach())
+}
+
+/// Traces a steady training step on `device` next to an eager twin, fuses
+/// it, and replays 5 steps; `same` compares each loss and the parameters.
+fn fused_training(device: &Device, same: impl Fn(&Tensor, &Tensor, &str)) {
+    let (pa, pb) = (params(5, device), params(5, device));
+    let (mut oa, mut ob) = (sgd(&pa), sgd(&pb));
+    let (x, y) = batch(10, device);
+    step(&pa, &mut oa, &x, &y).unwrap();
+    step(&pb, &mut ob, &x, &y).unwrap();
+    let (x, y) = batch(11, device);
+    let (_, mut traced) = jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&pa, &mut oa, &i[0], &i[1])?])).unwrap();
+    step(&pb, &mut ob, &x, &y).unwrap();
+    let before = traced.program().kernels();
+    let s = traced.optimize();
+    let after = traced.program().kernels();
+    assert_eq!(after, before - s.merged - s.dead - s.fused);
+    // add+relu, the stable softmax's chains, the relu mask's gt+cast+mul, and
+    // per parameter the momentum update (copy, scale, add) and the step (scale, sub).
+    assert!(s.fused >= 15 && fused(traced.program()).len() >= 9, "{s:?}\n{}", traced.program());
+    eprintln!("training step on {device}: {before} kernels, {after} after the passes ({s:?})");
+    for seed in 12..17 {
+        let (x, y) = batch(seed, device);
+        let replayed = traced.run(&[x.clone(), y.clone()]).unwrap();
+        let eager = step(&pb, &mut ob, &x, &y).unwrap();
+        same(&replayed[0], &eager, &format!("loss at step {seed}"));
+    }
+    for (k, (a, b)) in pa.iter().zip(&pb).enumerate() {
+        same(a, b, &format!("parameter {k} after 5 fused steps"));
+    }
+}
+
+#[test]
+fn a_fused_training_step_replays_eager_bit_for_bit() {
+    fused_training(&Device::Cpu, |a, b, what| assert_eq!(bits(a), bits(b), "{what}"));
+}
+
+#[test]
+fn a_fused_training_step_on_the_gpu_stays_with_eager() {
+    if let Some(gpu) = common::gpu() {
+        fused_training(&gpu, close);
+    }
+}
