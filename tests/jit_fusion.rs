@@ -109,6 +109,23 @@ fn a_value_that_is_also_returned_is_not_fused_away() {
     assert_eq!(bits(&got[1]), bits(&want[1]));
 }
 
+/// A member reading a value through another view (a transpose) needs the
+/// value's buffer: it is made by its own kernel.
+#[test]
+fn a_value_read_through_another_view_keeps_its_buffer() {
+    let x = tensor(11, &[3, 3]);
+    let f = |x: &Tensor| x.exp()?.transpose(0, 1)?.add(x)?.relu();
+    let mut traced = trace1(&x, f);
+    assert_eq!(traced.optimize(), stats(0, 0, 1));
+    let text = traced.program().to_string();
+    assert!(
+        text.contains("= unary:exp(%0)") && text.contains("= fused:add+relu(%1[3, 3; strides 1, 3; +0], %0)"),
+        "{text}"
+    );
+    let x2 = tensor(12, &[3, 3]);
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
 /// `before` is read from `b` before an in-place write into `b`: fused into
 /// the add after the write, it would read the new values.
 #[test]
@@ -234,6 +251,27 @@ fn fused_replays_on_the_gpu_are_eager_within_rounding() {
     close(&got[0], &mixed(&x, &bias, &col, &wt).unwrap(), "fused on the GPU vs eager on the GPU");
     let cpu = |t: &Tensor| t.to(&Device::Cpu).unwrap();
     close(&got[0], &mixed(&cpu(&x), &cpu(&bias), &cpu(&col), &cpu(&wt)).unwrap(), "fused on the GPU vs the cpu");
+}
+
+/// Nine operands summed: a fused kernel binds at most `MAX_INPUTS` (7)
+/// inputs, so the chain splits into kernels that each fit.
+#[test]
+fn a_fused_kernel_reads_at_most_seven_inputs() {
+    let xs: Vec<Tensor> = (0..9).map(|k| tensor(90 + k, &[3, 4])).collect();
+    let sum = |xs: &[Tensor]| -> skiff::Result<Tensor> {
+        let mut y = xs[0].clone();
+        for x in &xs[1..] {
+            y = y.add(x)?;
+        }
+        Ok(y)
+    };
+    let (_, mut traced) = jit::trace(&xs, |xs| Ok(vec![sum(xs)?])).unwrap();
+    assert_eq!(traced.program().kernels(), 8);
+    assert_eq!(traced.optimize().fused, 6);
+    let widths: Vec<usize> = fused(traced.program()).iter().map(|f| f.inputs.len()).collect();
+    assert_eq!(widths, vec![3, skiff::kernel::fused::MAX_INPUTS], "{}", traced.program());
+    let ys: Vec<Tensor> = (0..9).map(|k| tensor(100 + k, &[3, 4])).collect();
+    assert_eq!(bits(&traced.run(&ys).unwrap()[0]), bits(&sum(&ys).unwrap()));
 }
 
 // ---- the fused kernel on its own, against its steps run one by one

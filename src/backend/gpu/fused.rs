@@ -252,3 +252,29 @@ fn step_by_step(spec: &FusedElementwise, inputs: &[(&GpuBuffer, &Layout)], out_s
     }
     done.pop().ok_or_else(|| Error::value("fused", "internal: a fused kernel without steps"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::params;
+    use crate::shape::Layout;
+
+    #[test]
+    fn the_params_block_holds_the_merged_views_and_refuses_what_does_not_fit() {
+        let l = |shape: &[usize], strides: &[usize], offset| Layout {
+            shape: shape.iter().copied().collect(),
+            strides: strides.iter().copied().collect(),
+            offset,
+        };
+        // A transposed [3, 4] operand from element 5 and a bias row from element 2.
+        let (t, b) = (l(&[3, 4], &[1, 3], 5), l(&[4], &[1], 2));
+        let m = params(&[3, 4], &[&t, &b], &[7, 8]).unwrap();
+        assert_eq!(m, vec![12, 2, 0, 3, 4, 5, 1, 3, 2, 0, 1, 7, 8]);
+        // Laid out like the output: one merged dim and its bit set.
+        let c = Layout::contiguous(&[9, 7]);
+        assert_eq!(params(&[9, 7], &[&c], &[]).unwrap(), vec![63, 1, 1, 63, 0, 1]);
+        // 3 + 1 + 2 words of indexing: 58 scalars fit in 64 words, 60 do not
+        // (30 unary steps run step by step, tests/jit_fusion.rs).
+        assert_eq!(params(&[9, 7], &[&c], &[0; 58]).unwrap().len(), 64);
+        assert!(params(&[9, 7], &[&c], &[0; 60]).is_none());
+    }
+}
