@@ -6,9 +6,15 @@
 //! through the params block, so programs that differ only in their numbers
 //! (a learning rate) share one pipeline.
 //!
+//! Each arithmetic step's value is rounded to f32 as the eager kernel's
+//! stored result is: it passes through an xor with a zero the compiler
+//! cannot see (bit 31 of `m[2]`, never set), so no driver contracts a
+//! multiply in one step with an add in the next into an fma, which would
+//! round once where eager code rounds twice.
+//!
 //! Params (`m`, 64 u32): `m[0]` elements, `m[1]` rank r (after merging dims
 //! contiguous for every operand), `m[2]` a bit per input laid out like the
-//! output (read at `offset + i`), `m[3..3 + r]` the merged shape, then per
+//! output (read at `offset + i`; at most 31 inputs), `m[3..3 + r]` the merged shape, then per
 //! input `[offset, r strides]`, then two f32 scalars per unary step. A
 //! program whose block does not fit (many inputs of high rank) or that
 //! binds more storage buffers than the device allows runs step by step
@@ -125,6 +131,10 @@ fn fused_index(i: u32, k: u32) -> u32 {
             }
             Expr::Copy => a[0].clone(),
         };
+        let call = match expr {
+            Expr::Unary(_) | Expr::Binary(_) => format!("bitcast<f32>(bitcast<u32>({call}) ^ opaque_zero)"),
+            _ => call,
+        };
         let _ = writeln!(body, "    let t{j}: {t} = {call};");
     }
     let loads: String = (0..n_in).map(|k| format!("    let x{k} = X{k}[fused_index(i, {k}u)];\n")).collect();
@@ -139,6 +149,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     if (i >= pm(0u)) {{ return; }}
     let r = pm(1u);
     let sc = 3u + r + {n_in}u * (r + 1u);
+    let opaque_zero = pm(2u) & 0x80000000u;
 {loads}{body}    OUT[i] = t{last};
 }}
 "
@@ -169,7 +180,8 @@ fn params(out_shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Option<V
     let (shape, strides) = coalesce(out_shape, &all);
     let r = shape.len();
     let words = 3 + r + layouts.len() * (r + 1) + scalars.len();
-    if r > MAX_RANK || words * 4 > PARAM_BYTES as usize || layouts.len() > 32 {
+    // Bit 31 of the input mask is the kernels' opaque zero.
+    if r > MAX_RANK || words * 4 > PARAM_BYTES as usize || layouts.len() > 31 {
         return None;
     }
     let mut m = Vec::with_capacity(words);
