@@ -320,3 +320,24 @@ fn a_host_readback_inside_a_compiled_function_is_an_error_at_capture() {
     let Err(e) = compiled.call(&[Tensor::ones(&[3], DType::F32).unwrap()]) else { panic!("item() is refused") };
     assert!(e.to_string().contains("host_copy") && e.to_string().contains("cannot be captured"), "{e}");
 }
+
+#[test]
+fn a_learning_rate_bound_inside_a_fused_kernel_follows_the_schedule() {
+    // SGD's `p - lr * g` fuses into one kernel whose scalar stays bound to the cell.
+    let make = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
+        Box::new(Sgd::new(p, SgdConfig { lr: 0.1, ..Default::default() }).unwrap())
+    };
+    let p = params(4, &Device::Cpu);
+    let opt = RefCell::new(make(p.clone()));
+    let mut compiled = jit::compile(|i: &[Tensor]| Ok(vec![step(&p, &mut **opt.borrow_mut(), &i[0], &i[1], false)?]));
+    let (x, y) = batch(1, 5, &Device::Cpu);
+    for _ in 0..2 {
+        compiled.call(&[x.clone(), y.clone()]).unwrap();
+    }
+    let text = compiled.programs()[0].program().to_string();
+    assert!(
+        text.lines().any(|l| l.contains("= fused:") && l.contains("mul_scalar") && l.contains("= $SGD.lr[0]]")),
+        "no fused kernel with a bound learning rate in\n{text}"
+    );
+    compiled_training_matches_eager(&make, &Device::Cpu, false, 8);
+}

@@ -29,6 +29,13 @@ pub fn shader_sources(rows: &crate::kernel::RowSources) -> Vec<(String, String)>
     gpu::catalog::all_kernel_sources(rows)
 }
 
+/// The WGSL kernel the GPU backend generates for a fused program (for
+/// validation: tests/jit_fusion.rs checks those of traced programs).
+#[cfg(feature = "gpu")]
+pub fn fused_shader_source(spec: &crate::kernel::FusedElementwise) -> String {
+    gpu::fused::source(spec)
+}
+
 /// A device buffer.
 #[derive(Debug)]
 pub enum Buffer {

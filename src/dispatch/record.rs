@@ -319,7 +319,7 @@ pub(crate) fn bind(op: &'static str, mark: usize, at: usize, sym: &Sym) {
         let from = mark.min(r.program.instrs.len());
         let mut found = r.program.instrs[from..]
             .iter_mut()
-            .filter(|i| i.spec().and_then(|s| s.scalars().get(at)).is_some_and(|s| s.0.to_bits() == bits));
+            .filter(|i| i.spec().and_then(|s| s.scalars().get(at).copied()).is_some_and(|s| s.0.to_bits() == bits));
         match (found.next(), found.next()) {
             (Some(instr), None) => {
                 if let Instr::Run { binds, .. } | Instr::Create { binds, .. } | Instr::Into { binds, .. } = instr {

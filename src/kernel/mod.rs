@@ -4,11 +4,13 @@
 //! kernels here and the backends can run them without knowing any op.
 
 mod check;
+pub mod fused;
 pub mod random;
 mod sequence;
 mod spec;
 
 pub use check::{CheckWhat, Effect, IndexCheck};
+pub use fused::{FusedElementwise, FusedOp, FusedStep, Operand};
 pub use random::Distribution;
 pub use sequence::Sequence;
 pub use spec::{KernelSpec, Scalar};

@@ -4,10 +4,12 @@
 //! can be recorded, compared, hashed and replayed.
 
 use super::{
-    BinaryKernel, CompareKernel, Distribution, IndexCheck, PoolWindows, ReduceKind, Sequence, UnaryKernel, Window2d,
+    BinaryKernel, CompareKernel, Distribution, FusedElementwise, IndexCheck, PoolWindows, ReduceKind, Sequence,
+    UnaryKernel, Window2d,
 };
 use crate::dtype::DType;
 use crate::shape::Dims;
+use std::sync::Arc;
 
 /// An f64 parameter compared and hashed by its bits (so specs can be keys;
 /// `-0.0` and `0.0` are different kernels, every NaN its own).
@@ -96,6 +98,10 @@ pub enum KernelSpec {
     /// `hyper` is `[lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1)]`.
     /// Inputs: `[grad]`; outputs (written): `[param, m, v]`.
     Adam { hyper: [Scalar; 8] },
+    /// A chain (or DAG) of elementwise steps in one kernel (`program::fuse`
+    /// makes these): inputs broadcast to the output shape, one contiguous
+    /// output. Inputs: one view per `FusedElementwise::inputs`.
+    Fused(Arc<FusedElementwise>),
 }
 
 impl KernelSpec {
@@ -124,28 +130,50 @@ impl KernelSpec {
             KernelSpec::Gather { .. } => "gather".into(),
             KernelSpec::IndexAdd { .. } => "index_add".into(),
             KernelSpec::ScatterAdd { .. } => "scatter_add".into(),
+            KernelSpec::Fused(f) => f.name(),
         }
     }
 
     /// The spec's f64 parameters in a fixed order (a unary row's two params,
-    /// a fill's value, Adam's eight hyperparameters): what a program may
-    /// recompute from host numbers at every run (`program::Bind`).
-    pub fn scalars_mut(&mut self) -> &mut [Scalar] {
+    /// a fill's value, Adam's eight hyperparameters, a fused kernel's unary
+    /// steps' params in step order): what a program may recompute from host
+    /// numbers at every run (`program::Bind`).
+    pub fn scalars(&self) -> Vec<Scalar> {
         match self {
-            KernelSpec::Unary { params, .. } => params,
-            KernelSpec::Fill { value, .. } => std::slice::from_mut(value),
-            KernelSpec::Adam { hyper } => hyper,
-            _ => &mut [],
+            KernelSpec::Unary { params, .. } => params.to_vec(),
+            KernelSpec::Fill { value, .. } => vec![*value],
+            KernelSpec::Adam { hyper } => hyper.to_vec(),
+            KernelSpec::Fused(f) => f.steps.iter().flat_map(|s| s.op.scalars().iter().copied()).collect(),
+            _ => Vec::new(),
         }
     }
 
-    /// The scalars, in `scalars_mut`'s order.
-    pub fn scalars(&self) -> &[Scalar] {
-        match self {
-            KernelSpec::Unary { params, .. } => params,
-            KernelSpec::Fill { value, .. } => std::slice::from_ref(value),
-            KernelSpec::Adam { hyper } => hyper,
-            _ => &[],
+    /// Sets scalar `at` of `scalars`' order; false when there is none there.
+    pub fn set_scalar(&mut self, at: usize, v: f64) -> bool {
+        let slot = match self {
+            KernelSpec::Unary { params, .. } => params.get_mut(at),
+            KernelSpec::Fill { value, .. } => (at == 0).then_some(value),
+            KernelSpec::Adam { hyper } => hyper.get_mut(at),
+            KernelSpec::Fused(f) => {
+                let mut left = at;
+                Arc::make_mut(f).steps.iter_mut().find_map(|s| {
+                    let params = s.op.scalars_mut();
+                    if left < params.len() {
+                        params.get_mut(left)
+                    } else {
+                        left -= params.len();
+                        None
+                    }
+                })
+            }
+            _ => None,
+        };
+        match slot {
+            Some(s) => {
+                *s = Scalar(v);
+                true
+            }
+            None => false,
         }
     }
 
@@ -159,6 +187,7 @@ impl KernelSpec {
             | KernelSpec::Gather { .. } => 2,
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,
             KernelSpec::Fill { .. } | KernelSpec::Sequence { .. } | KernelSpec::Random { .. } => 0,
+            KernelSpec::Fused(f) => f.inputs.len(),
             _ => 1,
         }
     }

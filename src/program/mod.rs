@@ -18,6 +18,7 @@
 //!
 //! Below `dispatch` and above `backend`: this module never sees a tensor.
 
+mod fuse;
 pub mod host;
 mod passes;
 mod replay;
@@ -30,6 +31,7 @@ use crate::kernel::KernelSpec;
 use crate::shape::{Dims, Layout};
 use std::sync::Arc;
 
+pub use fuse::FUSED_OP;
 pub use host::{Expr, HostRef, HostScalar, Sym};
 pub use passes::PassStats;
 pub use replay::Bound;

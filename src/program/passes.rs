@@ -10,7 +10,11 @@
 //!   program does not own (inputs, captured storages) and range checks are
 //!   always kept, and so are host updates: they are the program's effects.
 //!
-//! `optimize` runs both, CSE first (it leaves duplicates dead).
+//! - `fuse_elementwise` (fuse.rs): maximal groups of elementwise
+//!   instructions become one fused kernel.
+//!
+//! `optimize` runs CSE first (it leaves duplicates dead), then dead-code
+//! elimination, then fusion (so a dead reader keeps no value out of a group).
 
 use super::{Arg, Bind, Instr, Program, Source, ValueId};
 use crate::kernel::KernelSpec;
@@ -22,6 +26,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub struct PassStats {
     pub merged: usize,
     pub dead: usize,
+    /// Instructions fusion removed (a group of n becomes one: n - 1).
+    pub fused: usize,
 }
 
 /// An operand as CSE compares it: the slot, the view and how many times the
@@ -29,11 +35,12 @@ pub struct PassStats {
 type Key = (KernelSpec, Vec<Bind>, Vec<(ValueId, Layout, u32)>, Vec<usize>);
 
 impl Program {
-    /// Both passes; returns what they removed.
+    /// The passes in order; returns what they removed.
     pub fn optimize(&mut self) -> PassStats {
         let merged = self.eliminate_common_subexpressions();
         let dead = self.eliminate_dead_code();
-        PassStats { merged, dead }
+        let fused = self.fuse_elementwise();
+        PassStats { merged, dead, fused }
     }
 
     /// Reuses the result of an earlier identical `Run` / `Create`; returns

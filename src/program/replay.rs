@@ -4,7 +4,7 @@
 use super::{Arg, Bind, Instr, Program, Source};
 use crate::backend::{self, new_storage, Storage, View, ViewMut};
 use crate::error::{Error, Result};
-use crate::kernel::{KernelSpec, Scalar};
+use crate::kernel::KernelSpec;
 use crate::random::with_generator;
 use crate::shape::Layout;
 use std::borrow::Cow;
@@ -95,11 +95,8 @@ fn bound<'a>(spec: &'a KernelSpec, binds: &[Bind]) -> Cow<'a, KernelSpec> {
         return Cow::Borrowed(spec);
     }
     let mut spec = spec.clone();
-    let scalars = spec.scalars_mut();
     for b in binds {
-        if let Some(s) = scalars.get_mut(b.at) {
-            *s = Scalar(b.expr.eval());
-        }
+        spec.set_scalar(b.at, b.expr.eval());
     }
     Cow::Owned(spec)
 }

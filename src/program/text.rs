@@ -15,9 +15,17 @@
 //! Host cells (`$name`) are listed with their values at print time; a
 //! kernel scalar a run computes from them prints as `[p<at> = expr]`.
 //! An operand prints as its slot when it reads the whole buffer row-major,
-//! else with its view: `%2[3, 4; strides 1, 3; +0]`.
+//! else with its view: `%2[3, 4; strides 1, 3; +0]`. A fused kernel prints
+//! its steps on the next line, over its operands (`x0`, `x1`, ...) and the
+//! earlier steps (`t0`, ...), with each unary step's two scalars:
+//!
+//! ```text
+//!   %4: f32[4, 2] = fused:add+relu(%2, %1)  # fused
+//!       { t0 = add(x0, x1); t1 = relu(t0; 0, 0) }
+//! ```
 
 use super::{Arg, Bind, Instr, Program, Source, Value};
+use crate::kernel::KernelSpec;
 use std::fmt;
 
 fn dims(d: &[usize]) -> String {
@@ -81,7 +89,12 @@ impl fmt::Display for Program {
             let line = match instr {
                 Instr::Run { op, spec, binds: b, inputs, out, shape } => {
                     let t = value_type(&self.values[*out], shape);
-                    format!("%{out}: {t} = {}({}){}  # {op}", spec.name(), self.args(inputs), binds(b))
+                    let line = format!("%{out}: {t} = {}({}){}  # {op}", spec.name(), self.args(inputs), binds(b));
+                    match spec {
+                        // The fused steps on the next line, over x0, x1, ... (the operands).
+                        KernelSpec::Fused(body) => format!("{line}\n      {body}"),
+                        _ => line,
+                    }
                 }
                 Instr::Create { op, spec, binds: b, out, shape } => {
                     let t = value_type(&self.values[*out], shape);

@@ -6,6 +6,7 @@ pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, Cp
 pub mod conv;
 pub mod create;
 pub mod elementwise;
+pub mod fused;
 pub mod index;
 pub mod matmul;
 pub mod optim;

@@ -108,6 +108,7 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs)?,
+        KernelSpec::Fused(f) => super::fused::run(op, f, inputs, out_shape)?,
         KernelSpec::Fill { .. }
         | KernelSpec::Sequence { .. }
         | KernelSpec::Random { .. }

@@ -37,6 +37,46 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.push(("optim:adam:f32".to_string(), super::optim::adam_source()));
     all.extend(index::sources());
     all.extend(conv::sources());
+    all.extend(fused_sources(rows));
+    all
+}
+
+/// Fused kernels that put every row's expression into a generated kernel
+/// (as a step function), every compare, where, cast and copy step for each
+/// dtype, and the most inputs a fused kernel reads.
+fn fused_sources(rows: &Rows) -> Vec<(String, String)> {
+    use super::fused::{source_of, Expr, StepSource};
+    use crate::kernel::fused::MAX_INPUTS;
+    use crate::kernel::Operand::{Input as X, Step as T};
+    let prev = |j: usize| if j == 0 { X(0) } else { T(j - 1) };
+    let mut all = Vec::new();
+    let unary: Vec<StepSource> =
+        rows.unary.iter().enumerate().map(|(j, (_, e))| (Expr::Unary(e), vec![prev(j)], DType::F32)).collect();
+    let binary: Vec<StepSource> =
+        rows.binary.iter().enumerate().map(|(j, (_, e))| (Expr::Binary(e), vec![prev(j), X(1)], DType::F32)).collect();
+    if !unary.is_empty() {
+        all.push(("fused:unary rows".to_string(), source_of(&[DType::F32], &unary)));
+    }
+    if !binary.is_empty() {
+        all.push(("fused:binary rows".to_string(), source_of(&[DType::F32; 2], &binary)));
+    }
+    if let Some((_, add)) = rows.binary.first() {
+        let wide: Vec<StepSource> =
+            (1..MAX_INPUTS).map(|k| (Expr::Binary(add), vec![prev(k - 1), X(k)], DType::F32)).collect();
+        all.push(("fused:widest".to_string(), source_of(&[DType::F32; MAX_INPUTS], &wide)));
+    }
+    for dt in GPU_DTYPES {
+        let mut steps: Vec<StepSource> =
+            rows.compare.iter().map(|(_, e)| (Expr::Compare(e), vec![X(0), X(1)], DType::Bool)).collect();
+        let mask = if steps.is_empty() { X(2) } else { T(0) };
+        steps.push((Expr::Where, vec![mask, X(0), X(1)], dt));
+        let selected = T(steps.len() - 1);
+        for to in GPU_DTYPES {
+            steps.push((Expr::Cast, vec![selected], to));
+        }
+        steps.push((Expr::Copy, vec![selected], dt));
+        all.push((format!("fused:compare where cast:{}", dt.name()), source_of(&[dt, dt, DType::Bool], &steps)));
+    }
     all
 }
 

@@ -216,7 +216,7 @@ pub(crate) fn where_source(dt: DType) -> String {
     .source()
 }
 
-fn convert(from: DType, to: DType) -> String {
+pub(crate) fn convert(from: DType, to: DType) -> String {
     let (f, t) = (wgsl_type(from), wgsl_type(to));
     match (from, to) {
         _ if f == t => "x".into(),

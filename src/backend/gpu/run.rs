@@ -81,6 +81,14 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs, out_shape),
+        KernelSpec::Fused(f) => {
+            let views = inputs
+                .iter()
+                .map(|v| v.buffer.as_gpu().map(|b| (b, v.layout)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| mismatch(op, spec))?;
+            super::fused::run(op, f, &views, out_shape)
+        }
         KernelSpec::Fill { .. }
         | KernelSpec::Sequence { .. }
         | KernelSpec::Random { .. }
