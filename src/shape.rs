@@ -132,7 +132,7 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], shape: &[usize]) -> Resu
 
 /// A strided view of a storage buffer: element (i0, i1, ...) lives at
 /// `offset + sum(ik * strides[k])`. Broadcast dims have stride 0.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Layout {
     pub shape: Dims,
     pub strides: Dims,
@@ -140,6 +140,24 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Whether every element of the view lies inside a buffer of `len`
+    /// elements (for views read from files; arithmetic checked).
+    pub fn fits_in(&self, len: usize) -> bool {
+        if self.shape.len() != self.strides.len() {
+            return false;
+        }
+        if self.shape.contains(&0) {
+            return true;
+        }
+        let mut last = self.offset;
+        for (&d, &s) in self.shape.iter().zip(&self.strides) {
+            match (d - 1).checked_mul(s).and_then(|x| last.checked_add(x)) {
+                Some(v) => last = v,
+                None => return false,
+            }
+        }
+        last < len
+    }
     pub fn contiguous(shape: &[usize]) -> Layout {
         Layout { shape: shape.into(), strides: contiguous_strides(shape), offset: 0 }
     }

@@ -95,6 +95,8 @@ fn compiled_training_matches_eager(
     assert_eq!(counts(&sa)[0], Some(steps));
     assert_eq!(oa.borrow().lr(0), ob.lr(0));
     assert_eq!((compiled.captures(), compiled.replays()), (2, steps - 2), "{:#?}", compiled.log());
+    // What a load would check holds for every captured program.
+    compiled.programs().iter().for_each(|t| t.program().validate().unwrap());
     assert!(
         compiled.log()[0].contains("first call") && compiled.log()[0].contains("not kept"),
         "{:#?}",

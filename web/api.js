@@ -20,6 +20,7 @@ export const Module = raw.Module;
 export const Loss = raw.Loss;
 export const Optimizer = raw.Optimizer;
 export const LrScheduler = raw.LrScheduler;
+export const InferenceModel = raw.InferenceModel;
 export { SkiffError };
 
 let loadWasm = null;
@@ -341,7 +342,7 @@ raw.FunctionCtx.prototype.saveForBackward = function save(...ts) {
 
 // Calls on a freed handle name the member called (checks.js).
 nameFreedCalls(raw.Tensor, '');
-for (const cls of [raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle]) {
+for (const cls of [raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle, raw.InferenceModel]) {
   nameFreedCalls(cls, cls.name);
 }
 
@@ -538,6 +539,16 @@ export function jit(fn, options = {}) {
   });
   return call;
 }
+
+/**
+ * Loads a model saved by Rust's `skiff::jit::save_inference_model` (one
+ * safetensors file: the forward program and the weights) onto the default
+ * device, or `{ device }`; `model.run(x)` runs it.
+ */
+export const loadInferenceModel = (bytes, options) => {
+  ready('loadInferenceModel');
+  return raw.loadInferenceModel(bytes, options);
+};
 
 // nn, optim and the free functions over modules live in modules.js.
 export * from './modules.js';

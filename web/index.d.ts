@@ -9,6 +9,7 @@ import type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup 
 import {
   FunctionCtx,
   HookHandle,
+  InferenceModel,
   Loss,
   LrScheduler,
   Module,
@@ -27,13 +28,14 @@ import {
   initXavierNormal_,
   initXavierUniform_,
   initZeros_,
+  loadInferenceModel,
   loadSafetensors,
   saveSafetensors,
   stack,
 } from '../pkg/skiff.js';
 
-export { FunctionCtx, HookHandle, Loss, LrScheduler, Module, ModuleHookHandle, Optimizer, Tensor };
-export { clipGradNorm, clipGradValue, loadSafetensors, saveSafetensors, stack };
+export { FunctionCtx, HookHandle, InferenceModel, Loss, LrScheduler, Module, ModuleHookHandle, Optimizer, Tensor };
+export { clipGradNorm, clipGradValue, loadInferenceModel, loadSafetensors, saveSafetensors, stack };
 export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup };
 
 // ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test js_surface` rewrites this part

@@ -39,8 +39,10 @@
 //! ```
 
 mod compile;
+mod export;
 
 pub use compile::{compile, Compiled};
+pub use export::{inference_bytes, load, load_inference_model, save_inference_model};
 
 use crate::device::Device;
 use crate::dispatch::record::{self, Stamp};
@@ -113,6 +115,11 @@ pub fn trace(inputs: &[Tensor], f: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>
 impl Traced {
     pub fn program(&self) -> &Program {
         &self.program
+    }
+
+    /// What each input must be: its dtype and shape.
+    pub fn input_specs(&self) -> impl Iterator<Item = (DType, &[usize])> + '_ {
+        self.inputs.iter().map(|i| (i.dtype, i.layout.shape.as_slice()))
     }
 
     /// Runs the program's passes (common subexpressions, dead code; see

@@ -7,7 +7,8 @@ use crate::error::Error;
 
 /// What an out-of-range value does to the result of a device-checked op
 /// (said in the error).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// gather, index_select, embedding: those output elements are 0.
     ReadsZero,
@@ -16,7 +17,8 @@ pub enum Effect {
 }
 
 /// What a check's values index, for its error message.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CheckWhat {
     /// Positions along `axis` of a data operand of `data_shape`.
     Index { axis: usize, data_shape: Vec<usize>, index_shape: Vec<usize>, effect: Effect },
@@ -26,11 +28,26 @@ pub enum CheckWhat {
 
 /// One range check: every i32 value of the index must lie in `0..dim`;
 /// `op` is the op the caller called (a failure names it).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct IndexCheck {
     pub op: &'static str,
     pub dim: usize,
     pub what: CheckWhat,
+}
+
+/// `IndexCheck` as read from a file (its op name interned on conversion).
+#[derive(serde::Deserialize)]
+struct OwnedCheck {
+    op: String,
+    dim: usize,
+    what: CheckWhat,
+}
+
+impl<'de> serde::Deserialize<'de> for IndexCheck {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IndexCheck, D::Error> {
+        let c = OwnedCheck::deserialize(d)?;
+        Ok(IndexCheck { op: super::intern(&c.op), dim: c.dim, what: c.what })
+    }
 }
 
 impl IndexCheck {

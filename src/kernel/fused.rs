@@ -19,14 +19,25 @@ pub const MAX_INPUTS: usize = 7;
 pub const MAX_STEPS: usize = 32;
 
 /// What one step computes (the elementwise kernel specs, without their views).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FusedOp {
     /// `row(x, params)`; args `[x]`.
-    Unary { row: &'static UnaryKernel, params: [Scalar; 2] },
+    Unary {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static UnaryKernel,
+        params: [Scalar; 2],
+    },
     /// `row(a, b)`; args `[a, b]`.
-    Binary { row: &'static BinaryKernel },
+    Binary {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static BinaryKernel,
+    },
     /// A comparison row, a bool mask; args `[a, b]`.
-    Compare { row: &'static CompareKernel },
+    Compare {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static CompareKernel,
+    },
     /// `c ? a : b`; args `[c, a, b]`.
     Where,
     /// A conversion to `to` (as `KernelSpec::Cast`); args `[x]`.
@@ -75,7 +86,8 @@ impl FusedOp {
 }
 
 /// What a step reads: an input view or an earlier step's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Operand {
     Input(usize),
     Step(usize),
@@ -91,7 +103,7 @@ impl fmt::Display for Operand {
 }
 
 /// One step: `op` over `args`, giving a value of `dtype`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FusedStep {
     pub op: FusedOp,
     pub args: Vec<Operand>,
@@ -100,7 +112,7 @@ pub struct FusedStep {
 
 /// The fused kernel: the dtypes of its input views (in the order the views
 /// are passed) and its steps in order; the output is the last step's value.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FusedElementwise {
     pub inputs: Vec<DType>,
     pub steps: Vec<FusedStep>,

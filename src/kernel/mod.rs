@@ -7,12 +7,14 @@ mod check;
 pub mod fused;
 pub mod random;
 mod sequence;
+mod serial;
 mod spec;
 
 pub use check::{CheckWhat, Effect, IndexCheck};
 pub use fused::{FusedElementwise, FusedOp, FusedStep, Operand};
 pub use random::Distribution;
 pub use sequence::Sequence;
+pub use serial::{intern, with_rows, RowTable};
 pub use spec::{KernelSpec, Scalar};
 
 /// The elementwise table rows, as (name, WGSL expression): the registry
@@ -27,7 +29,7 @@ pub struct RowSources {
 }
 
 /// What a reduction computes along its axes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ReduceKind {
     Sum,
     Max,
@@ -36,7 +38,7 @@ pub enum ReduceKind {
 
 /// The geometry of one unfold/fold: input [n, c, h, w], kernel, stride,
 /// padding, dilation, and the resulting grid of out_h x out_w windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Window2d {
     pub n: usize,
     pub c: usize,
@@ -62,7 +64,7 @@ impl Window2d {
 }
 
 /// The window geometry of a max-pool argmax over [h, w] planes (dilation 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct PoolWindows {
     pub h: usize,
     pub w: usize,

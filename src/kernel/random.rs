@@ -14,7 +14,8 @@ use super::Scalar;
 use crate::dtype::DType;
 
 /// What a random fill draws, per element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Distribution {
     /// Uniform in `[lo, hi)` (all `lo` when `lo == hi`); float dtypes.
     Uniform { lo: Scalar, hi: Scalar },

@@ -5,7 +5,8 @@
 use super::Scalar;
 
 /// A deterministic fill, element by element in row-major order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Sequence {
     /// `start + i * step` (arange).
     Arange { start: Scalar, step: Scalar },

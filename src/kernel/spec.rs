@@ -31,14 +31,25 @@ impl std::hash::Hash for Scalar {
 /// A kernel, as data. Inputs are views (buffer + layout) in the order each
 /// variant names; the output is a new contiguous buffer of the shape the
 /// caller passes, except for in-place kernels, which write into a view.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum KernelSpec {
     /// `out = row(x, params)` for a unary table row. Inputs: `[x]`.
-    Unary { row: &'static UnaryKernel, params: [Scalar; 2] },
+    Unary {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static UnaryKernel,
+        params: [Scalar; 2],
+    },
     /// `out = row(a, b)`, broadcast to the output shape. Inputs: `[a, b]`.
-    Binary { row: &'static BinaryKernel },
+    Binary {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static BinaryKernel,
+    },
     /// A comparison row: a bool mask, broadcast. Inputs: `[a, b]`.
-    Compare { row: &'static CompareKernel },
+    Compare {
+        #[serde(with = "super::serial::by_name")]
+        row: &'static CompareKernel,
+    },
     /// `out = cond ? a : b`, broadcast. Inputs: `[cond, a, b]`.
     Where,
     /// A contiguous copy converted to `to` (saturating float to int, NaN to 0). Inputs: `[x]`.

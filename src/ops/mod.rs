@@ -322,6 +322,16 @@ pub fn gpu_kernel_sources() -> Vec<(String, String)> {
     crate::backend::shader_sources(&rows)
 }
 
+/// Every elementwise table row, for reading programs that name them
+/// (`program::Program::from_json`).
+pub fn row_table() -> crate::kernel::RowTable {
+    crate::kernel::RowTable {
+        unary: unary::rows().into_iter().map(|r| &r.kernel).collect(),
+        binary: binary::rows().into_iter().map(|r| &r.kernel).collect(),
+        compare: compare::rows().into_iter().map(|r| &r.kernel).collect(),
+    }
+}
+
 /// The one device check every multi-input op runs (DESIGN: placement rules).
 pub(crate) fn same_device(op: &'static str, ts: &[&Tensor]) -> Result<()> {
     if let Some(first) = ts.first() {

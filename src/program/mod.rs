@@ -22,7 +22,9 @@ mod fuse;
 pub mod host;
 mod passes;
 mod replay;
+mod serial;
 mod text;
+mod validate;
 
 use crate::backend::Storage;
 use crate::device::Device;
@@ -62,7 +64,7 @@ pub struct Value {
 }
 
 /// An operand: a slot and the view of it an instruction reads or writes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Arg {
     pub value: ValueId,
     pub layout: Layout,

@@ -125,3 +125,73 @@ impl JsJit {
         self.compiled.borrow_mut().clear();
     }
 }
+
+/// A model saved by `jit::save_inference_model` (Rust) or `Traced::save`:
+/// its forward program and weights, run with `run`.
+#[wasm_bindgen(js_name = InferenceModel)]
+pub struct JsInferenceModel {
+    traced: crate::jit::Traced,
+}
+
+/// Loads a saved model (safetensors bytes with a skiff program) onto
+/// `device` (default: the default device). A file that holds no program a
+/// capture could have made is an error.
+#[wasm_bindgen(js_name = loadInferenceModel)]
+pub fn load_inference_model(
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "{ device?: DeviceName }")] options: Option<JsValue>,
+) -> JsResult<JsInferenceModel> {
+    const OP: &str = "loadInferenceModel";
+    let bytes = super::nn::io::as_bytes(&bytes).ok_or_else(|| {
+        js_error(
+            OP,
+            Kind::Argument,
+            format!("bytes must be a Uint8Array or ArrayBuffer, got {}", args::describe(&bytes)),
+        )
+    })?;
+    let options = options.unwrap_or(JsValue::UNDEFINED);
+    let o = super::Opts::known(OP, &options, &["device"])?;
+    let device = args::device(OP, &o.get("device"))?;
+    Ok(JsInferenceModel { traced: crate::jit::load(&bytes, &device).named(OP)? })
+}
+
+#[wasm_bindgen(js_class = InferenceModel)]
+impl JsInferenceModel {
+    /// Runs the model on `inputs` (one Tensor, or an array), which must have
+    /// the dtypes and shapes it was saved with: a Tensor, or an array for several outputs.
+    #[wasm_bindgen(unchecked_return_type = "Tensor | Tensor[]")]
+    pub fn run(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Tensor | Tensor[]")] inputs: JsValue,
+    ) -> JsResult<JsValue> {
+        const OP: &str = "InferenceModel.run";
+        let inputs = if args::as_array(&inputs).is_some() {
+            args::tensors(OP, "inputs", &inputs)?
+        } else {
+            vec![args::tensor(OP, "input", &inputs)?]
+        };
+        let mut outs = self.traced.run(&inputs).named(OP)?;
+        if outs.len() == 1 {
+            return Ok(JsTensor::wrap(outs.remove(0)).into());
+        }
+        Ok(args::handles(outs).into())
+    }
+
+    /// What each input must be: `[{ dtype, shape }]`.
+    #[wasm_bindgen(getter, unchecked_return_type = "{ dtype: DType; shape: number[] }[]")]
+    pub fn inputs(&self) -> Array {
+        self.traced
+            .input_specs()
+            .map(|(dtype, shape)| {
+                let shape: Array = shape.iter().map(|&d| JsValue::from(d as f64)).collect();
+                super::args::object(&[("dtype", args::dtype_name(dtype).into()), ("shape", shape.into())])
+            })
+            .collect()
+    }
+
+    /// The program's text.
+    #[wasm_bindgen(getter)]
+    pub fn program(&self) -> String {
+        self.traced.program().to_string()
+    }
+}

@@ -132,7 +132,7 @@ function show(v) {
 function targets(s) {
   const out = [];
   // SkiffError is the class of the errors, not an op: like any Error class it needs `new`.
-  const skip = new Set(['_setLoader', '_raw', 'init', 'Tensor', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'nn', 'optim', 'testing', 'Function', 'SkiffError']);
+  const skip = new Set(['_setLoader', '_raw', 'init', 'Tensor', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'nn', 'optim', 'testing', 'Function', 'SkiffError', 'InferenceModel']);
   for (const [name, fn] of Object.entries(s)) {
     if (typeof fn === 'function' && !skip.has(name)) out.push({ name, call: (s_, f, a) => s_[name](...a), ops: [name] });
   }

@@ -11,6 +11,7 @@ import { PUBLISHED_PKG_DIR, assertBuilt } from './lib/browser.mjs';
 import { importForNode } from './lib/package.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './lib/expect.mjs';
 import { scenarios } from './pages/scenarios.js';
+import { nativeModel } from './lib/native-model.mjs';
 
 describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
   let skiff;
@@ -63,6 +64,10 @@ describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
     expect.training(r);
   });
   test('jit: a compiled Adam step matches eager steps', async () => expect.jit(await run('jit')));
+  test('jit: a model exported natively predicts the same in wasm', { timeout: 900_000 }, async () => {
+    const { bytes, expected } = nativeModel();
+    expect.inferenceModel(await run('inferenceModel', { bytes, expected, device: 'cpu' }), expected);
+  });
   test('memory: tidy semantics', async () => expect.tidySemantics(await run('tidySemantics')));
   test('memory: 200 steps in tidy, no leaks', async () => expect.memoryTidy(await run('memoryTidy', { steps: 200 }), { gpu: false }));
   test('errors name the op', async (t) => {

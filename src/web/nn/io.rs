@@ -77,7 +77,7 @@ pub(crate) fn read_entries(op: &str, v: &JsValue) -> JsResult<Vec<(String, Tenso
 }
 
 /// The bytes of a Uint8Array or ArrayBuffer.
-fn as_bytes(v: &JsValue) -> Option<Vec<u8>> {
+pub(crate) fn as_bytes(v: &JsValue) -> Option<Vec<u8>> {
     if let Some(a) = v.dyn_ref::<Uint8Array>() {
         Some(a.to_vec())
     } else {

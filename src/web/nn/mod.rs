@@ -13,7 +13,7 @@
 //! Containers are immutable once built, so no module can contain itself.
 
 mod init;
-mod io;
+pub(crate) mod io;
 mod layer_table;
 mod layers;
 mod loss;

@@ -328,6 +328,23 @@ export const expect = {
     assert.match(r.text, /^program\(/, r.text);
   },
 
+  /** `want`: the native run's logits and shape (examples/export_model.rs). */
+  inferenceModel(r, want) {
+    assert.equal(r.isModel, true);
+    assert.deepEqual(r.shape, want.logitsShape);
+    assert.deepEqual(r.inputs, [{ dtype: 'float32', shape: want.shape }]);
+    assert.match(r.programStart, /^program\(%0: f32\[512\] input 0\)/, r.programStart);
+    // wasm's GEMM and libm are not the native ones (issue 21): close, not equal.
+    r.got.forEach((g, i) => assert.ok(Math.abs(g - want.logits[i]) <= 1e-5 * (1 + Math.abs(want.logits[i])), `logit ${i}: ${g} vs ${want.logits[i]}`));
+    const classes = want.logitsShape[1];
+    const argmax = (v, row) => v.slice(row * classes, (row + 1) * classes).reduce((b, x, k, a) => (x > a[b] ? k : b), 0);
+    for (let row = 0; row < want.logitsShape[0]; row++) assert.equal(argmax(r.got, row), argmax(want.logits, row), `prediction ${row}`);
+    assert.match(r.errors.wrongShape?.message ?? '', /input 0 is float32 \[2, 1, 8, 8\]/, JSON.stringify(r.errors.wrongShape));
+    assert.equal(r.errors.notAModel?.op, 'loadInferenceModel', JSON.stringify(r.errors.notAModel));
+    assert.match(r.errors.plainWeights?.message ?? '', /not a saved skiff program/, JSON.stringify(r.errors.plainWeights));
+    assert.match(r.freed?.message ?? '', /run/, `using a freed model: ${JSON.stringify(r.freed)}`);
+  },
+
   stillWorks(r) {
     assert.deepEqual(r, { values: [2, 6], scopes: 0, gradEnabled: true });
   },

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { PASSES, assertBuilt, openSession, loadSuite } from './browser.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './expect.mjs';
 import { defineSurfaceTests } from './surface.mjs';
+import { nativeModel } from './native-model.mjs';
 
 // Each test's own limit: a hung readback fails its test, not the whole run.
 const T = { timeout: 60_000 };
@@ -114,6 +115,10 @@ export function definePass(passName) {
 
     test('jit: a compiled Adam step matches eager steps', T, async () => {
       expect.jit(await run('jit'));
+    });
+    test('jit: a model trained and exported natively predicts the same here', { timeout: 900_000 }, async () => {
+      const { bytes, expected } = nativeModel();
+      expect.inferenceModel(await run('inferenceModel', { bytes, expected, device }), expected);
     });
     test(`training: 2-16-2 MLP, Adam, ${TRAIN_STEPS} steps on XOR blobs`, { timeout: 120_000 }, async (t) => {
       const r = await run('training', { steps: TRAIN_STEPS });

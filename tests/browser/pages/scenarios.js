@@ -677,6 +677,44 @@ export const scenarios = {
     };
   },
 
+  /**
+   * A model trained and exported natively (save_inference_model), loaded
+   * with loadInferenceModel on `device` and run on the native input.
+   */
+  async inferenceModel(skiff, { bytes, expected, device }) {
+    const model = skiff.loadInferenceModel(new Uint8Array(bytes), { device });
+    const x = skiff.tensor(new Float32Array(expected.input), { shape: expected.shape, device });
+    const y = model.run(x);
+    const got = Array.from(await y.data());
+    const errors = {};
+    const record = (label, f) => {
+      try {
+        f();
+        errors[label] = null;
+      } catch (e) {
+        errors[label] = { op: e.op, message: e.message };
+      }
+    };
+    record('wrongShape', () => model.run(skiff.zeros([2, 1, 8, 8], { device })));
+    record('notAModel', () => skiff.loadInferenceModel(new Uint8Array(bytes.slice(0, 100))));
+    const plain = await skiff.saveSafetensors({ w: skiff.ones([2]) });
+    record('plainWeights', () => skiff.loadInferenceModel(plain));
+    const result = {
+      got,
+      shape: y.shape,
+      inputs: model.inputs,
+      programStart: model.program.split('\n')[0],
+      isModel: model instanceof skiff.InferenceModel,
+      errors,
+    };
+    // Freed either way, a model is an error to use, not a trap.
+    model.free();
+    const other = skiff.loadInferenceModel(new Uint8Array(bytes), { device });
+    other[Symbol.dispose]();
+    record('freed', () => other.run(x));
+    return { ...result, freed: errors.freed };
+  },
+
   /** After errors: the module still computes, with no open scope left behind. */
   async stillWorks(skiff) {
     const t = skiff.tensor([1, 2]);
