@@ -1,7 +1,10 @@
 // The browser benchmark page module (loaded by benches/browser/run.mjs into
 // headless Chromium): per-op overhead, matmul throughput and the MLP training
-// step (784-256-128-10, Adam) on the backend init() chose. Plain eager mode.
+// step (784-256-128-10, Adam) on the backend init() chose, in plain eager mode;
+// and the jit group (jit.js): eager against compiled steps.
 import * as sk from '/web/index.js';
+
+export { jitStep } from './jit.js';
 
 export async function setup(device) {
   return sk.init({ device });

@@ -7,9 +7,19 @@
 // every EVAL_EVERY steps. Every step's tensors live in a sync tidy(): an
 // async scope would also collect the tensors the drawing pad creates while
 // the loop awaits.
+//
+// The step runs eagerly or compiled (`compiled`): skiff.jit captures it on its
+// first call (a fresh Adam's first step is captured again on the second call,
+// as it creates the optimizer's state) and replays the program afterwards
+// without entering JS. The program reads the learning rate at every call, and
+// a batch of another size, or an optimizer whose state was loaded, makes it
+// capture again by itself; only a new model or optimizer object (build())
+// needs a new compiled function. Eager and compiled steps update the same
+// model and optimizer, so the mode can change between any two steps.
 import * as skiff from 'skiff-ml';
 import { gather } from './mnist.js';
 import { divergedError } from './errors.js';
+import { StepSpeed, StepWindow } from './speed.js';
 
 export const LOG_EVERY = 10;
 export const EVAL_EVERY = 50;
@@ -66,6 +76,18 @@ const waiting = [];
 channel.port1.onmessage = () => waiting.shift()?.();
 const yieldToPage = () => new Promise((resolve) => (waiting.push(resolve), channel.port2.postMessage(0)));
 
+/** The training step over `model` and `optimizer`: returns [loss, number correct]. */
+function stepOf(model, optimizer) {
+  return (input, labels) => {
+    optimizer.zeroGrad();
+    const logits = model.forward(input);
+    const loss = logits.crossEntropy(labels);
+    loss.backward();
+    optimizer.step();
+    return [loss.detach(), skiff.noGrad(() => logits.argmax(1).eq(labels).float().sum())];
+  };
+}
+
 function shuffled(n) {
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
@@ -78,8 +100,8 @@ function shuffled(n) {
 export class Trainer {
   /**
    * data: loadMnist()'s { train, test }. hooks: onLog({ step, loss, acc,
-   * samplesPerSec }), onEval({ step, loss, acc, predictions }), onCheckpoint(cp),
-   * onState(state), onError(error); each optional.
+   * samplesPerSec }), onEval({ step, loss, acc, predictions }),
+   * onCheckpoint(cp), onState(state), onError(error); each optional.
    */
   constructor(data, hooks = {}) {
     this.data = data;
@@ -89,6 +111,10 @@ export class Trainer {
     this.stopRequested = false;
     this.model = null;
     this.optimizer = null;
+    this.compiled = false; // run the step through skiff.jit (takes effect at the next step)
+    this.eagerStep = null; // stepOf(model, optimizer)
+    this.jitStep = null; // skiff.jit(eagerStep), made with the model and optimizer
+    this.speed = new StepSpeed(); // kept across builds: a measured workload stays measured
     this.lastCheckpoint = null;
     this.testCache = null; // the test set as device tensors: { device, chunks: [{ x, y }] }
   }
@@ -106,6 +132,8 @@ export class Trainer {
     const params = this.model.parameters();
     this.optimizer = OPTIMIZERS[config.optimizer].build(params, config.lr);
     skiff.dispose(params);
+    this.eagerStep = stepOf(this.model, this.optimizer);
+    this.jitStep = skiff.jit(this.eagerStep);
     this.step = 0;
     this.epoch = 0;
     this.order = [];
@@ -123,11 +151,13 @@ export class Trainer {
     this.setState('idle');
   }
 
-  /** Frees the model, the optimizer state and the cached test set. */
+  /** Frees the model, the optimizer state, the compiled step's programs and the cached test set. */
   release() {
+    // The programs hold the parameters and optimizer state they captured.
+    this.jitStep?.clear();
     this.model?.free();
     this.optimizer?.free();
-    this.model = this.optimizer = null;
+    this.model = this.optimizer = this.eagerStep = this.jitStep = null;
     this.dropTestCache();
   }
 
@@ -143,6 +173,17 @@ export class Trainer {
 
   set batchSize(value) {
     this.config.batchSize = value;
+  }
+
+  /** Which speeds are compared: the same model, optimizer, batch size and device. */
+  workload() {
+    const { model, optimizer, batchSize } = this.config;
+    return `${model}|${optimizer}|${batchSize}|${skiff.getDefaultDevice()}`;
+  }
+
+  /** The median ms per step of `mode` ('eager' or 'compiled') on the current workload, or null. */
+  msPerStep(mode) {
+    return this.speed.msPerStep(this.workload(), mode);
   }
 
   /** Starts training in the background; it runs until stop() (or an error, reported through onError). */
@@ -163,26 +204,29 @@ export class Trainer {
 
   async run() {
     const pending = []; // per step: [loss, correct] tensors, read LOG_EVERY at a time
-    let windowStart = performance.now();
-    let windowSamples = 0;
+    let pendingSamples = 0; // their batches' sizes added up (the batch size may change between steps)
+    let timing = new StepWindow(performance.now());
     try {
       while (!this.stopRequested) {
+        const mode = this.compiled ? 'compiled' : 'eager';
+        const captures = this.jitStep.captures;
         pending.push(this.trainStep());
-        windowSamples += this.config.batchSize;
+        pendingSamples += this.config.batchSize;
+        timing.add({ mode, workload: this.workload(), samples: this.config.batchSize, captured: this.jitStep.captures !== captures });
         this.step += 1;
         if (pending.length >= LOG_EVERY) {
           // The readback waits for the GPU, so the time is taken after it.
-          await this.flush(pending, () => windowSamples / ((performance.now() - windowStart) / 1000));
+          await this.flush(pending, pendingSamples, () => this.timeWindow(timing));
+          pendingSamples = 0;
           if (this.step % EVAL_EVERY < LOG_EVERY) {
             await this.evaluate();
             await this.checkpoint();
           }
-          windowStart = performance.now();
-          windowSamples = 0;
+          timing = new StepWindow(performance.now());
         }
         await yieldToPage();
       }
-      if (pending.length) await this.flush(pending, () => null);
+      if (pending.length) await this.flush(pending, pendingSamples, () => ({ samplesPerSec: null }));
       this.setState('paused');
     } catch (e) {
       skiff.dispose(pending.flat());
@@ -201,30 +245,30 @@ export class Trainer {
     return gather(this.data.train, this.order.splice(0, b));
   }
 
-  /** One optimisation step; returns its [loss, number correct] as kept tensors. */
+  /** The speed of a finished window; a clean one is recorded for its mode. */
+  timeWindow(timing) {
+    const ms = performance.now() - timing.start;
+    const clean = timing.clean();
+    if (clean) this.speed.record(clean.workload, clean.mode, ms, timing.steps);
+    return { samplesPerSec: timing.samples / (ms / 1000) };
+  }
+
+  /** One optimisation step, eager or compiled; returns its [loss, number correct] as kept tensors. */
   trainStep() {
     const { x, y } = this.nextBatch();
     const shape = MODELS[this.config.model].inputShape(y.length);
-    return skiff.tidy(() => {
-      const input = skiff.tensor(x, { shape });
-      const labels = skiff.tensor(y, { dtype: 'int32' });
-      this.optimizer.zeroGrad();
-      const logits = this.model.forward(input);
-      const loss = logits.crossEntropy(labels);
-      loss.backward();
-      this.optimizer.step();
-      return [loss.detach(), skiff.noGrad(() => logits.argmax(1).eq(labels).float().sum())];
-    });
+    const step = this.compiled ? this.jitStep : this.eagerStep;
+    return skiff.tidy(() => step(skiff.tensor(x, { shape }), skiff.tensor(y, { dtype: 'int32' })));
   }
 
   /** Reads the pending steps' losses in one readback and reports their mean. */
-  async flush(pending, speed) {
+  async flush(pending, samples, speed) {
     const steps = pending.splice(0);
     const stacked = skiff.tidy(() => skiff.stack(steps.map(([loss, correct]) => skiff.stack([loss, correct]))));
     skiff.dispose(steps.flat());
     const values = await stacked.data();
     stacked.dispose();
-    const samplesPerSec = speed();
+    const { samplesPerSec } = speed();
     let loss = 0;
     let correct = 0;
     for (let i = 0; i < steps.length; i++) {
@@ -232,7 +276,7 @@ export class Trainer {
       correct += values[2 * i + 1];
     }
     loss /= steps.length;
-    const acc = correct / (steps.length * this.config.batchSize);
+    const acc = correct / samples;
     if (!Number.isFinite(loss)) {
       throw divergedError(loss, this.config.lr);
     }

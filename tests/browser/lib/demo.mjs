@@ -37,6 +37,14 @@ export function defineDemoPass(passName) {
     const ready = async () => {
       assert.equal(await demo(() => window.__demo.ready), true, `the page started: ${await page.textContent('#status')}`);
     };
+    /** The elements of the Train card that stick out of it (labels and stats cut off or spilling over), as names. */
+    const outsideControls = () =>
+      demo(() => {
+        const card = document.querySelector('.controls').getBoundingClientRect();
+        return [...document.querySelectorAll('.controls *')]
+          .filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > card.right + 0.5)
+          .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}: "${e.textContent.slice(0, 40)}"`);
+      });
     /** Clicks Train and waits until `steps` steps and the evaluation after them have run, then pauses. */
     const trainFor = async (steps) => {
       const evals = (await state()).evals;
@@ -111,6 +119,123 @@ export function defineDemoPass(passName) {
       assert.equal(await page.getAttribute('#weights', 'data-step'), String(after.lastEval.step));
       assert.equal(await page.textContent('#train'), 'Resume');
       await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}.png`), fullPage: true });
+      s.checkErrors();
+    });
+
+    test('the Compiled switch trains through skiff.jit, reports its program and speed, and hands back to eager mid-run', T, async () => {
+      const program = () =>
+        demo(() => {
+          const { jitStep } = window.__demo.trainer;
+          const el = document.getElementById('stat-jit');
+          return {
+            captures: jitStep.captures,
+            replays: jitStep.replays,
+            kernels: jitStep.kernels,
+            log: jitStep.log,
+            shown: { text: el.textContent, ...el.dataset },
+          };
+        });
+      /** Clicks the switch between two steps (the loop yields to the page there); what had run by then. */
+      const toggle = () =>
+        demo(() => {
+          const { trainer } = window.__demo;
+          document.getElementById('compiled').click();
+          return { step: trainer.step, calls: trainer.jitStep.captures + trainer.jitStep.replays, compiled: trainer.compiled };
+        });
+      const waitSteps = (n) => page.waitForFunction((k) => window.__demo.trainer.step >= k, n, { timeout: 150_000, polling: 50 });
+      const pause = async () => {
+        await page.click('#train');
+        await page.waitForFunction(() => window.__demo.trainer.state === 'paused', null, { timeout: 60_000 });
+      };
+
+      // Switched on before Reset: the fresh model gets a fresh compiled step.
+      assert.equal(await page.isChecked('#compiled'), false, 'eager by default');
+      await page.check('#compiled');
+      await page.click('#reset');
+      await page.waitForFunction(() => window.__demo.trainer.step === 0 && window.__demo.lastEval.step === 0);
+      assert.deepEqual((await program()).shown, { text: 'not captured yet', kernels: '0', captures: '0', replays: '0' });
+
+      // 100 compiled steps from scratch learn as the eager run above does.
+      await trainFor(100);
+      const compiledRun = await state();
+      const losses = compiledRun.history.trainLoss.map(([, v]) => v);
+      const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
+      assert.ok(mean(losses.slice(-3)) < 0.5 * mean(losses.slice(0, 3)), `the loss falls: ${losses.map((v) => v.toFixed(3))}`);
+      assert.ok(compiledRun.lastEval.acc > 0.8, `test accuracy ${compiledRun.lastEval.acc} after ${compiledRun.lastEval.step} steps`);
+      const p1 = await program();
+      // Every step went through the compiled function: a fresh Adam's first
+      // call is captured and not kept (it creates the optimizer's state), the
+      // second captures the steady step, every later one replays it.
+      assert.equal(p1.captures + p1.replays, compiledRun.step, 'every step ran compiled');
+      assert.equal(p1.captures, 2, `captures: ${p1.log}`);
+      assert.match(p1.log[0], /call 1: captured/);
+      assert.ok(p1.kernels > 20, `kernels per step of an Adam step of a 2-layer MLP: ${p1.kernels}`);
+      assert.deepEqual(p1.shown, {
+        text: `${p1.kernels} kernels per step, 2 captures, ${p1.replays} replays`,
+        kernels: String(p1.kernels),
+        captures: '2',
+        replays: String(p1.replays),
+      });
+      assert.match(await page.textContent('#stat-ms'), /^compiled \d+\.\d+ ms\/step/);
+      assert.ok(Number(await page.getAttribute('#stat-ms', 'data-compiled')) > 0, 'a compiled speed was measured');
+
+      // Switched off mid-run: the same model and optimizer go on eagerly from the same step.
+      await page.click('#train');
+      await waitSteps(compiledRun.step + 15);
+      const off = await toggle();
+      assert.equal(off.compiled, false);
+      assert.equal(off.calls, off.step, 'compiled up to the switch');
+      await waitSteps(off.step + 60);
+      await page.waitForFunction((n) => window.__demo.lastEval.step > n, off.step, { timeout: 60_000 });
+      await pause();
+      const eagerRun = await state();
+      const p2 = await program();
+      assert.equal(p2.captures + p2.replays, off.calls, 'no compiled call after the switch');
+      // One curve from step 0: a point every 10 steps, and one at each pause.
+      const steps = eagerRun.history.trainLoss.map(([step]) => step);
+      const gaps = steps.map((step, i) => step - (i ? steps[i - 1] : 0));
+      assert.ok(gaps.every((g) => g > 0 && g <= 10) && steps.at(-1) === eagerRun.step, `one curve up to step ${eagerRun.step}: ${steps}`);
+      const eagerLosses = eagerRun.history.trainLoss.filter(([step]) => step > off.step + 10).map(([, v]) => v);
+      assert.ok(eagerLosses.length >= 5 && mean(eagerLosses) < 0.5 * mean(losses.slice(0, 3)), `eager steps go on from the trained model: ${eagerLosses}`);
+      assert.ok(eagerRun.lastEval.acc > 0.8, `test accuracy ${eagerRun.lastEval.acc}`);
+      // Both modes measured on this model, optimizer, batch size and device: the current one first.
+      assert.match(await page.textContent('#stat-ms'), /^eager \d+\.\d+ ms\/step, compiled \d+\.\d+ ms\/step: \d+\.\d\d× (faster|slower) compiled$/);
+      for (const width of [1280, 375]) {
+        await page.setViewportSize({ width, height: 900 });
+        assert.deepEqual(await outsideControls(), [], `the switch and the speeds fit their card at ${width}px`);
+      }
+      await page.setViewportSize({ width: 1280, height: 900 });
+
+      // Back on: the kept program still fits (same parameters, same optimizer
+      // state), so it replays with no new capture; the learning rate is read
+      // at every call, a new batch size captures again, and the old one is
+      // still cached.
+      const on = await toggle();
+      assert.equal(on.compiled, true);
+      await page.fill('#lr', '0.0005');
+      await page.dispatchEvent('#lr', 'change');
+      await page.click('#train');
+      await waitSteps(on.step + 15);
+      await page.selectOption('#batch', '32');
+      const at32 = (await state()).step;
+      await waitSteps(at32 + 15);
+      await page.selectOption('#batch', '64');
+      const at64 = (await state()).step;
+      await waitSteps(at64 + 15);
+      await pause();
+      const p3 = await program();
+      const end = (await state()).step;
+      assert.equal(p3.captures + p3.replays, off.calls + (end - on.step), 'compiled again from the switch on');
+      assert.equal(p3.captures, 3, `one more capture, for batch 32: ${p3.log}`);
+      assert.match(p3.log.at(-1), /\[32, 784\]/, 'the log says why');
+      assert.equal(await demo(() => window.__demo.trainer.optimizer.lr), 0.0005);
+      const lastLosses = (await state()).history.trainLoss.slice(-3).map(([, v]) => v);
+      assert.ok(lastLosses.every((v) => Number.isFinite(v) && v < 0.5 * mean(losses.slice(0, 3))), `still trained: ${lastLosses}`);
+
+      // Left eager, at the first learning rate, for the tests below.
+      await page.fill('#lr', '0.001');
+      await page.dispatchEvent('#lr', 'change');
+      await page.uncheck('#compiled');
       s.checkErrors();
     });
 
@@ -279,6 +404,7 @@ export function defineDemoPass(passName) {
       });
       assert.ok(layout.scroll <= layout.width, `page ${layout.scroll}px wide in a ${layout.width}px window: ${layout.wide}`);
       assert.equal(new Set(layout.lefts).size, 1, `cards in one column: ${layout.lefts}`);
+      assert.deepEqual(await outsideControls(), [], 'the controls fit their card');
       await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}-phone.png`), fullPage: true });
       await page.setViewportSize({ width: 1280, height: 900 });
       s.checkErrors();
