@@ -122,3 +122,51 @@ fn an_index_input_is_range_checked_at_every_run_whatever_made_it() {
     let e = traced.run(&[x, bad]).expect_err("index 7 of an axis of 3 is an error, not a panic");
     assert!(e.to_string().contains('7'), "{e}");
 }
+
+#[test]
+fn the_memory_plan_shares_buffers_only_between_slots_never_live_at_once() {
+    let x = Tensor::from_vec(vec![1.0f32; 12], &[3, 4]).unwrap();
+    let (_, traced) = jit::trace(std::slice::from_ref(&x), |xs| {
+        let a = xs[0].exp()?;
+        let b = a.neg()?; // a's last use
+        let c = b.sum(&[1], false)?; // [3]: fits in a's dead buffer
+        let d = b.abs()?; // b's last use; a's buffer is c's now
+        let m = d.gt_scalar(0.0)?; // bool: shares no f32 buffer
+        Ok(vec![c.add_scalar(1.0)?, m])
+    })
+    .unwrap();
+    let (p, plan) = (traced.program(), traced.memory_plan());
+    let made: Vec<(usize, usize)> = p
+        .instrs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, instr)| match instr {
+            skiff::program::Instr::Run { out, .. } => Some((*out, i)),
+            _ => None,
+        })
+        .collect();
+    let id = |k: usize| made[k].0;
+    let (a, c, m) = (id(0), id(2), id(4));
+    assert_eq!(plan.buffer_of[c], plan.buffer_of[a], "a dead slot's buffer is reused\n{plan:?}\n{p}");
+    // Outputs are not in the arena: c + 1 (f32 [3]) and the mask (bool [3, 4]).
+    let outputs: Vec<usize> = p.outputs.iter().map(|o| o.value).collect();
+    assert!(outputs.iter().all(|&o| plan.buffer_of[o].is_none()));
+    assert_eq!(plan.buffer_of[m], None);
+    assert_eq!(plan.output_bytes, 12 + 12);
+    assert_eq!(plan.arena_bytes, plan.buffers.iter().sum::<usize>());
+    assert_eq!(plan.peak_bytes, plan.arena_bytes + plan.output_bytes);
+    // No two slots live at once share a buffer; each fits its buffer.
+    let last = |v: usize| plan.last_use.iter().position(|l| l.contains(&v)).unwrap_or(usize::MAX);
+    for &(v, dv) in &made {
+        if let Some(b) = plan.buffer_of[v] {
+            assert!(plan.buffers[b] >= p.values[v].len * p.values[v].dtype.size_in_bytes());
+        }
+        for &(w, dw) in &made {
+            let overlap = v != w && dv <= last(w) && dw <= last(v);
+            assert!(
+                !(overlap && plan.buffer_of[v].is_some() && plan.buffer_of[v] == plan.buffer_of[w]),
+                "%{v} and %{w}"
+            );
+        }
+    }
+}

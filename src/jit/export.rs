@@ -129,6 +129,7 @@ pub fn load(bytes: &[u8], device: &Device) -> Result<Traced> {
         .map(|i| InputSpec { layout: i.layout, dtype: i.dtype, device: device.clone(), len: i.len })
         .collect();
     Ok(Traced {
+        plan: program.plan_memory(),
         program,
         inputs,
         grad_inputs: Vec::new(),

@@ -48,7 +48,7 @@ use crate::device::Device;
 use crate::dispatch::record::{self, Stamp};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::program::{PassStats, Program};
+use crate::program::{MemoryPlan, PassStats, Program};
 use crate::shape::Layout;
 use crate::tensor::Tensor;
 
@@ -74,6 +74,8 @@ impl InputSpec {
 /// fields it reads and assigns.
 pub struct Traced {
     program: Program,
+    /// The program's memory plan (kept in step with `program`).
+    plan: MemoryPlan,
     inputs: Vec<InputSpec>,
     /// Tensors whose `.grad` the program reads as extra inputs (after the
     /// function's), with what those gradients were.
@@ -101,7 +103,9 @@ pub fn trace(inputs: &[Tensor], f: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>
     };
     let capture = record::finish(&outputs)?;
     let grad_inputs = capture.grad_inputs.into_iter().map(|(t, g)| (t, InputSpec::of(&g))).collect();
+    let plan = capture.program.plan_memory();
     let traced = Traced {
+        plan,
         program: capture.program,
         inputs: inputs.iter().map(InputSpec::of).collect(),
         grad_inputs,
@@ -125,7 +129,15 @@ impl Traced {
     /// Runs the program's passes (common subexpressions, dead code; see
     /// `Program::optimize`) before later runs; returns what they removed.
     pub fn optimize(&mut self) -> PassStats {
-        self.program.optimize()
+        let stats = self.program.optimize();
+        self.plan = self.program.plan_memory();
+        stats
+    }
+
+    /// How a run uses memory: the arena its intermediate results share,
+    /// its outputs, and the peak (see `program::MemoryPlan`).
+    pub fn memory_plan(&self) -> &MemoryPlan {
+        &self.plan
     }
 
     /// What host state the program assumed has changed since (None while all holds).
@@ -198,7 +210,7 @@ impl Traced {
         }
         let mut outs: Vec<Option<Tensor>> = self
             .program
-            .run_storages(&storages)?
+            .run_storages(&storages, Some(&self.plan))?
             .into_iter()
             .map(|b| {
                 let dtype = b.storage.read().dtype();

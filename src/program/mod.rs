@@ -21,6 +21,7 @@
 mod fuse;
 pub mod host;
 mod passes;
+mod plan;
 mod replay;
 mod serial;
 mod text;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 pub use fuse::FUSED_OP;
 pub use host::{Expr, HostRef, HostScalar, Sym};
 pub use passes::PassStats;
+pub use plan::MemoryPlan;
 pub use replay::Bound;
 
 /// A value slot's number (`%n` in the text form).

@@ -1,7 +1,7 @@
 //! Running a program: each instruction's spec over views of its slots,
 //! straight to the backends.
 
-use super::{Arg, Bind, Instr, Program, Source};
+use super::{Arg, Bind, Instr, MemoryPlan, Program, Source};
 use crate::backend::{self, new_storage, Storage, View, ViewMut};
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
@@ -21,8 +21,9 @@ const OP: &str = "program";
 impl Program {
     /// Runs the program on `inputs` (one storage per input slot, in order:
     /// the caller checked they have the captured dtype, device and length)
-    /// and returns its outputs.
-    pub fn run_storages(&self, inputs: &[Storage]) -> Result<Vec<Bound>> {
+    /// and returns its outputs. With a `plan` (`plan_memory` of this
+    /// program), each computed slot is released after its last use.
+    pub fn run_storages(&self, inputs: &[Storage], plan: Option<&MemoryPlan>) -> Result<Vec<Bound>> {
         let mut slots: Vec<Option<Storage>> = Vec::with_capacity(self.values.len());
         for (id, v) in self.values.iter().enumerate() {
             slots.push(match &v.source {
@@ -39,7 +40,7 @@ impl Program {
         let slot = |slots: &[Option<Storage>], a: &Arg| -> Result<Storage> {
             slots[a.value].clone().ok_or_else(|| Error::value(OP, format!("%{} is read before it is made", a.value)))
         };
-        for instr in &self.instrs {
+        for (i, instr) in self.instrs.iter().enumerate() {
             match instr {
                 Instr::Run { op, spec, binds, inputs, out, shape } => {
                     let spec = &bound(spec, binds);
@@ -83,6 +84,11 @@ impl Program {
                     backend::check(spec, &s, &index.layout)?;
                 }
                 Instr::Host { cell, expr, .. } => cell.set(expr.eval()),
+            }
+            if let Some(done) = plan.and_then(|p| p.last_use.get(i)) {
+                for &v in done {
+                    slots[v] = None;
+                }
             }
         }
         self.outputs.iter().map(|a| Ok(Bound { storage: slot(&slots, a)?, layout: a.layout.clone() })).collect()

@@ -93,6 +93,9 @@ static POOL: Mutex<Option<Pool>> = Mutex::new(None);
 /// skip the pool, take no lock.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The highest `LIVE` since `take_high_water` last read it (for measuring
+/// what a piece of code holds at once; the pool's own cap uses `PEAK`).
+static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
 
 fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
     let mut g = POOL.lock().unwrap_or_else(|e| e.into_inner());
@@ -233,6 +236,7 @@ pub(crate) fn storage_created(buf: &CpuBuffer) -> usize {
     let bytes = buffer_bytes(buf);
     let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
     PEAK.fetch_max(live, Ordering::Relaxed);
+    HIGH_WATER.fetch_max(live, Ordering::Relaxed);
     bytes
 }
 
@@ -256,6 +260,12 @@ pub(crate) fn storage_dropped(buf: CpuBuffer, counted: usize) {
         p.shrink_to_cap(&mut released);
     });
     drop(released);
+}
+
+/// The most bytes of cpu storages alive at once since the last call, which
+/// starts a new measurement from what is alive now.
+pub fn take_high_water() -> usize {
+    HIGH_WATER.swap(LIVE.load(Ordering::Relaxed), Ordering::Relaxed)
 }
 
 /// Current counters.

@@ -1,0 +1,42 @@
+//! Memory planning (`Program::plan_memory`): which computed slots share an
+//! arena buffer, what a run holds at its peak, and that a replay holds no
+//! more than planned (measured through the cpu pool's live bytes). One test
+//! per file measures: the live-bytes counter is process-wide.
+
+use skiff::backend::cpu::pool;
+use skiff::{jit, DType, Tensor};
+
+const N: usize = 1 << 16; // 256 KiB of f32: a pooled size class, no rounding
+
+#[test]
+fn a_replay_holds_what_its_plan_says() {
+    let x = Tensor::from_vec((0..N).map(|i| i as f32 / N as f32).collect(), &[N]).unwrap();
+    // Eight kernels in a chain (no passes: each is its own instruction).
+    let chain =
+        |t: &Tensor| -> skiff::Result<Tensor> { t.exp()?.neg()?.tanh()?.sin()?.cos()?.sigmoid()?.abs()?.sqrt() };
+    let (_, traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![chain(&xs[0])?])).unwrap();
+    let plan = traced.memory_plan();
+    let slot = N * 4;
+    // Seven intermediates ping-pong between two buffers; the eighth is the output.
+    assert_eq!(plan.buffers, vec![slot, slot], "{plan:?}");
+    assert_eq!((plan.arena_bytes, plan.output_bytes, plan.peak_bytes), (2 * slot, slot, 3 * slot));
+    assert_eq!(plan.unplanned_bytes, 8 * slot);
+
+    let measure = |f: &dyn Fn() -> Tensor| {
+        let before = pool::stats().live_bytes;
+        pool::take_high_water();
+        let out = f();
+        let held = pool::take_high_water() - before;
+        (out, held)
+    };
+    let (planned, held) = measure(&|| traced.run(std::slice::from_ref(&x)).unwrap().remove(0));
+    assert!(held <= plan.peak_bytes, "the replay held {held} bytes at once, planned {}", plan.peak_bytes);
+    // Eager code holds at least as much, and the result is the same.
+    let (eager, eager_held) = measure(&|| chain(&x).unwrap());
+    assert!(eager_held >= held, "eager {eager_held}, replay {held}");
+    assert_eq!(planned.to_f32_vec().unwrap(), eager.to_f32_vec().unwrap());
+    // The output is never an arena buffer: a second run leaves the first's alone.
+    let again = traced.run(&[Tensor::zeros(&[N], DType::F32).unwrap()]).unwrap().remove(0);
+    assert_eq!(planned.to_f32_vec().unwrap(), eager.to_f32_vec().unwrap());
+    assert_ne!(again.to_f32_vec().unwrap(), eager.to_f32_vec().unwrap());
+}
