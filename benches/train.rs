@@ -6,7 +6,7 @@
 mod common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
 use std::time::Duration;
@@ -17,26 +17,6 @@ const SAMPLES: usize = 10;
 type ModelSpec = (&'static str, fn() -> Result<Sequential>, &'static [usize]);
 const BATCH: usize = 64;
 
-fn cnn() -> Result<Sequential> {
-    Ok(Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Conv2d::new(8, 16, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Flatten::new())
-        .push(Linear::new(400, 10)?))
-}
-
-fn mlp() -> Result<Sequential> {
-    Ok(Sequential::new()
-        .push(Linear::new(784, 256)?)
-        .push(ReLU::new())
-        .push(Linear::new(256, 128)?)
-        .push(ReLU::new())
-        .push(Linear::new(128, 10)?))
-}
 
 fn devices() -> Vec<(&'static str, Device)> {
     let mut v = vec![("cpu", Device::Cpu)];
@@ -56,7 +36,7 @@ fn bench_steps(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(BATCH as u64));
-    let models: [ModelSpec; 2] = [("cnn", cnn, &[BATCH, 1, 28, 28]), ("mlp", mlp, &[BATCH, 784])];
+    let models: [ModelSpec; 2] = [("cnn", common::cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
     for (dev_name, dev) in devices() {
         for (name, build, shape) in models {
             let model = build().expect("model");

@@ -1,0 +1,163 @@
+//! Eager against compiled (`skiff::jit::compile`) training steps, in one run
+//! on one machine: the 784-256-128-10 MLP and the MNIST CNN (batch 64, Adam),
+//! on the cpu and, when an adapter exists, the GPU. For each, the kernels
+//! per step (the captured program before and after the passes), the step
+//! times, and the matmul part: the step's products (same shapes and views)
+//! run alone, so `step - matmul` is the rest, which capture can shorten.
+//!
+//!     cargo bench --bench jit
+//!
+//! (`SKIFF_BENCH_FULL=1` also prints the medians as a table row.)
+
+mod common;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use skiff::kernel::KernelSpec;
+use skiff::nn::{Layer, Sequential};
+use skiff::optim::{Adam, AdamConfig, Optimizer};
+use skiff::program::Instr;
+use skiff::{jit, manual_seed, DType, Device, Reduction, Result, Tensor};
+use std::cell::RefCell;
+use std::time::Duration;
+
+const SAMPLES: usize = 10;
+const BATCH: usize = 64;
+
+
+fn step(model: &Sequential, opt: &mut Adam, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    opt.zero_grad();
+    let loss = model.forward(x)?.cross_entropy(y, Reduction::Mean, 0.0)?;
+    loss.backward()?;
+    opt.step()?;
+    Ok(loss.detach())
+}
+
+/// The (a, b) operands of every matmul of a program, as fresh tensors with
+/// the same shapes and strides.
+fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> {
+    let operand = |layout: &skiff::shape::Layout| -> Tensor {
+        // A contiguous buffer permuted into the same strides (transposed views stay transposed).
+        let mut order: Vec<usize> = (0..layout.shape.len()).collect();
+        order.sort_by_key(|&d| std::cmp::Reverse(layout.strides[d]));
+        let shape: Vec<usize> = order.iter().map(|&d| layout.shape[d]).collect();
+        let t = Tensor::randn(&shape, DType::F32).unwrap().to(dev).unwrap();
+        let mut back = vec![0isize; order.len()];
+        for (i, &d) in order.iter().enumerate() {
+            back[d] = i as isize;
+        }
+        t.permute(&back).unwrap()
+    };
+    p.instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Run { spec: KernelSpec::Matmul { .. }, inputs, .. } => {
+                Some((operand(&inputs[0].layout), operand(&inputs[1].layout)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn bench_jit(c: &mut Criterion) {
+    manual_seed(0);
+    let mut group = c.benchmark_group("jit_train_step_adam");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(BATCH as u64));
+    let mut devices = vec![("cpu", Device::Cpu)];
+    match Device::gpu() {
+        Ok(g) => devices.push(("gpu", g)),
+        Err(e) => println!("jit bench: no GPU adapter ({e}); cpu only"),
+    }
+    type Build = fn() -> Result<Sequential>;
+    let models: [(&str, Build, &[usize]); 2] = [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", common::cnn, &[BATCH, 1, 28, 28])];
+    for (dev_name, dev) in devices {
+        for (name, build, shape) in models {
+            let x = Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
+            let y = Tensor::randint(0, 10, &[BATCH]).and_then(|t| t.to(&dev)).unwrap();
+            // Eager.
+            let model = build().unwrap();
+            model.to(&dev).unwrap();
+            let mut opt = Adam::new(model.parameters(), AdamConfig::default()).unwrap();
+            step(&model, &mut opt, &x, &y).unwrap();
+            // Kernels per step: the capture as recorded (what eager dispatches) and after the passes.
+            let (_, mut traced) = jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&model, &mut opt, &i[0], &i[1])?])).unwrap();
+            let eager_kernels = traced.program().kernels();
+            let stats = traced.optimize();
+            let compiled_kernels = traced.program().kernels();
+            let plan = traced.memory_plan();
+            println!(
+                "{name} on {dev_name}: {eager_kernels} kernels eager, {compiled_kernels} compiled ({} merged, {} dead, {} fused); \
+                 intermediates {} KiB unplanned, arena {} KiB",
+                stats.merged,
+                stats.dead,
+                stats.fused,
+                plan.unplanned_bytes / 1024,
+                plan.arena_bytes / 1024
+            );
+            let pairs = products(traced.program(), &dev);
+            drop(traced);
+            common::reset();
+            group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}/eager"), BATCH), |b| {
+                b.iter_custom(|iters| {
+                    common::timed(iters, || {
+                        step(&model, &mut opt, &x, &y).unwrap();
+                        dev.synchronize().unwrap()
+                    })
+                })
+            });
+            let eager = common::median_seconds(SAMPLES);
+            // Compiled, on a second model.
+            let model = build().unwrap();
+            model.to(&dev).unwrap();
+            let opt = RefCell::new(Adam::new(model.parameters(), AdamConfig::default()).unwrap());
+            let mut compiled = jit::compile(|i: &[Tensor]| Ok(vec![step(&model, &mut opt.borrow_mut(), &i[0], &i[1])?]));
+            for _ in 0..3 {
+                compiled.call(&[x.clone(), y.clone()]).unwrap();
+            }
+            common::reset();
+            group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}/compiled"), BATCH), |b| {
+                b.iter_custom(|iters| {
+                    common::timed(iters, || {
+                        compiled.call(&[x.clone(), y.clone()]).unwrap();
+                        dev.synchronize().unwrap()
+                    })
+                })
+            });
+            let jit_time = common::median_seconds(SAMPLES);
+            assert_eq!(compiled.captures(), 2, "the timed calls replayed: {:#?}", compiled.log());
+            // The products alone.
+            common::reset();
+            group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}/matmuls"), BATCH), |b| {
+                b.iter_custom(|iters| {
+                    common::timed(iters, || {
+                        for (a, w) in &pairs {
+                            a.matmul(w).unwrap();
+                        }
+                        dev.synchronize().unwrap()
+                    })
+                })
+            });
+            let mm = common::median_seconds(SAMPLES);
+            if let (Some(e), Some(j), Some(m)) = (eager, jit_time, mm) {
+                println!(
+                    "| {name} | {dev_name} | {eager_kernels} / {compiled_kernels} | {} | {} | {:.2} | {} | {} | {} | {:.2} |",
+                    common::fmt_secs(e),
+                    common::fmt_secs(j),
+                    j / e,
+                    common::fmt_secs(m),
+                    common::fmt_secs((e - m).max(0.0)),
+                    common::fmt_secs((j - m).max(0.0)),
+                    (j - m).max(0.0) / (e - m).max(1e-12),
+                );
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_jit);
+criterion_main!(benches);
