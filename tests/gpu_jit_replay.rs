@@ -227,11 +227,11 @@ fn a_replay_past_an_eager_batch_still_submits_once() {
     let mut compiled = jit::compile(|i: &[Tensor]| Ok(vec![chain(&i[0])?]));
     let x = Tensor::from_vec(values(2, 12), &[3, 4]).unwrap().to(&gpu).unwrap();
     for _ in 0..3 {
-        compiled.call(&[x.clone()]).unwrap();
+        compiled.call(std::slice::from_ref(&x)).unwrap();
     }
     gpu.synchronize().unwrap();
     let before = counters(&gpu);
-    let got = compiled.call(&[x.clone()]).unwrap();
+    let got = compiled.call(std::slice::from_ref(&x)).unwrap();
     let replay = between(&before, &counters(&gpu));
     let mid = counters(&gpu);
     let want = chain(&x).unwrap();
