@@ -30,6 +30,9 @@ const BATCH: usize = 8;
 const WARMUP: u64 = 5;
 const STEADY: u64 = 6;
 
+/// The counters are the device's: the tests here take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn bits(t: &Tensor) -> Vec<u32> {
     t.to_f32_vec().unwrap().into_iter().map(f32::to_bits).collect()
 }
@@ -190,6 +193,7 @@ fn replayed_training(make: &dyn Fn(Vec<Tensor>) -> Box<dyn Optimizer>, gpu: &Dev
 
 #[test]
 fn a_replayed_sgd_step_submits_once_and_builds_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
     let sgd = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
         let c = SgdConfig { lr: 0.1, momentum: 0.9, dampening: 0.1, weight_decay: 0.01, nesterov: false };
@@ -201,6 +205,7 @@ fn a_replayed_sgd_step_submits_once_and_builds_nothing() {
 
 #[test]
 fn a_replayed_adam_step_submits_once_and_builds_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
     let adam = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
         Box::new(Adam::new(p, AdamConfig { lr: 0.01, weight_decay: 0.01, ..Default::default() }).unwrap())
@@ -213,6 +218,7 @@ fn a_replayed_adam_step_submits_once_and_builds_nothing() {
 /// dispatches, a replay once per call; the values agree bit for bit.
 #[test]
 fn a_replay_past_an_eager_batch_still_submits_once() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
     let n = BATCH_DISPATCHES as usize + 44;
     let w = Tensor::from_vec(values(1, 16), &[4, 4]).unwrap().to(&gpu).unwrap();

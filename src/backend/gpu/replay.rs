@@ -326,3 +326,37 @@ impl GpuReplay {
         self.ctx.flush();
     }
 }
+
+impl GpuContext {
+    /// Records a program's dispatch (see `replay`) with its parameters in
+    /// slot `slot` of the program's own uniform `ring` (whose host copy is
+    /// written when the batch is submitted): it takes no slot of the
+    /// context's ring, so it never forces a submit.
+    pub(super) fn record_on_ring(&self, ring: &wgpu::Buffer, slot: u32, d: &Logged, bind_group: &wgpu::BindGroup) {
+        assert!(d.params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
+        let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((out, inputs)) = d.buffers.split_last() {
+            if self.any_bad.load(std::sync::atomic::Ordering::Acquire) {
+                let inputs: Vec<&wgpu::Buffer> = inputs.iter().collect();
+                self.note_written(out, &inputs);
+            }
+            if super::context::DEFERRED_ERRORS {
+                batch.written.push(out.clone());
+            }
+        }
+        let offset = slot as usize * PARAM_BYTES as usize;
+        let k = match batch.rings.iter().position(|(r, _)| r == ring) {
+            Some(k) => k,
+            None => {
+                batch.rings.push((ring.clone(), Vec::new()));
+                batch.rings.len() - 1
+            }
+        };
+        let host = &mut batch.rings[k].1;
+        if host.len() < offset + PARAM_BYTES as usize {
+            host.resize(offset + PARAM_BYTES as usize, 0);
+        }
+        host[offset..offset + d.params.len() * 4].copy_from_slice(bytemuck::cast_slice(&d.params));
+        self.record_pass(&mut batch, &d.pipeline, bind_group, offset as u32, d.grid);
+    }
+}

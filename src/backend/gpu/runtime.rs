@@ -59,7 +59,7 @@ pub(super) struct Counters {
 /// uniform ring, which is written to the GPU once, right before the batch is
 /// submitted. Bind groups use a dynamic offset into the ring, so the same
 /// (pipeline, buffers) bind group is cached and reused across steps.
-pub(super) struct Batch {
+pub(crate) struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Next free slot of the uniform ring; also the number of pending dispatches.
@@ -69,10 +69,10 @@ pub(super) struct Batch {
     pub(super) checks: IndexChecks,
     /// The buffers this batch writes (browser only: marked stale if the
     /// batch fails, see `memory`).
-    written: Vec<wgpu::Buffer>,
+    pub(super) written: Vec<wgpu::Buffer>,
     /// Programs' own uniform rings (see `replay`) and the host copy of the
     /// slots this batch's dispatches use, written before it is submitted.
-    rings: Vec<(wgpu::Buffer, Vec<u8>)>,
+    pub(super) rings: Vec<(wgpu::Buffer, Vec<u8>)>,
 }
 
 impl Batch {
@@ -289,7 +289,7 @@ impl GpuContext {
     }
 
     /// Records one dispatch into the batch's compute pass (opened if needed).
-    fn record_pass(
+    pub(super) fn record_pass(
         &self,
         batch: &mut Batch,
         pipeline: &wgpu::ComputePipeline,
@@ -307,44 +307,6 @@ impl GpuContext {
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, bind_group, &[offset]);
         pass.dispatch_workgroups(x, y, z);
-    }
-
-    /// Records a program's dispatch (see `replay`) with its parameters in
-    /// slot `slot` of the program's own uniform `ring` (whose host copy is
-    /// written when the batch is submitted): it takes no slot of the
-    /// context's ring, so it never forces a submit.
-    pub(super) fn record_on_ring(
-        &self,
-        ring: &wgpu::Buffer,
-        slot: u32,
-        d: &super::replay::Logged,
-        bind_group: &wgpu::BindGroup,
-    ) {
-        assert!(d.params.len() * 4 <= PARAM_BYTES as usize, "kernel parameters exceed {PARAM_BYTES} bytes");
-        let mut batch = lock(&self.batch);
-        if let Some((out, inputs)) = d.buffers.split_last() {
-            if self.any_bad.load(Ordering::Acquire) {
-                let inputs: Vec<&wgpu::Buffer> = inputs.iter().collect();
-                self.note_written(out, &inputs);
-            }
-            if context::DEFERRED_ERRORS {
-                batch.written.push(out.clone());
-            }
-        }
-        let offset = slot as usize * PARAM_BYTES as usize;
-        let k = match batch.rings.iter().position(|(r, _)| r == ring) {
-            Some(k) => k,
-            None => {
-                batch.rings.push((ring.clone(), Vec::new()));
-                batch.rings.len() - 1
-            }
-        };
-        let host = &mut batch.rings[k].1;
-        if host.len() < offset + PARAM_BYTES as usize {
-            host.resize(offset + PARAM_BYTES as usize, 0);
-        }
-        host[offset..offset + d.params.len() * 4].copy_from_slice(bytemuck::cast_slice(&d.params));
-        self.record_pass(&mut batch, &d.pipeline, bind_group, offset as u32, d.grid);
     }
 
     fn submit_locked(&self, batch: &mut Batch) {
