@@ -9,6 +9,7 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod replay;
 pub(crate) mod run;
 
 pub use run::{
@@ -21,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use cpu::{CpuBuffer, Elem};
+pub use replay::{ReplaySession, ReplayState, SlotInfo};
 
 /// (name, full WGSL source) of every shader the GPU backend can build for
 /// these rows (for validation with naga and the browser's compiler).

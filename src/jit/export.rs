@@ -130,6 +130,7 @@ pub fn load(bytes: &[u8], device: &Device) -> Result<Traced> {
         .collect();
     Ok(Traced {
         plan: program.plan_memory(),
+        kept: crate::backend::ReplayState::default(),
         program,
         inputs,
         grad_inputs: Vec::new(),

@@ -44,6 +44,7 @@ mod export;
 pub use compile::{compile, Compiled};
 pub use export::{inference_bytes, load, load_inference_model, save_inference_model};
 
+use crate::backend::ReplayState;
 use crate::device::Device;
 use crate::dispatch::record::{self, Stamp};
 use crate::dtype::DType;
@@ -76,6 +77,9 @@ pub struct Traced {
     program: Program,
     /// The program's memory plan (kept in step with `program`).
     plan: MemoryPlan,
+    /// What runs keep on the program's device (its GPU arena and prebuilt
+    /// work); made anew whenever the program or plan changes.
+    kept: ReplayState,
     inputs: Vec<InputSpec>,
     /// Tensors whose `.grad` the program reads as extra inputs (after the
     /// function's), with what those gradients were.
@@ -106,6 +110,7 @@ pub fn trace(inputs: &[Tensor], f: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>
     let plan = capture.program.plan_memory();
     let traced = Traced {
         plan,
+        kept: ReplayState::default(),
         program: capture.program,
         inputs: inputs.iter().map(InputSpec::of).collect(),
         grad_inputs,
@@ -131,6 +136,7 @@ impl Traced {
     pub fn optimize(&mut self) -> PassStats {
         let stats = self.program.optimize();
         self.plan = self.program.plan_memory();
+        self.kept = ReplayState::default();
         stats
     }
 
@@ -210,7 +216,7 @@ impl Traced {
         }
         let mut outs: Vec<Option<Tensor>> = self
             .program
-            .run_storages(&storages, Some(&self.plan))?
+            .run_kept(&storages, Some(&self.plan), Some(&self.kept))?
             .into_iter()
             .map(|b| {
                 let dtype = b.storage.read().dtype();

@@ -20,6 +20,7 @@ pub mod optim;
 pub mod pipelines;
 pub mod readback;
 pub mod reduce;
+pub mod replay;
 pub mod run;
 mod run_index;
 pub mod runtime;
@@ -169,6 +170,8 @@ pub async fn init_default_async_with(software: bool) -> Result<GpuDevice> {
 pub struct GpuBuffer {
     ctx: Arc<GpuContext>,
     buf: Option<wgpu::Buffer>,
+    /// The pool's size class it returns to; 0 for a view of a program's
+    /// arena buffer (`replay`), which the program keeps.
     class: u64,
     /// Elements (each 4 bytes).
     pub len: usize,
@@ -180,8 +183,15 @@ impl GpuBuffer {
         if dtype == DType::F64 {
             return Err(Error::dtype(op, "f64 tensors live on the cpu only; convert with to_dtype(F32) first"));
         }
+        if let Some(buf) = replay::take_output(ctx.id, (len * 4) as u64) {
+            return Ok(GpuBuffer::arena_view(ctx, buf, dtype, len));
+        }
         let (buf, class) = ctx.alloc(op, (len * 4) as u64)?;
         Ok(GpuBuffer { ctx: ctx.clone(), buf: Some(buf), class, len, dtype })
+    }
+    /// A buffer over (part of) a program's arena buffer `buf`: never pooled.
+    pub(crate) fn arena_view(ctx: &Arc<GpuContext>, buf: wgpu::Buffer, dtype: DType, len: usize) -> GpuBuffer {
+        GpuBuffer { ctx: ctx.clone(), buf: Some(buf), class: 0, len, dtype }
     }
     pub(crate) fn raw(&self) -> &wgpu::Buffer {
         self.buf.as_ref().expect("buffer present until drop")
@@ -196,7 +206,7 @@ impl GpuBuffer {
 
 impl Drop for GpuBuffer {
     fn drop(&mut self) {
-        if let Some(b) = self.buf.take() {
+        if let Some(b) = self.buf.take().filter(|_| self.class != 0) {
             self.ctx.release(b, self.class);
         }
     }

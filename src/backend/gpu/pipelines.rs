@@ -104,16 +104,31 @@ impl GpuContext {
     /// The bind group of `pipeline` over `buffers` (binding 0: the params ring
     /// at a dynamic offset), cached so a training loop stops creating them.
     pub(crate) fn bind_group(&self, pipeline: &wgpu::ComputePipeline, buffers: &[&wgpu::Buffer]) -> wgpu::BindGroup {
+        self.bind_group_on(&self.uniforms, pipeline, buffers)
+    }
+
+    /// `bind_group` with binding 0 on another uniform ring (a program's own,
+    /// see `replay`); cached under the ring too.
+    pub(crate) fn bind_group_on(
+        &self,
+        ring: &wgpu::Buffer,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
         let mut layouts = lock(&self.layouts);
         let k = layouts.get_mut(pipeline).expect("pipelines are created through GpuContext::pipeline");
-        let key: Vec<wgpu::Buffer> = buffers.iter().map(|b| (*b).clone()).collect();
+        let mut key: Vec<wgpu::Buffer> = Vec::with_capacity(buffers.len() + 1);
+        if *ring != self.uniforms {
+            key.push(ring.clone());
+        }
+        key.extend(buffers.iter().map(|b| (*b).clone()));
         if let Some(bg) = k.bind_groups.get(&key) {
             return bg.clone();
         }
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.uniforms,
+                buffer: ring,
                 offset: 0,
                 size: wgpu::BufferSize::new(PARAM_BYTES),
             }),

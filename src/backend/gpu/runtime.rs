@@ -59,7 +59,7 @@ pub(super) struct Counters {
 /// uniform ring, which is written to the GPU once, right before the batch is
 /// submitted. Bind groups use a dynamic offset into the ring, so the same
 /// (pipeline, buffers) bind group is cached and reused across steps.
-pub(super) struct Batch {
+pub(crate) struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Next free slot of the uniform ring; also the number of pending dispatches.
@@ -69,7 +69,10 @@ pub(super) struct Batch {
     pub(super) checks: IndexChecks,
     /// The buffers this batch writes (browser only: marked stale if the
     /// batch fails, see `memory`).
-    written: Vec<wgpu::Buffer>,
+    pub(super) written: Vec<wgpu::Buffer>,
+    /// Programs' own uniform rings (see `replay`) and the host copy of the
+    /// slots this batch's dispatches use, written before it is submitted.
+    pub(super) rings: Vec<(wgpu::Buffer, Vec<u8>)>,
 }
 
 impl Batch {
@@ -179,6 +182,7 @@ impl GpuContext {
                 params: Vec::new(),
                 checks: IndexChecks::default(),
                 written: Vec::new(),
+                rings: Vec::new(),
             }),
             counters: Counters::default(),
             failure,
@@ -250,6 +254,9 @@ impl GpuContext {
         [x, y, z]: [u32; 3],
     ) {
         context::open_batch_scopes(self.id, &self.device);
+        if super::replay::intercept(self, pipeline, params, buffers, [x, y, z]) {
+            return;
+        }
         let bind_group = self.bind_group(pipeline, buffers);
         let mut batch = lock(&self.batch);
         if let Some((out, inputs)) = buffers.split_last() {
@@ -278,6 +285,18 @@ impl GpuContext {
         batch.slot += 1;
         batch.params.resize(offset + PARAM_BYTES as usize, 0);
         batch.params[offset..offset + params.len() * 4].copy_from_slice(bytemuck::cast_slice(params));
+        self.record_pass(batch, pipeline, bind_group, offset as u32, [x, y, z]);
+    }
+
+    /// Records one dispatch into the batch's compute pass (opened if needed).
+    pub(super) fn record_pass(
+        &self,
+        batch: &mut Batch,
+        pipeline: &wgpu::ComputePipeline,
+        bind_group: &wgpu::BindGroup,
+        offset: u32,
+        [x, y, z]: [u32; 3],
+    ) {
         self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
         if batch.pass.is_none() {
             let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
@@ -286,7 +305,7 @@ impl GpuContext {
         }
         let pass = batch.pass.as_mut().expect("pass opened above");
         pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, bind_group, &[offset as u32]);
+        pass.set_bind_group(0, bind_group, &[offset]);
         pass.dispatch_workgroups(x, y, z);
     }
 
@@ -295,6 +314,9 @@ impl GpuContext {
         if !batch.params.is_empty() {
             self.queue.write_buffer(&self.uniforms, 0, &batch.params);
             batch.params.clear();
+        }
+        for (ring, host) in std::mem::take(&mut batch.rings) {
+            self.queue.write_buffer(&ring, 0, &host);
         }
         if let Some(enc) = batch.encoder.take() {
             self.queue.submit(Some(enc.finish()));
@@ -354,6 +376,7 @@ impl GpuContext {
             return Ok(());
         }
         let size = (bytes.len() as u64).div_ceil(4) * 4;
+        super::replay::note_opaque(self.id);
         context::open_batch_scopes(self.id, &self.device);
         let staging = self.create_checked(op, "an upload's staging buffer", || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
