@@ -23,7 +23,6 @@ use std::time::Duration;
 const SAMPLES: usize = 10;
 const BATCH: usize = 64;
 
-
 fn step(model: &Sequential, opt: &mut Adam, x: &Tensor, y: &Tensor) -> Result<Tensor> {
     opt.zero_grad();
     let loss = model.forward(x)?.cross_entropy(y, Reduction::Mean, 0.0)?;
@@ -73,7 +72,8 @@ fn bench_jit(c: &mut Criterion) {
         Err(e) => println!("jit bench: no GPU adapter ({e}); cpu only"),
     }
     type Build = fn() -> Result<Sequential>;
-    let models: [(&str, Build, &[usize]); 2] = [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", common::cnn, &[BATCH, 1, 28, 28])];
+    let models: [(&str, Build, &[usize]); 2] =
+        [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", common::cnn, &[BATCH, 1, 28, 28])];
     for (dev_name, dev) in devices {
         for (name, build, shape) in models {
             let x = Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
@@ -84,7 +84,8 @@ fn bench_jit(c: &mut Criterion) {
             let mut opt = Adam::new(model.parameters(), AdamConfig::default()).unwrap();
             step(&model, &mut opt, &x, &y).unwrap();
             // Kernels per step: the capture as recorded (what eager dispatches) and after the passes.
-            let (_, mut traced) = jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&model, &mut opt, &i[0], &i[1])?])).unwrap();
+            let (_, mut traced) =
+                jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&model, &mut opt, &i[0], &i[1])?])).unwrap();
             let eager_kernels = traced.program().kernels();
             let stats = traced.optimize();
             let compiled_kernels = traced.program().kernels();
@@ -114,7 +115,8 @@ fn bench_jit(c: &mut Criterion) {
             let model = build().unwrap();
             model.to(&dev).unwrap();
             let opt = RefCell::new(Adam::new(model.parameters(), AdamConfig::default()).unwrap());
-            let mut compiled = jit::compile(|i: &[Tensor]| Ok(vec![step(&model, &mut opt.borrow_mut(), &i[0], &i[1])?]));
+            let mut compiled =
+                jit::compile(|i: &[Tensor]| Ok(vec![step(&model, &mut opt.borrow_mut(), &i[0], &i[1])?]));
             for _ in 0..3 {
                 compiled.call(&[x.clone(), y.clone()]).unwrap();
             }

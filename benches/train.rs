@@ -17,7 +17,6 @@ const SAMPLES: usize = 10;
 type ModelSpec = (&'static str, fn() -> Result<Sequential>, &'static [usize]);
 const BATCH: usize = 64;
 
-
 fn devices() -> Vec<(&'static str, Device)> {
     let mut v = vec![("cpu", Device::Cpu)];
     match Device::gpu() {
@@ -36,7 +35,8 @@ fn bench_steps(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
         .throughput(Throughput::Elements(BATCH as u64));
-    let models: [ModelSpec; 2] = [("cnn", common::cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
+    let models: [ModelSpec; 2] =
+        [("cnn", common::cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
     for (dev_name, dev) in devices() {
         for (name, build, shape) in models {
             let model = build().expect("model");
