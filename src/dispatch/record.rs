@@ -3,8 +3,10 @@
 //! views it read, the slot it made or the views it wrote). Storages are told
 //! apart by identity: the function's inputs are registered first, a storage
 //! an instruction reads that no instruction made is captured (a parameter, a
-//! constant), and every storage seen is kept alive until the capture ends,
-//! so no address is reused for another value meanwhile.
+//! constant), and every storage seen is held by a weak reference until the
+//! capture ends: its allocation (the address the slot is keyed by) cannot be
+//! reused for another value meanwhile, while its buffer is freed as eagerly
+//! as without a capture.
 //!
 //! What a program cannot repeat is a capture error naming the op: a host
 //! readback (`to_vec`, `item`) or a transfer between devices inside the
@@ -38,7 +40,8 @@ use std::sync::{Arc, Mutex};
 struct Recorder {
     program: Program,
     ids: FxHashMap<usize, ValueId>,
-    keep: Vec<Storage>,
+    /// Weak references to every storage seen (see the module docs).
+    keep: Vec<std::sync::Weak<crate::backend::StorageInner>>,
     /// The first thing that could not be captured.
     error: Option<Error>,
     /// How many inputs the function has (gradient inputs are numbered after them).
@@ -143,7 +146,7 @@ impl Recorder {
         let id = self.program.values.len();
         self.program.values.push(Value { dtype, device: s.device().clone(), len, source });
         self.ids.insert(key(s), id);
-        self.keep.push(s.clone());
+        self.keep.push(std::sync::Arc::downgrade(s));
         id
     }
     /// The slot of a storage an instruction reads or writes: captured when new.
