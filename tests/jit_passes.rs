@@ -57,7 +57,7 @@ fn reads_on_either_side_of_an_in_place_write_stay_apart() {
     let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0], &b)?])).unwrap();
     let stats = traced.optimize();
     // Only the two adds fuse (the [3] operands have another shape).
-    assert_eq!(stats, skiff::program::PassStats { merged: 0, dead: 0, fused: 1 }, "{}", traced.program());
+    assert_eq!(stats, skiff::program::PassStats { fused: 1, ..Default::default() }, "{}", traced.program());
     // b is now [2, 3, 4]; a run adds 1 again, as the eager function would.
     let expect_b = Tensor::from_vec(vec![2.0f32, 3.0, 4.0], &[3]).unwrap();
     let eager = f(&x, &expect_b).unwrap();
@@ -73,8 +73,10 @@ fn random_draws_are_never_merged() {
         Ok(vec![xs[0].dropout(0.5, true)?.sub(&xs[0].dropout(0.5, true)?)?])
     })
     .unwrap();
-    // The scaling and the zero fill the two dropouts share are merged; their draws are not.
-    assert_eq!(traced.optimize().merged, 2, "{}", traced.program());
+    // The zero fills the two dropouts use are folded into constants and
+    // their scaling merged; their draws are neither.
+    let s = traced.optimize();
+    assert_eq!((s.folded, s.merged), (2, 1), "{s:?}\n{}", traced.program());
     assert_eq!(traced.program().to_string().matches("= random:bernoulli").count(), 2, "{}", traced.program());
     let diff = traced.run(std::slice::from_ref(&x)).unwrap()[0].to_f32_vec().unwrap();
     assert!(diff.iter().any(|&d| d != 0.0), "two independent masks differ somewhere");
@@ -169,4 +171,98 @@ fn the_memory_plan_shares_buffers_only_between_slots_never_live_at_once() {
             );
         }
     }
+}
+
+#[test]
+fn constants_the_program_makes_are_folded_but_captured_values_are_not() {
+    let x = input();
+    let w = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let f = |x: &Tensor| -> skiff::Result<Tensor> {
+        let half = Tensor::full(&[], 0.5, DType::F32)?.mul_scalar(2.0)?; // a constant chain
+        x.mul(&half)?.add(&w.mul_scalar(3.0)?) // w is captured: read at every run
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0])?])).unwrap();
+    let stats = traced.optimize();
+    assert_eq!(stats.folded, 2, "the fill and the mul_scalar over it: {stats:?}\n{}", traced.program());
+    let text = traced.program().to_string();
+    assert!(!text.contains("fill:") && text.contains("mul_scalar"), "w * 3 stays:\n{text}");
+    // The caller writes w: a replay reads the new values, the folded constant stays.
+    w.add_scalar_(1.0).unwrap();
+    let x2 = x.mul_scalar(-2.0).unwrap();
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&f(&x2).unwrap()));
+}
+
+#[test]
+fn a_copy_of_a_value_never_written_is_read_through() {
+    let x = input();
+    let (_, mut traced) =
+        jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![xs[0].exp()?.contiguous_copy()?.neg()?])).unwrap();
+    let stats = traced.optimize();
+    assert_eq!(stats.forwarded, 1, "{stats:?}");
+    assert!(!traced.program().to_string().contains("copy("), "{}", traced.program());
+    let x2 = x.mul_scalar(0.5).unwrap();
+    let want = x2.exp().unwrap().neg().unwrap();
+    assert_eq!(bits(&traced.run(std::slice::from_ref(&x2)).unwrap()[0]), bits(&want));
+    // A copy written in place later, or of a value also returned, stays a copy.
+    let written = |x: &Tensor| -> skiff::Result<Vec<Tensor>> {
+        let a = x.exp()?;
+        let c = a.contiguous_copy()?;
+        c.add_scalar_(1.0)?;
+        Ok(vec![a, c])
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| written(&xs[0])).unwrap();
+    assert_eq!(traced.optimize().forwarded, 0, "{}", traced.program());
+    let got = traced.run(std::slice::from_ref(&x2)).unwrap();
+    let want = written(&x2).unwrap();
+    assert_eq!((bits(&got[0]), bits(&got[1])), (bits(&want[0]), bits(&want[1])));
+    let returned = |x: &Tensor| -> skiff::Result<Vec<Tensor>> {
+        let a = x.exp()?;
+        Ok(vec![a.clone(), a.contiguous_copy()?])
+    };
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| returned(&xs[0])).unwrap();
+    assert_eq!(traced.optimize().forwarded, 0, "two outputs must not alias");
+}
+
+#[test]
+fn a_repeated_range_check_is_dropped_and_the_first_still_fails() {
+    let x = input();
+    let idx = Tensor::from_vec(vec![0i32, 2], &[2]).unwrap();
+    let f =
+        |x: &Tensor, i: &Tensor| -> skiff::Result<Tensor> { x.index_select(1, i)?.add(&x.index_select(1, i)?.exp()?) };
+    let (_, mut traced) = jit::trace(&[x.clone(), idx.clone()], |t| Ok(vec![f(&t[0], &t[1])?])).unwrap();
+    let checks = |t: &jit::Traced| t.program().to_string().matches("index_check:").count();
+    assert_eq!(checks(&traced), 2, "{}", traced.program());
+    let stats = traced.optimize();
+    assert_eq!((stats.checks, checks(&traced)), (1, 1), "{stats:?}");
+    let bad = Tensor::from_vec(vec![0i32, 9], &[2]).unwrap();
+    let e = traced.run(&[x.clone(), bad]).expect_err("index 9 of an axis of 3 still fails");
+    assert!(e.to_string().contains("index_select") && e.to_string().contains('9'), "{e}");
+    // A write into the index between the two reads keeps both checks.
+    let g = |x: &Tensor, i: &Tensor| -> skiff::Result<Tensor> {
+        let a = x.index_select(1, i)?;
+        i.copy_(&Tensor::from_vec(vec![1i32, 1], &[2])?)?;
+        a.add(&x.index_select(1, i)?)
+    };
+    let i2 = idx.contiguous_copy().unwrap();
+    let (_, mut traced) = jit::trace(&[x, i2], |t| Ok(vec![g(&t[0], &t[1])?])).unwrap();
+    assert_eq!(traced.optimize().checks, 0, "{}", traced.program());
+}
+
+#[test]
+fn checks_of_the_same_labels_through_another_view_are_one_check() {
+    // cross_entropy checks its [N] labels, then gathers through their [N, 1] view.
+    let logits = Tensor::from_vec((0..12).map(|i| i as f32 / 7.0).collect(), &[4, 3]).unwrap();
+    let labels = Tensor::from_vec(vec![0i32, 2, 1, 2], &[4]).unwrap();
+    let f = |x: &Tensor, y: &Tensor| x.cross_entropy(y, skiff::Reduction::Mean, 0.0);
+    let (_, mut traced) = jit::trace(&[logits.clone(), labels.clone()], |t| Ok(vec![f(&t[0], &t[1])?])).unwrap();
+    let checks = |t: &jit::Traced| t.program().to_string().matches("index_check:").count();
+    assert_eq!(checks(&traced), 2, "{}", traced.program());
+    traced.optimize();
+    assert_eq!(checks(&traced), 1, "{}", traced.program());
+    traced.program().validate().unwrap();
+    let bad = Tensor::from_vec(vec![0i32, 3, 1, 2], &[4]).unwrap();
+    let e = traced.run(&[logits.clone(), bad]).expect_err("label 3 of 3 classes is an error");
+    assert!(e.to_string().contains("cross_entropy"), "{e}");
+    let good = Tensor::from_vec(vec![2i32, 0, 0, 1], &[4]).unwrap();
+    assert_eq!(bits(&traced.run(&[logits.clone(), good.clone()]).unwrap()[0]), bits(&f(&logits, &good).unwrap()));
 }

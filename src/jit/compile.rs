@@ -151,11 +151,10 @@ where
         }
         let stats = traced.optimize();
         self.note(format!(
-            "call {}: captured ({why}): {} kernels after merging {} and dropping {}",
+            "call {}: captured ({why}): {} kernels after the passes removed {} ({stats:?})",
             self.calls,
             traced.program().kernels(),
-            stats.merged,
-            stats.dead
+            stats.removed()
         ));
         if self.cache.len() >= self.capacity {
             let oldest = (0..self.cache.len()).min_by_key(|&i| self.cache[i].last_used).expect("the cache is full");

@@ -24,6 +24,7 @@ mod passes;
 mod plan;
 mod replay;
 mod serial;
+mod simplify;
 mod text;
 mod validate;
 

@@ -28,6 +28,19 @@ pub struct PassStats {
     pub dead: usize,
     /// Instructions fusion removed (a group of n becomes one: n - 1).
     pub fused: usize,
+    /// Constant instructions run once at optimisation (`fold_constants`).
+    pub folded: usize,
+    /// Whole-buffer copies read through (`forward_copies`).
+    pub forwarded: usize,
+    /// Repeated range checks dropped (`drop_repeated_checks`).
+    pub checks: usize,
+}
+
+impl PassStats {
+    /// Instructions the passes removed in all.
+    pub fn removed(&self) -> usize {
+        self.merged + self.dead + self.fused + self.folded + self.forwarded + self.checks
+    }
 }
 
 /// An operand as CSE compares it: the slot, the view and how many times the
@@ -37,10 +50,13 @@ type Key = (KernelSpec, Vec<Bind>, Vec<(ValueId, Layout, u32)>, Vec<usize>);
 impl Program {
     /// The passes in order; returns what they removed.
     pub fn optimize(&mut self) -> PassStats {
+        let folded = self.fold_constants();
         let merged = self.eliminate_common_subexpressions();
+        let forwarded = self.forward_copies();
+        let checks = self.drop_repeated_checks();
         let dead = self.eliminate_dead_code();
         let fused = self.fuse_elementwise();
-        PassStats { merged, dead, fused }
+        PassStats { merged, dead, fused, folded, forwarded, checks }
     }
 
     /// Reuses the result of an earlier identical `Run` / `Create`; returns

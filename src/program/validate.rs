@@ -94,7 +94,7 @@ impl Program {
                     }
                     let ins = inputs.iter().map(|a| self.read(at, a, &made)).collect::<Result<Vec<_>>>()?;
                     for a in inputs.iter().filter(|_| needs_check(spec)).skip(1).take(1) {
-                        if !checked.iter().any(|(v, l, _)| *v == a.value && *l == a.layout) {
+                        if !checked.iter().any(|(v, l, _)| self.same_elements(*v, l, a)) {
                             return Err(bad(
                                 at,
                                 format!("{} reads index %{} without a range check", spec.name(), a.value),
@@ -137,7 +137,7 @@ impl Program {
                 if let Some(axis) = index_axis(spec) {
                     let (data, index) = (&inputs[0], &inputs[1]);
                     let dim = data.layout.shape.get(axis).copied();
-                    let bound = checked.iter().find(|(v, l, _)| *v == index.value && *l == index.layout).map(|c| c.2);
+                    let bound = checked.iter().find(|(v, l, _)| self.same_elements(*v, l, index)).map(|c| c.2);
                     if dim.is_none() || bound != dim {
                         return Err(bad(
                             at,
@@ -151,6 +151,14 @@ impl Program {
             self.read(self.instrs.len(), a, &made)?;
         }
         Ok(())
+    }
+
+    /// Whether a check of view `l` of slot `v` checked the elements `a` reads:
+    /// the same view, or both every element of the buffer.
+    fn same_elements(&self, v: ValueId, l: &Layout, a: &Arg) -> bool {
+        let len = self.values[v].len;
+        let whole = |l: &Layout| l.offset == 0 && l.is_contiguous() && l.numel() == len;
+        v == a.value && (*l == a.layout || (whole(l) && whole(&a.layout)))
     }
 
     /// The dtype and shape instruction `at` reads through `a`, once it is
