@@ -6,49 +6,23 @@
 
 mod common;
 
-use skiff::optim::{Optimizer, Sgd, SgdConfig};
-use skiff::{jit, DType, Device, Reduction, Tensor};
+use common::mlp::{batch, forward, params, step};
+
+use skiff::optim::{Sgd, SgdConfig};
+use skiff::{jit, DType, Device, Tensor};
 
 fn bits(t: &Tensor) -> Vec<u32> {
     t.to_f32_vec().unwrap().into_iter().map(f32::to_bits).collect()
 }
 
-/// Deterministic values in [-1, 1) (the global generator is shared by the
-/// tests that run in parallel, so these tests do not draw from it).
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    (0..n).map(|i| ((seed as f32 * 7.31 + i as f32 * 1.37).sin() * 43758.547).fract()).collect()
-}
-
-/// A small MLP's parameters, on `device`.
-fn params(seed: u64, device: &Device) -> Vec<Tensor> {
-    [&[4usize, 8][..], &[8], &[8, 3], &[3]]
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let v: Vec<f32> = values(seed * 10 + k as u64, s.iter().product()).iter().map(|x| x * 0.5).collect();
-            Tensor::from_vec(v, s).unwrap().to(device).unwrap().requires_grad_(true).unwrap()
-        })
-        .collect()
-}
-
-fn forward(p: &[Tensor], x: &Tensor) -> skiff::Result<Tensor> {
-    x.matmul(&p[0])?.add(&p[1])?.relu()?.matmul(&p[2])?.add(&p[3])
-}
-
-fn batch(seed: u64, device: &Device) -> (Tensor, Tensor) {
-    let x = Tensor::from_vec(values(seed, 20), &[5, 4]).unwrap().to(device).unwrap();
-    let labels: Vec<i32> = values(seed + 100, 5).iter().map(|v| ((v + 1.0) * 1.5) as i32 % 3).collect();
-    (x, Tensor::from_vec(labels, &[5]).unwrap().to(device).unwrap())
-}
-
 fn replay_matches_eager(device: &Device) {
     let p = params(1, device);
-    let (x0, _) = batch(2, device);
+    let (x0, _) = batch(2, 5, device);
     let (out, traced) =
         jit::trace(std::slice::from_ref(&x0), |xs| Ok(vec![forward(&p, &xs[0])?.softmax(-1)?])).unwrap();
     assert_eq!(bits(&out[0]), bits(&forward(&p, &x0).unwrap().softmax(-1).unwrap()));
     for seed in [3, 4] {
-        let (x, _) = batch(seed, device);
+        let (x, _) = batch(seed, 5, device);
         let replayed = traced.run(std::slice::from_ref(&x)).unwrap();
         let eager = forward(&p, &x).unwrap().softmax(-1).unwrap();
         assert_eq!(replayed[0].shape(), &[5, 3]);
@@ -72,7 +46,7 @@ fn a_replay_computes_what_eager_code_does_on_the_gpu() {
 #[test]
 fn the_program_prints_its_slots_and_kernels() {
     let p = params(1, &Device::Cpu);
-    let (x, _) = batch(2, &Device::Cpu);
+    let (x, _) = batch(2, 5, &Device::Cpu);
     let (_, traced) = jit::trace(&[x], |xs| Ok(vec![forward(&p, &xs[0])?])).unwrap();
     let text = traced.program().to_string();
     assert!(text.starts_with("program(%0: f32[20] input 0) {"), "{text}");
@@ -84,25 +58,16 @@ fn the_program_prints_its_slots_and_kernels() {
     assert_eq!(traced.program().inputs(), 1);
 }
 
-/// One training step: zero_grad, forward, cross-entropy, backward, SGD with momentum.
-fn step(p: &[Tensor], opt: &mut Sgd, x: &Tensor, y: &Tensor) -> skiff::Result<Tensor> {
-    opt.zero_grad();
-    let loss = forward(p, x)?.cross_entropy(y, Reduction::Mean, 0.0)?;
-    loss.backward()?;
-    opt.step()?;
-    Ok(loss.detach())
-}
-
 fn traced_training_matches_eager(device: &Device) {
     let sgd = |p: &[Tensor]| Sgd::new(p.to_vec(), SgdConfig { lr: 0.1, momentum: 0.9, ..Default::default() }).unwrap();
     let (pa, pb) = (params(5, device), params(5, device));
     let (mut oa, mut ob) = (sgd(&pa), sgd(&pb));
     // One eager step first: the momentum buffers exist from then on, and the
     // traced step is the steady one (host control flow is traced as taken).
-    let (x, y) = batch(10, device);
+    let (x, y) = batch(10, 5, device);
     step(&pa, &mut oa, &x, &y).unwrap();
     step(&pb, &mut ob, &x, &y).unwrap();
-    let (x, y) = batch(11, device);
+    let (x, y) = batch(11, 5, device);
     let (loss, mut traced) =
         jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&pa, &mut oa, &i[0], &i[1])?])).unwrap();
     let eager = step(&pb, &mut ob, &x, &y).unwrap();
@@ -112,7 +77,7 @@ fn traced_training_matches_eager(device: &Device) {
     let stats = traced.optimize();
     assert_eq!(traced.program().kernels(), before - stats.removed());
     for seed in 12..17 {
-        let (x, y) = batch(seed, device);
+        let (x, y) = batch(seed, 5, device);
         let replayed = traced.run(&[x.clone(), y.clone()]).unwrap();
         let eager = step(&pb, &mut ob, &x, &y).unwrap();
         assert_eq!(bits(&replayed[0]), bits(&eager), "loss at step {seed} on {device}");

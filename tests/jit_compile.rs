@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::mlp::{batch, forward, params, values};
+
 use skiff::nn::{Dropout, Layer, Linear};
 use skiff::optim::{
     clip_grad_norm_tensor_, Adagrad, AdagradConfig, Adam, AdamConfig, AdamW, LrSchedule, Optimizer, RmsProp,
@@ -17,33 +19,6 @@ use std::cell::RefCell;
 
 fn bits(t: &Tensor) -> Vec<u32> {
     t.to_f32_vec().unwrap().into_iter().map(f32::to_bits).collect()
-}
-
-/// Deterministic values in [-1, 1) (tests run in parallel: none draws from
-/// the global generator).
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    (0..n).map(|i| ((seed as f32 * 7.31 + i as f32 * 1.37).sin() * 43758.547).fract()).collect()
-}
-
-fn params(seed: u64, device: &Device) -> Vec<Tensor> {
-    [&[4usize, 8][..], &[8], &[8, 3], &[3]]
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let v: Vec<f32> = values(seed * 10 + k as u64, s.iter().product()).iter().map(|x| x * 0.5).collect();
-            Tensor::from_vec(v, s).unwrap().to(device).unwrap().requires_grad_(true).unwrap()
-        })
-        .collect()
-}
-
-fn forward(p: &[Tensor], x: &Tensor) -> skiff::Result<Tensor> {
-    x.matmul(&p[0])?.add(&p[1])?.relu()?.matmul(&p[2])?.add(&p[3])
-}
-
-fn batch(seed: u64, rows: usize, device: &Device) -> (Tensor, Tensor) {
-    let x = Tensor::from_vec(values(seed, rows * 4), &[rows, 4]).unwrap().to(device).unwrap();
-    let labels: Vec<i32> = values(seed + 100, rows).iter().map(|v| ((v + 1.0) * 1.5) as i32 % 3).collect();
-    (x, Tensor::from_vec(labels, &[rows]).unwrap().to(device).unwrap())
 }
 
 fn loss_of(p: &[Tensor], x: &Tensor, y: &Tensor) -> skiff::Result<Tensor> {

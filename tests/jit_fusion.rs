@@ -7,10 +7,12 @@
 
 mod common;
 
+use common::mlp::{batch, params, step, values};
+
 use skiff::kernel::{FusedElementwise, KernelSpec, Operand};
-use skiff::optim::{Optimizer, Sgd, SgdConfig};
+use skiff::optim::{Sgd, SgdConfig};
 use skiff::program::{Instr, PassStats, Program};
-use skiff::{jit, DType, Device, Reduction, Tensor};
+use skiff::{jit, DType, Device, Tensor};
 
 /// The bits of every element (f32 widened), to compare exactly.
 fn bits(t: &Tensor) -> Vec<u64> {
@@ -26,11 +28,6 @@ fn close(got: &Tensor, want: &Tensor, what: &str) {
     for (i, (a, b)) in g.iter().zip(&w).enumerate() {
         assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: element {i}: {a} vs {b}");
     }
-}
-
-/// Deterministic values in [-1, 1) (the tests share the global generator).
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    (0..n).map(|i| ((seed as f32 * 7.31 + i as f32 * 1.37).sin() * 43758.547).fract()).collect()
 }
 
 fn tensor(seed: u64, shape: &[usize]) -> Tensor {
@@ -304,7 +301,7 @@ fn generated_kernels_validate_with_naga() {
     use naga::valid::{Capabilities, ValidationFlags, Validator};
     use skiff::backend;
     let mut programs = vec![traced_mixed(DType::F32, &Device::Cpu)];
-    let (x, y) = batch(3, &Device::Cpu);
+    let (x, y) = batch(3, 5, &Device::Cpu);
     let p = params(2, &Device::Cpu);
     let mut opt = sgd(&p);
     step(&p, &mut opt, &x, &y).unwrap();
@@ -327,34 +324,8 @@ fn generated_kernels_validate_with_naga() {
 
 // ---- a traced MLP training step (as in tests/jit.rs)
 
-fn params(seed: u64, device: &Device) -> Vec<Tensor> {
-    [&[4usize, 8][..], &[8], &[8, 3], &[3]]
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let v: Vec<f32> = values(seed * 10 + k as u64, s.iter().product()).iter().map(|x| x * 0.5).collect();
-            Tensor::from_vec(v, s).unwrap().to(device).unwrap().requires_grad_(true).unwrap()
-        })
-        .collect()
-}
-
-fn batch(seed: u64, device: &Device) -> (Tensor, Tensor) {
-    let x = Tensor::from_vec(values(seed, 20), &[5, 4]).unwrap().to(device).unwrap();
-    let labels: Vec<i32> = values(seed + 100, 5).iter().map(|v| ((v + 1.0) * 1.5) as i32 % 3).collect();
-    (x, Tensor::from_vec(labels, &[5]).unwrap().to(device).unwrap())
-}
-
 fn sgd(p: &[Tensor]) -> Sgd {
     Sgd::new(p.to_vec(), SgdConfig { lr: 0.1, momentum: 0.9, ..Default::default() }).unwrap()
-}
-
-fn step(p: &[Tensor], opt: &mut Sgd, x: &Tensor, y: &Tensor) -> skiff::Result<Tensor> {
-    opt.zero_grad();
-    let h = x.matmul(&p[0])?.add(&p[1])?.relu()?;
-    let loss = h.matmul(&p[2])?.add(&p[3])?.cross_entropy(y, Reduction::Mean, 0.0)?;
-    loss.backward()?;
-    opt.step()?;
-    Ok(loss.detach())
 }
 
 /// Traces a steady training step on `device` next to an eager twin, fuses
@@ -362,10 +333,10 @@ fn step(p: &[Tensor], opt: &mut Sgd, x: &Tensor, y: &Tensor) -> skiff::Result<Te
 fn fused_training(device: &Device, same: impl Fn(&Tensor, &Tensor, &str)) {
     let (pa, pb) = (params(5, device), params(5, device));
     let (mut oa, mut ob) = (sgd(&pa), sgd(&pb));
-    let (x, y) = batch(10, device);
+    let (x, y) = batch(10, 5, device);
     step(&pa, &mut oa, &x, &y).unwrap();
     step(&pb, &mut ob, &x, &y).unwrap();
-    let (x, y) = batch(11, device);
+    let (x, y) = batch(11, 5, device);
     let (_, mut traced) = jit::trace(&[x.clone(), y.clone()], |i| Ok(vec![step(&pa, &mut oa, &i[0], &i[1])?])).unwrap();
     step(&pb, &mut ob, &x, &y).unwrap();
     let before = traced.program().kernels();
@@ -377,7 +348,7 @@ fn fused_training(device: &Device, same: impl Fn(&Tensor, &Tensor, &str)) {
     assert!(s.fused >= 15 && fused(traced.program()).len() >= 9, "{s:?}\n{}", traced.program());
     eprintln!("training step on {device}: {before} kernels, {after} after the passes ({s:?})");
     for seed in 12..17 {
-        let (x, y) = batch(seed, device);
+        let (x, y) = batch(seed, 5, device);
         let replayed = traced.run(&[x.clone(), y.clone()]).unwrap();
         let eager = step(&pb, &mut ob, &x, &y).unwrap();
         same(&replayed[0], &eager, &format!("loss at step {seed}"));

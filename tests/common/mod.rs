@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod gradcheck;
+pub mod mlp;
 
 use skiff::Tensor;
 
