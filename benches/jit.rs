@@ -11,14 +11,13 @@
 
 mod common;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use skiff::kernel::KernelSpec;
 use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::program::Instr;
 use skiff::{jit, manual_seed, DType, Device, Reduction, Result, Tensor};
 use std::cell::RefCell;
-use std::time::Duration;
 
 const SAMPLES: usize = 10;
 const BATCH: usize = 64;
@@ -59,18 +58,8 @@ fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> 
 
 fn bench_jit(c: &mut Criterion) {
     manual_seed(0);
-    let mut group = c.benchmark_group("jit_train_step_adam");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .throughput(Throughput::Elements(BATCH as u64));
-    let mut devices = vec![("cpu", Device::Cpu)];
-    match Device::gpu() {
-        Ok(g) => devices.push(("gpu", g)),
-        Err(e) => println!("jit bench: no GPU adapter ({e}); cpu only"),
-    }
+    let mut group = common::step_group(c, "jit_train_step_adam", SAMPLES, BATCH);
+    let devices = common::devices("jit");
     type Build = fn() -> Result<Sequential>;
     let models: [(&str, Build, &[usize]); 2] =
         [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", common::cnn, &[BATCH, 1, 28, 28])];

@@ -5,11 +5,10 @@
 
 mod common;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
-use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
-use std::time::Duration;
+use skiff::{manual_seed, DType, Reduction, Result, Tensor};
 
 const SAMPLES: usize = 10;
 
@@ -17,27 +16,12 @@ const SAMPLES: usize = 10;
 type ModelSpec = (&'static str, fn() -> Result<Sequential>, &'static [usize]);
 const BATCH: usize = 64;
 
-fn devices() -> Vec<(&'static str, Device)> {
-    let mut v = vec![("cpu", Device::Cpu)];
-    match Device::gpu() {
-        Ok(g) => v.push(("gpu", g)),
-        Err(e) => println!("train bench: no GPU adapter ({e}); cpu only"),
-    }
-    v
-}
-
 fn bench_steps(c: &mut Criterion) {
     manual_seed(0);
-    let mut group = c.benchmark_group("train_step_adam");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(SAMPLES)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
-        .throughput(Throughput::Elements(BATCH as u64));
+    let mut group = common::step_group(c, "train_step_adam", SAMPLES, BATCH);
     let models: [ModelSpec; 2] =
         [("cnn", common::cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
-    for (dev_name, dev) in devices() {
+    for (dev_name, dev) in common::devices("train") {
         for (name, build, shape) in models {
             let model = build().expect("model");
             model.to(&dev).expect("to device");

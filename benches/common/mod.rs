@@ -62,6 +62,35 @@ pub fn fmt_secs(s: f64) -> String {
     }
 }
 
+/// The cpu, and the default GPU when an adapter exists (`bench` names the
+/// benchmark in the note printed without one).
+pub fn devices(bench: &str) -> Vec<(&'static str, skiff::Device)> {
+    let mut v = vec![("cpu", skiff::Device::Cpu)];
+    match skiff::Device::gpu() {
+        Ok(g) => v.push(("gpu", g)),
+        Err(e) => println!("{bench} bench: no GPU adapter ({e}); cpu only"),
+    }
+    v
+}
+
+/// A criterion group for whole training steps: flat sampling, `samples`
+/// samples of about 3 s after 0.5 s of warm-up, throughput in samples of `batch`.
+pub fn step_group<'a>(
+    c: &'a mut criterion::Criterion,
+    name: &str,
+    samples: usize,
+    batch: usize,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .sample_size(samples)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(criterion::Throughput::Elements(batch as u64));
+    group
+}
+
 /// The MNIST CNN of the training benchmarks: conv 1->8 k3, ReLU, max-pool 2,
 /// conv 8->16 k3, ReLU, max-pool 2, linear 400->10 (input [N, 1, 28, 28]).
 pub fn cnn() -> skiff::Result<skiff::nn::Sequential> {

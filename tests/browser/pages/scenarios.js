@@ -39,6 +39,18 @@ export function xorBlobs(n, seed = 1) {
   return { xs, ys };
 }
 
+/** `record(label, f)` runs f and keeps in `errors[label]` what it threw (null when nothing). */
+function recorder(errors) {
+  return (label, f) => {
+    try {
+      f();
+      errors[label] = null;
+    } catch (e) {
+      errors[label] = { name: e.name, op: e.op, message: e.message };
+    }
+  };
+}
+
 function mlp(skiff, hidden = 16) {
   const { nn } = skiff;
   return new nn.Sequential([new nn.Linear(2, hidden), new nn.ReLU(), new nn.Linear(hidden, 2)]);
@@ -640,14 +652,7 @@ export const scenarios = {
     const half = tidy(() => compiled(X.slice(0, 0, n / 2), Y.slice(0, 0, n / 2)));
     half.dispose();
     const errors = {};
-    const record = (label, f) => {
-      try {
-        f();
-        errors[label] = null;
-      } catch (e) {
-        errors[label] = { name: e.name, op: e.op, message: e.message };
-      }
-    };
+    const record = recorder(errors);
     record('async', () => jit(async (x) => x.mul(2))(X));
     record('hook', () =>
       jit((x) => {
@@ -687,14 +692,7 @@ export const scenarios = {
     const y = model.run(x);
     const got = Array.from(await y.data());
     const errors = {};
-    const record = (label, f) => {
-      try {
-        f();
-        errors[label] = null;
-      } catch (e) {
-        errors[label] = { op: e.op, message: e.message };
-      }
-    };
+    const record = recorder(errors);
     record('wrongShape', () => model.run(skiff.zeros([2, 1, 8, 8], { device })));
     record('notAModel', () => skiff.loadInferenceModel(new Uint8Array(bytes.slice(0, 100))));
     const plain = await skiff.saveSafetensors({ w: skiff.ones([2]) });
