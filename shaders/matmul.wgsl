@@ -176,7 +176,9 @@ fn main(
 }
 
 // Writes one row of a register block: `lo` at columns col..col+3, `hi` at
-// col+32..col+35, skipping whatever lies outside C.
+// col+32..col+35, skipping whatever lies outside C. `store(i, v)` (appended
+// by src/backend/gpu/matmul.rs) writes C[i], after a fused epilogue's steps
+// when there is one (src/backend/gpu/epilogue.rs).
 fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: vec4<f32>) {
     if (row >= M) {
         return;
@@ -184,10 +186,10 @@ fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: 
     let o = cbase + row * N;
     for (var j = 0u; j < 4u; j = j + 1u) {
         if (col + j < N) {
-            C[o + col + j] = lo[j];
+            store(o + col + j, lo[j]);
         }
         if (col + 32u + j < N) {
-            C[o + col + 32u + j] = hi[j];
+            store(o + col + 32u + j, hi[j]);
         }
     }
 }

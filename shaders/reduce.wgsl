@@ -138,7 +138,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         if (ARG) {
             OUT[o] = select(SI[lid], 0u, SI[lid] == NONE);
         } else {
-            OUT[o] = bitcast<u32>(SV[lid]);
+            store(o, SV[lid]); // appended by src/backend/gpu/reduce.rs (a fused epilogue's, or a plain write)
         }
     }
 }

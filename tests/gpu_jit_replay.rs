@@ -188,7 +188,13 @@ fn replayed_training(make: &dyn Fn(Vec<Tensor>) -> Box<dyn Optimizer>, gpu: &Dev
         let most = if fresh { io } else { 0 };
         assert!(c.bind_groups_created <= most, "{what}: {c:?}, at most {most}");
     }
-    assert!(io < kernels / 2, "{what}: most kernels bind only arena and captured slots ({io} of {kernels})");
+    // The kernels that read the batch or the per-call `.grad` outputs (each
+    // Adam update reads one) run through the backend; a third or more of
+    // the rest are prebuilt (the MLP Adam step: 12 of 29 kernels).
+    assert!(
+        3 * (kernels - io) >= kernels,
+        "{what}: kernels binding only arena and captured slots ({io} of {kernels} do not)"
+    );
 }
 
 #[test]
@@ -220,12 +226,14 @@ fn a_replayed_adam_step_submits_once_and_builds_nothing() {
 fn a_replay_past_an_eager_batch_still_submits_once() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(gpu) = common::gpu() else { return };
-    let n = BATCH_DISPATCHES as usize + 44;
+    // Each product and its scaling are one kernel compiled (an epilogue),
+    // two eager: more products than an eager batch has dispatches.
+    let products = BATCH_DISPATCHES as usize + 44;
     let w = Tensor::from_vec(values(1, 16), &[4, 4]).unwrap().to(&gpu).unwrap();
     // A matmul between the scalings keeps fusion from merging them.
     let chain = |x: &Tensor| -> Result<Tensor> {
         let mut h = x.clone();
-        for _ in 0..n / 2 {
+        for _ in 0..products {
             h = h.matmul(&w)?.mul_scalar(0.5)?;
         }
         Ok(h)
@@ -246,7 +254,8 @@ fn a_replay_past_an_eager_batch_still_submits_once() {
     eprintln!("long chain: eager {eager:?}; replay {replay:?}");
     assert_eq!(bits(&got[0]), bits(&want));
     assert!(eager.dispatches > BATCH_DISPATCHES as u64 && eager.submits >= 2, "{eager:?}");
-    assert_eq!(replay.dispatches, eager.dispatches, "the same kernels");
+    assert_eq!(eager.dispatches, 2 * products as u64, "{eager:?}");
+    assert_eq!(replay.dispatches, products as u64, "one kernel per product and its scaling: {replay:?}");
     assert_eq!(replay.submits, 1, "{replay:?}");
     assert_eq!((replay.pipelines_compiled, replay.buffers_created, replay.bind_groups_created), (0, 0, 0));
 }

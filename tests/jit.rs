@@ -75,7 +75,7 @@ fn traced_training_matches_eager(device: &Device) {
     // The replays below run the optimised program: the passes keep its meaning.
     let before = traced.program().kernels();
     let stats = traced.optimize();
-    assert_eq!(traced.program().kernels(), before - stats.removed());
+    assert_eq!(traced.program().kernels(), before - stats.removed(), "{stats:?}\n{}", traced.program());
     for seed in 12..17 {
         let (x, y) = batch(seed, 5, device);
         let replayed = traced.run(&[x.clone(), y.clone()]).unwrap();

@@ -154,7 +154,8 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
 
 #[test]
 fn a_file_that_is_no_program_is_an_error_not_a_panic() {
-    let model = Sequential::new().push(Linear::new(4, 3).unwrap()).push(ReLU::new());
+    // Two kernels: each product with its bias add (and the first's ReLU) in its epilogue.
+    let model = Sequential::new().push(Linear::new(4, 3).unwrap()).push(ReLU::new()).push(Linear::new(3, 2).unwrap());
     let x = Tensor::from_vec(values(1, 8), &[2, 4]).unwrap();
     let good = inference_bytes(&model, std::slice::from_ref(&x)).unwrap();
     let gather_model = cnn();
@@ -186,14 +187,21 @@ fn a_file_that_is_no_program_is_an_error_not_a_panic() {
         ),
         (
             "a slot read before it is made",
-            // The relu (instruction 1) moved before the matmul it reads.
+            // The second product (instruction 1) moved before the first, whose result it reads.
             edited(&good, |p| p["instrs"].as_array_mut().unwrap().swap(0, 1)),
-            "instruction 0: %2 is read before it is made",
+            "instruction 0: %5 is read before it is made",
         ),
         (
             "a missing weight",
             tampered(&good, |j| j.replacen(r#"{"captured":"0.weight"}"#, r#"{"captured":"nope"}"#, 1)),
             "\"nope\"",
+        ),
+        (
+            "an epilogue on a kernel that takes none",
+            edited(&good, |p| {
+                p["instrs"][0]["run"]["spec"]["epilogue"]["head"] = serde_json::json!({"gather": {"axis": 0}})
+            }),
+            "not a matmul or reduction",
         ),
         ("a huge slot", edited(&good, |p| p["values"][2]["len"] = serde_json::json!(1u64 << 50)), "memory"),
         (

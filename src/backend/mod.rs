@@ -38,6 +38,13 @@ pub fn fused_shader_source(spec: &crate::kernel::FusedElementwise) -> String {
     gpu::fused::source(spec)
 }
 
+/// The WGSL kernels the GPU backend may run an epilogue as (for
+/// validation: tests/jit_epilogue.rs checks those of traced programs).
+#[cfg(feature = "gpu")]
+pub fn epilogue_shader_sources(spec: &crate::kernel::Epilogue) -> Vec<String> {
+    gpu::epilogue::sources(spec)
+}
+
 /// A device buffer.
 #[derive(Debug)]
 pub enum Buffer {

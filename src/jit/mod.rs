@@ -134,7 +134,8 @@ impl Traced {
     /// Runs the program's passes (common subexpressions, dead code; see
     /// `Program::optimize`) before later runs; returns what they removed.
     pub fn optimize(&mut self) -> PassStats {
-        let stats = self.program.optimize();
+        // With the registry's rows: a rewrite may write a kernel of its own.
+        let stats = crate::kernel::with_rows(crate::ops::row_table(), || self.program.optimize());
         self.plan = self.program.plan_memory();
         self.kept = ReplayState::default();
         stats

@@ -195,3 +195,60 @@ impl fmt::Display for FusedElementwise {
         write!(f, " }}")
     }
 }
+
+/// A matmul or a reduction whose result goes through an elementwise tail
+/// before it is stored (`program::fuse_epilogues` makes these from a
+/// product's bias add and activation, a reduction's scaling): the result
+/// never round-trips through memory, and it is one kernel, not two.
+///
+/// The kernel's inputs are the head's, then the tail's inputs from its
+/// second on: the tail's input 0 is the head's result (the output's shape,
+/// read element by element). The tail gives the head's dtype, so the head's
+/// kernel stores what it always stores, only after the tail's steps.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Epilogue {
+    /// `KernelSpec::Matmul` or `KernelSpec::Reduce`.
+    pub head: super::KernelSpec,
+    pub tail: FusedElementwise,
+}
+
+impl Epilogue {
+    /// `fused:matmul+add+relu`, `fused:reduce:Sum+neg+mul_scalar`.
+    pub fn name(&self) -> String {
+        let steps: Vec<String> = self.tail.steps.iter().map(|s| s.op.name()).collect();
+        format!("fused:{}+{}", self.head.name(), steps.join("+"))
+    }
+
+    /// How many inputs the kernel reads: the head's and the tail's extras.
+    pub fn arity(&self) -> usize {
+        self.head.arity() + self.tail.inputs.len().saturating_sub(1)
+    }
+
+    /// Checks the pairing: a matmul or reduction head, a tail whose input 0
+    /// is the head's dtype `head` and whose result has it too, over `extras`
+    /// (the dtypes of the other inputs).
+    pub fn check(&self, head: DType, extras: &[DType]) -> Result<(), String> {
+        use super::KernelSpec;
+        if !matches!(self.head, KernelSpec::Matmul { .. } | KernelSpec::Reduce { .. }) {
+            return Err(format!("has a {} head (only matmuls and reductions take epilogues)", self.head.name()));
+        }
+        let mut all = vec![head];
+        all.extend_from_slice(extras);
+        self.tail.check(&all)?;
+        if self.tail.dtype() != Some(head) {
+            return Err(format!("gives {:?} from a {} head", self.tail.dtype(), head.name()));
+        }
+        Ok(())
+    }
+}
+
+/// `{ x0 = matmul(a0, a1); t0 = add(x0, x1); t1 = relu(t0; 0, 0) }`: the
+/// head's inputs are `a0, a1`, the tail's extras `x1, x2, ...`.
+impl fmt::Display for Epilogue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let args: Vec<String> = (0..self.head.arity()).map(|k| format!("a{k}")).collect();
+        let tail = self.tail.to_string();
+        let body = tail.strip_prefix("{ ").unwrap_or(&tail);
+        write!(f, "{{ x0 = {}({}); {body}", self.head.name(), args.join(", "))
+    }
+}

@@ -11,10 +11,10 @@ mod serial;
 mod spec;
 
 pub use check::{CheckWhat, Effect, IndexCheck};
-pub use fused::{FusedElementwise, FusedOp, FusedStep, Operand};
+pub use fused::{Epilogue, FusedElementwise, FusedOp, FusedStep, Operand};
 pub use random::Distribution;
 pub use sequence::Sequence;
-pub use serial::{intern, with_rows, RowTable};
+pub use serial::{intern, unary_row, with_rows, RowTable};
 pub use spec::{KernelSpec, Scalar};
 
 /// The elementwise table rows, as (name, WGSL expression): the registry

@@ -123,3 +123,10 @@ impl<'de> Deserialize<'de> for Scalar {
         }))
     }
 }
+
+/// The unary row named `name` in the table `with_rows` installed for this
+/// thread, if any: a pass that writes a kernel of its own (`program`'s
+/// rewrites) finds its row here, without knowing the registry.
+pub fn unary_row(name: &str) -> Option<&'static UnaryKernel> {
+    ROWS.with(|t| t.borrow().as_ref().and_then(|t| t.unary.iter().copied().find(|r| r.name == name)))
+}

@@ -4,8 +4,8 @@
 //! can be recorded, compared, hashed and replayed.
 
 use super::{
-    BinaryKernel, CompareKernel, Distribution, FusedElementwise, IndexCheck, PoolWindows, ReduceKind, Sequence,
-    UnaryKernel, Window2d,
+    BinaryKernel, CompareKernel, Distribution, Epilogue, FusedElementwise, IndexCheck, PoolWindows, ReduceKind,
+    Sequence, UnaryKernel, Window2d,
 };
 use crate::dtype::DType;
 use crate::shape::Dims;
@@ -113,6 +113,10 @@ pub enum KernelSpec {
     /// makes these): inputs broadcast to the output shape, one contiguous
     /// output. Inputs: one view per `FusedElementwise::inputs`.
     Fused(Arc<FusedElementwise>),
+    /// A matmul or reduction with an elementwise tail before its store
+    /// (`program::fuse_epilogues`). Inputs: the head's, then the tail's
+    /// inputs after its first (which is the head's result).
+    Epilogue(Arc<Epilogue>),
 }
 
 impl KernelSpec {
@@ -142,6 +146,7 @@ impl KernelSpec {
             KernelSpec::IndexAdd { .. } => "index_add".into(),
             KernelSpec::ScatterAdd { .. } => "scatter_add".into(),
             KernelSpec::Fused(f) => f.name(),
+            KernelSpec::Epilogue(e) => e.name(),
         }
     }
 
@@ -155,6 +160,11 @@ impl KernelSpec {
             KernelSpec::Fill { value, .. } => vec![*value],
             KernelSpec::Adam { hyper } => hyper.to_vec(),
             KernelSpec::Fused(f) => f.steps.iter().flat_map(|s| s.op.scalars().iter().copied()).collect(),
+            KernelSpec::Epilogue(e) => {
+                let mut all = e.head.scalars();
+                all.extend(e.tail.steps.iter().flat_map(|s| s.op.scalars().iter().copied()));
+                all
+            }
             _ => Vec::new(),
         }
     }
@@ -165,18 +175,16 @@ impl KernelSpec {
             KernelSpec::Unary { params, .. } => params.get_mut(at),
             KernelSpec::Fill { value, .. } => (at == 0).then_some(value),
             KernelSpec::Adam { hyper } => hyper.get_mut(at),
-            KernelSpec::Fused(f) => {
-                let mut left = at;
-                Arc::make_mut(f).steps.iter_mut().find_map(|s| {
-                    let params = s.op.scalars_mut();
-                    if left < params.len() {
-                        params.get_mut(left)
-                    } else {
-                        left -= params.len();
-                        None
-                    }
-                })
+            KernelSpec::Epilogue(e) => {
+                let head = e.head.scalars().len();
+                let e = Arc::make_mut(e);
+                return if at < head {
+                    e.head.set_scalar(at, v)
+                } else {
+                    fused_scalar(&mut e.tail, at - head).map(|s| *s = Scalar(v)).is_some()
+                };
             }
+            KernelSpec::Fused(f) => fused_scalar(Arc::make_mut(f), at),
             _ => None,
         };
         match slot {
@@ -199,7 +207,22 @@ impl KernelSpec {
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,
             KernelSpec::Fill { .. } | KernelSpec::Sequence { .. } | KernelSpec::Random { .. } => 0,
             KernelSpec::Fused(f) => f.inputs.len(),
+            KernelSpec::Epilogue(e) => e.arity(),
             _ => 1,
         }
     }
+}
+
+/// Scalar `at` of a fused program's steps (their unary params, in step order).
+fn fused_scalar(f: &mut FusedElementwise, at: usize) -> Option<&mut Scalar> {
+    let mut left = at;
+    f.steps.iter_mut().find_map(|s| {
+        let params = s.op.scalars_mut();
+        if left < params.len() {
+            params.get_mut(left)
+        } else {
+            left -= params.len();
+            None
+        }
+    })
 }

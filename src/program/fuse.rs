@@ -38,7 +38,7 @@ use std::sync::Arc;
 pub const FUSED_OP: &str = "fused";
 
 /// The step an elementwise spec is, or None for every other kernel.
-fn step_op(spec: &KernelSpec) -> Option<FusedOp> {
+pub(super) fn step_op(spec: &KernelSpec) -> Option<FusedOp> {
     Some(match spec {
         KernelSpec::Unary { row, params } => FusedOp::Unary { row, params: *params },
         KernelSpec::Binary { row } => FusedOp::Binary { row },

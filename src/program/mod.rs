@@ -18,11 +18,13 @@
 //!
 //! Below `dispatch` and above `backend`: this module never sees a tensor.
 
+mod epilogue;
 mod fuse;
 pub mod host;
 mod passes;
 mod plan;
 mod replay;
+mod rewrite;
 mod serial;
 mod simplify;
 mod text;

@@ -12,9 +12,16 @@
 //!
 //! - `fuse_elementwise` (fuse.rs): maximal groups of elementwise
 //!   instructions become one fused kernel.
+//! - `fuse_epilogues` (epilogue.rs): a matmul or reduction and the one
+//!   elementwise kernel reading its result become one kernel.
 //!
-//! `optimize` runs CSE first (it leaves duplicates dead), then dead-code
-//! elimination, then fusion (so a dead reader keeps no value out of a group).
+//! and, in simplify.rs and rewrite.rs, constant folding, copy forwarding,
+//! repeated range checks, transposed products and negations moved after
+//! sums. `optimize` runs them in this order: constant folding, CSE, copy
+//! forwarding, repeated checks, transposed products, dead-code elimination
+//! (after CSE and the rewrites, which leave instructions dead; before
+//! fusion, so a dead reader keeps no value out of a group), negations,
+//! elementwise fusion, and epilogues last (they take in whole fused groups).
 
 use super::{Arg, Bind, Instr, Program, Source, ValueId};
 use crate::kernel::KernelSpec;
@@ -34,12 +41,28 @@ pub struct PassStats {
     pub forwarded: usize,
     /// Repeated range checks dropped (`drop_repeated_checks`).
     pub checks: usize,
+    /// Transposing copies of products removed (`transpose_products`).
+    pub transposed: usize,
+    /// Matmuls and reductions fused with their readers (`fuse_epilogues`).
+    pub epilogues: usize,
+    /// Negations moved after the sums they fed (`negate_after_sums`): each
+    /// adds an instruction (its `+ 0`), which fusion then takes in.
+    pub negated: usize,
 }
 
 impl PassStats {
     /// Instructions the passes removed in all.
+    /// (Net of those they added: each negation moved after a sum adds one.)
     pub fn removed(&self) -> usize {
-        self.merged + self.dead + self.fused + self.folded + self.forwarded + self.checks
+        let gone = self.merged
+            + self.dead
+            + self.fused
+            + self.folded
+            + self.forwarded
+            + self.checks
+            + self.transposed
+            + self.epilogues;
+        gone - self.negated
     }
 }
 
@@ -54,9 +77,12 @@ impl Program {
         let merged = self.eliminate_common_subexpressions();
         let forwarded = self.forward_copies();
         let checks = self.drop_repeated_checks();
+        let transposed = self.transpose_products();
         let dead = self.eliminate_dead_code();
+        let negated = self.negate_after_sums();
         let fused = self.fuse_elementwise();
-        PassStats { merged, dead, fused, folded, forwarded, checks }
+        let epilogues = self.fuse_epilogues();
+        PassStats { merged, dead, fused, folded, forwarded, checks, transposed, epilogues, negated }
     }
 
     /// Reuses the result of an earlier identical `Run` / `Create`; returns

@@ -93,6 +93,8 @@ impl fmt::Display for Program {
                     match spec {
                         // The fused steps on the next line, over x0, x1, ... (the operands).
                         KernelSpec::Fused(body) => format!("{line}\n      {body}"),
+                        // The head over a0, a1 (its operands), then the steps over x1, x2, ...
+                        KernelSpec::Epilogue(body) => format!("{line}\n      {body}"),
                         _ => line,
                     }
                 }

@@ -369,6 +369,19 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
             }
             f.dtype().ok_or_else(|| bad(at, "a fused kernel without steps"))?
         }
+        KernelSpec::Epilogue(e) => {
+            let n = e.head.arity();
+            if ins.len() != e.arity() || !matches!(e.head, KernelSpec::Matmul { .. } | KernelSpec::Reduce { .. }) {
+                return Err(bad(at, format!("{}: not a matmul or reduction with its tail's inputs", spec.name())));
+            }
+            let head = run_type(at, &e.head, &ins[..n], shape)?;
+            let extras: Vec<DType> = ins[n..].iter().map(|i| i.0).collect();
+            e.check(head, &extras).map_err(|m| bad(at, format!("{}: {m}", spec.name())))?;
+            for (_, s) in &ins[n..] {
+                broadcast(&[s, shape])?;
+            }
+            head
+        }
         other => return Err(bad(at, format!("{} is not a kernel that makes a buffer from inputs", other.name()))),
     })
 }

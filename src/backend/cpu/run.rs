@@ -109,6 +109,20 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         | KernelSpec::IndexAdd { .. }
         | KernelSpec::ScatterAdd { .. } => super::run_index::run(op, spec, inputs)?,
         KernelSpec::Fused(f) => super::fused::run(op, f, inputs, out_shape)?,
+        KernelSpec::Epilogue(e) => {
+            // The head's kernel, then the tail over its result while it is in
+            // cache: each is eager's own kernel, so the bits are eager's.
+            let (head_in, extras) = inputs.split_at(e.head.arity());
+            let dtypes: Vec<DType> = extras.iter().map(|v| v.buffer.dtype()).collect();
+            e.check(head_in[0].buffer.dtype(), &dtypes)
+                .map_err(|m| Error::dtype(op, format!("internal: {} {m}", e.name())))?;
+            let value = crate::backend::new_storage(Buffer::Cpu(run(op, &e.head, head_in, out_shape)?));
+            let guard = value.read();
+            let whole = Layout::contiguous(out_shape);
+            let mut views = vec![View::new(&guard, &whole)];
+            views.extend_from_slice(extras);
+            super::fused::run(op, &e.tail, &views, out_shape)?
+        }
         KernelSpec::Fill { .. }
         | KernelSpec::Sequence { .. }
         | KernelSpec::Random { .. }

@@ -44,7 +44,7 @@ pub(crate) enum Expr<'a> {
 /// One step for the generator: its expression, operands and result dtype.
 pub(crate) type StepSource<'a> = (Expr<'a>, Vec<Operand>, DType);
 
-fn steps_of(spec: &FusedElementwise) -> Vec<StepSource<'static>> {
+pub(crate) fn steps_of(spec: &FusedElementwise) -> Vec<StepSource<'static>> {
     spec.steps
         .iter()
         .map(|s| {
@@ -95,48 +95,8 @@ fn fused_index(i: u32, k: u32) -> u32 {
 }
 ",
     );
-    let dtype_of = |a: &Operand| match *a {
-        Operand::Input(k) => inputs[k],
-        Operand::Step(j) => steps[j].2,
-    };
-    let name = |a: &Operand| match *a {
-        Operand::Input(k) => format!("x{k}"),
-        Operand::Step(j) => format!("t{j}"),
-    };
-    let mut body = String::new();
-    let mut scalars = 0u32;
-    for (j, (expr, args, dtype)) in steps.iter().enumerate() {
-        let a: Vec<String> = args.iter().map(name).collect();
-        let t = wgsl_type(*dtype);
-        let call = match expr {
-            Expr::Unary(e) => {
-                let _ = writeln!(s, "fn f{j}(x: f32, p0: f32, p1: f32) -> f32 {{ return {e}; }}");
-                scalars += 2;
-                format!("f{j}({}, pf(sc + {}u), pf(sc + {}u))", a[0], scalars - 2, scalars - 1)
-            }
-            Expr::Binary(e) => {
-                let _ = writeln!(s, "fn f{j}(a: f32, b: f32) -> f32 {{ return {e}; }}");
-                format!("f{j}({}, {})", a[0], a[1])
-            }
-            Expr::Compare(e) => {
-                let ta = wgsl_type(dtype_of(&args[0]));
-                let _ = writeln!(s, "fn f{j}(a: {ta}, b: {ta}) -> bool {{ return {e}; }}");
-                format!("select(0u, 1u, f{j}({}, {}))", a[0], a[1])
-            }
-            Expr::Where => format!("select({}, {}, {} != 0u)", a[2], a[1], a[0]),
-            Expr::Cast => {
-                let from = dtype_of(&args[0]);
-                let _ = writeln!(s, "fn f{j}(x: {}) -> {t} {{ return {}; }}", wgsl_type(from), convert(from, *dtype));
-                format!("f{j}({})", a[0])
-            }
-            Expr::Copy => a[0].clone(),
-        };
-        let call = match expr {
-            Expr::Unary(_) | Expr::Binary(_) => format!("bitcast<f32>(bitcast<u32>({call}) ^ opaque_zero)"),
-            _ => call,
-        };
-        let _ = writeln!(body, "    let t{j}: {t} = {call};");
-    }
+    let (fns, body) = steps_code(inputs, steps, "f", "sc");
+    s.push_str(&fns);
     let loads: String = (0..n_in).map(|k| format!("    let x{k} = X{k}[fused_index(i, {k}u)];\n")).collect();
     let last = steps.len().saturating_sub(1);
     let _ = write!(
@@ -157,9 +117,60 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     format!("{PRELUDE}\n{s}")
 }
 
+/// The WGSL of `steps` over inputs `x0, x1, ...` of dtypes `inputs`: a
+/// function per step (named `{prefix}{j}`) and the body's `let t{j} = ...;`
+/// lines, reading unary scalars from `pf({sc} + ...)` and needing
+/// `opaque_zero` in scope (see the module docs).
+pub(crate) fn steps_code(inputs: &[DType], steps: &[StepSource], prefix: &str, sc: &str) -> (String, String) {
+    let dtype_of = |a: &Operand| match *a {
+        Operand::Input(k) => inputs[k],
+        Operand::Step(j) => steps[j].2,
+    };
+    let name = |a: &Operand| match *a {
+        Operand::Input(k) => format!("x{k}"),
+        Operand::Step(j) => format!("t{j}"),
+    };
+    let (mut s, mut body) = (String::new(), String::new());
+    let mut scalars = 0u32;
+    for (j, (expr, args, dtype)) in steps.iter().enumerate() {
+        let a: Vec<String> = args.iter().map(name).collect();
+        let t = wgsl_type(*dtype);
+        let f = format!("{prefix}{j}");
+        let call = match expr {
+            Expr::Unary(e) => {
+                let _ = writeln!(s, "fn {f}(x: f32, p0: f32, p1: f32) -> f32 {{ return {e}; }}");
+                scalars += 2;
+                format!("{f}({}, pf({sc} + {}u), pf({sc} + {}u))", a[0], scalars - 2, scalars - 1)
+            }
+            Expr::Binary(e) => {
+                let _ = writeln!(s, "fn {f}(a: f32, b: f32) -> f32 {{ return {e}; }}");
+                format!("{f}({}, {})", a[0], a[1])
+            }
+            Expr::Compare(e) => {
+                let ta = wgsl_type(dtype_of(&args[0]));
+                let _ = writeln!(s, "fn {f}(a: {ta}, b: {ta}) -> bool {{ return {e}; }}");
+                format!("select(0u, 1u, {f}({}, {}))", a[0], a[1])
+            }
+            Expr::Where => format!("select({}, {}, {} != 0u)", a[2], a[1], a[0]),
+            Expr::Cast => {
+                let from = dtype_of(&args[0]);
+                let _ = writeln!(s, "fn {f}(x: {}) -> {t} {{ return {}; }}", wgsl_type(from), convert(from, *dtype));
+                format!("{f}({})", a[0])
+            }
+            Expr::Copy => a[0].clone(),
+        };
+        let call = match expr {
+            Expr::Unary(_) | Expr::Binary(_) => format!("bitcast<f32>(bitcast<u32>({call}) ^ opaque_zero)"),
+            _ => call,
+        };
+        let _ = writeln!(body, "    let t{j}: {t} = {call};");
+    }
+    (s, body)
+}
+
 /// The pipeline key: everything the source depends on (rows by name, not
 /// their scalars).
-fn key(spec: &FusedElementwise) -> String {
+pub(crate) fn key(spec: &FusedElementwise) -> String {
     let mut k = String::from("fused:");
     for dt in &spec.inputs {
         let _ = write!(k, "{},", dt.name());
@@ -172,7 +183,7 @@ fn key(spec: &FusedElementwise) -> String {
 }
 
 /// The params block, or None when it does not fit.
-fn params(out_shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Option<Vec<u32>> {
+pub(crate) fn params(out_shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Option<Vec<u32>> {
     let out_strides = contiguous_strides(out_shape);
     let bstrides: Vec<_> = layouts.iter().map(|l| l.broadcast_strides(out_shape)).collect();
     let mut all: Vec<&[usize]> = vec![&out_strides];

@@ -14,6 +14,7 @@
 //! grid) differs. `SKIFF_GPU_MATMUL=tiled|blocked` forces one kernel on any
 //! adapter (tests use it to run both).
 
+use super::epilogue::{plain_store, Tail};
 use super::kernels::PRELUDE;
 use super::GpuBuffer;
 use crate::dtype::DType;
@@ -33,14 +34,34 @@ pub const BLOCK_LANES: usize = 8;
 /// Batch dims the kernel indexes (after merging contiguous ones).
 pub const MAX_BATCH_RANK: usize = 8;
 
+/// How the kernels write C[i] (a fused epilogue's `store` ends with it).
+const WRITE: &str = "C[i] = {v}";
+/// The binding of the first input of a fused epilogue (after A, B and C).
+const TAIL_BINDING: usize = 4;
+
 /// The full WGSL source of the tiled kernel (prelude included).
 pub fn source() -> String {
-    format!("{PRELUDE}\n{MATMUL}")
+    format!("{PRELUDE}\n{MATMUL}{}", plain_store(WRITE))
 }
 
 /// The full WGSL source of the blocked kernel (prelude included).
 pub fn blocked_source() -> String {
-    format!("{PRELUDE}\n{}", blocked_kernel(BLOCK[0], BLOCK[1], BLOCK_LANES))
+    format!("{PRELUDE}\n{}{}", blocked_kernel(BLOCK[0], BLOCK[1], BLOCK_LANES), plain_store(WRITE))
+}
+
+/// The source of `kernel` with `tail` (an epilogue's code) as its store.
+fn source_with(kernel: Kernel, tail: &str) -> String {
+    let body = match kernel {
+        Kernel::Tiled => MATMUL.to_string(),
+        Kernel::Blocked => blocked_kernel(BLOCK[0], BLOCK[1], BLOCK_LANES),
+    };
+    format!("{PRELUDE}\n{body}{tail}")
+}
+
+/// Both kernels with `e`'s tail in their stores (for validation).
+pub fn epilogue_sources(e: &crate::kernel::Epilogue) -> Vec<String> {
+    let code = super::epilogue::code(e, TAIL_BINDING, WRITE);
+    vec![source_with(Kernel::Tiled, &code), source_with(Kernel::Blocked, &code)]
 }
 
 /// Which kernel a device runs.
@@ -77,6 +98,19 @@ impl Kernel {
 /// `a` [..., m, k] times `b` [..., k, n] (same rank, batch dims broadcast to
 /// `batch`); returns the contiguous [batch..., m, n] product.
 pub fn matmul(a: &GpuBuffer, la: &Layout, b: &GpuBuffer, lb: &Layout, batch: &[usize]) -> Result<GpuBuffer> {
+    matmul_with(a, la, b, lb, batch, None)
+}
+
+/// `matmul`, each element of the product going through `tail` (a fused
+/// epilogue, `backend/gpu/epilogue.rs`) before it is stored.
+pub fn matmul_with(
+    a: &GpuBuffer,
+    la: &Layout,
+    b: &GpuBuffer,
+    lb: &Layout,
+    batch: &[usize],
+    tail: Option<&Tail>,
+) -> Result<GpuBuffer> {
     if a.dtype != DType::F32 || b.dtype != DType::F32 {
         return Err(Error::dtype(
             "matmul",
@@ -102,17 +136,25 @@ pub fn matmul(a: &GpuBuffer, la: &Layout, b: &GpuBuffer, lb: &Layout, batch: &[u
     }
     let kernel = Kernel::for_device(ctx.info.device_type);
     let [tm, tn] = kernel.tile();
-    let params = params(la, lb, batch, [m, k, n], [tm, tn])?;
+    let mut params = params(la, lb, batch, [m, k, n], [tm, tn])?;
     let max = ctx.limits.max_compute_workgroups_per_dimension;
     let tiles = [n.div_ceil(tn), m.div_ceil(tm), nb];
     let grid = grid3(tiles, max as u64).ok_or_else(|| {
         Error::shape("matmul", format!("{nb} products of [{m}, {k}] x [{k}, {n}] exceed the GPU's dispatch limits"))
     })?;
-    let pipeline = match kernel {
-        Kernel::Tiled => ctx.pipeline("matmul:f32", source)?,
-        Kernel::Blocked => ctx.pipeline("matmul:f32:blocked", blocked_source)?,
+    let mut buffers = vec![a.raw(), b.raw(), out.raw()];
+    let pipeline = match (kernel, tail) {
+        (Kernel::Tiled, None) => ctx.pipeline("matmul:f32", source)?,
+        (Kernel::Blocked, None) => ctx.pipeline("matmul:f32:blocked", blocked_source)?,
+        (kernel, Some(t)) => {
+            params.extend_from_slice(&t.params);
+            buffers.extend(t.buffers.iter().map(|b| b.raw()));
+            ctx.pipeline(&format!("matmul:f32:{kernel:?}:{}", t.key), || {
+                source_with(kernel, &t.code(TAIL_BINDING, WRITE))
+            })?
+        }
     };
-    ctx.dispatch_grid(&pipeline, &params, &[a.raw(), b.raw(), out.raw()], grid);
+    ctx.dispatch_grid(&pipeline, &params, &buffers, grid);
     Ok(out)
 }
 
@@ -282,7 +324,7 @@ fn main(
     for j in 0..q {
         for e in 0..4 {
             let c = 4 * j + e;
-            let _ = writeln!(w, "        if (col0 + {c}u < N) {{ C[o + {c}u] = acc0_{j}[{e}]; }}");
+            let _ = writeln!(w, "        if (col0 + {c}u < N) {{ store(o + {c}u, acc0_{j}[{e}]); }}");
         }
     }
     for i in 0..rows.saturating_sub(1) {
@@ -332,8 +374,9 @@ mod tests {
         };
         check(&blocked_source());
         // Other shapes the generator accepts (a 1-row block has no shifts).
-        check(&format!("{}\n{}", super::PRELUDE, blocked_kernel(1, 4, 1)));
-        check(&format!("{}\n{}", super::PRELUDE, blocked_kernel(3, 8, 64)));
+        let store = super::plain_store(super::WRITE);
+        check(&format!("{}\n{}{store}", super::PRELUDE, blocked_kernel(1, 4, 1)));
+        check(&format!("{}\n{}{store}", super::PRELUDE, blocked_kernel(3, 8, 64)));
         assert_eq!(Kernel::Blocked.tile()[1] % 4, 0);
     }
 

@@ -7,6 +7,7 @@
 //! side) and picks how many outputs each 256-thread workgroup serves; the
 //! kernel is `shaders/reduce.wgsl`, templated by the kind of reduction only.
 
+use super::epilogue::{plain_store, Tail};
 use super::kernels::{MAX_RANK, PRELUDE};
 use super::runtime::WORKGROUP;
 use super::GpuBuffer;
@@ -145,8 +146,31 @@ fn key(mode: Mode) -> String {
     format!("reduce:{mode:?}")
 }
 
+/// How the kernel writes a float result (a fused epilogue's `store` ends with it).
+const WRITE: &str = "OUT[i] = bitcast<u32>({v})";
+/// The binding of the first input of a fused epilogue (after X and OUT).
+const TAIL_BINDING: usize = 3;
+
 fn source(mode: Mode) -> String {
-    format!("{PRELUDE}\n{}", REDUCE.replace("{KIND}", &(mode as u32).to_string()))
+    format!("{PRELUDE}\n{}{}", REDUCE.replace("{KIND}", &(mode as u32).to_string()), plain_store(WRITE))
+}
+
+/// The kernel of `mode` with `tail` (an epilogue's code) as its store.
+fn source_with(mode: Mode, tail: &str) -> String {
+    format!("{PRELUDE}\n{}{tail}", REDUCE.replace("{KIND}", &(mode as u32).to_string()))
+}
+
+/// The reduction of `kind` with `e`'s tail in its store (for validation).
+pub fn epilogue_source(kind: ReduceKind, e: &crate::kernel::Epilogue) -> String {
+    source_with(mode_of(kind), &super::epilogue::code(e, TAIL_BINDING, WRITE))
+}
+
+fn mode_of(kind: ReduceKind) -> Mode {
+    match kind {
+        ReduceKind::Sum => Mode::Sum,
+        ReduceKind::Max => Mode::Max,
+        ReduceKind::Min => Mode::Min,
+    }
 }
 
 /// Every source this module can build, keyed like its pipelines (for naga validation).
@@ -154,7 +178,14 @@ pub fn sources() -> Vec<(String, String)> {
     MODES.iter().map(|&m| (key(m), source(m))).collect()
 }
 
-fn run(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], mode: Mode) -> Result<GpuBuffer> {
+fn run(
+    op: &'static str,
+    x: &GpuBuffer,
+    layout: &Layout,
+    axes: &[usize],
+    mode: Mode,
+    tail: Option<&Tail>,
+) -> Result<GpuBuffer> {
     if x.dtype != DType::F32 {
         return Err(Error::dtype(op, format!("GPU reductions take f32 tensors, got {}", x.dtype)));
     }
@@ -167,8 +198,23 @@ fn run(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], mode: M
         return Ok(out);
     }
     let pipeline = ctx.pipeline(&key(mode), || source(mode))?;
+    // The pass that writes the result, through the tail when there is one.
+    let last = |params: &[u32], input: &GpuBuffer, workgroups: u32| -> Result<()> {
+        let Some(t) = tail else {
+            ctx.dispatch(&pipeline, params, &[input.raw(), out.raw()], workgroups);
+            return Ok(());
+        };
+        let with =
+            ctx.pipeline(&format!("{}:{}", key(mode), t.key), || source_with(mode, &t.code(TAIL_BINDING, WRITE)))?;
+        let mut all = params.to_vec();
+        all.extend_from_slice(&t.params);
+        let mut buffers = vec![input.raw(), out.raw()];
+        buffers.extend(t.buffers.iter().map(|b| b.raw()));
+        ctx.dispatch(&with, &all, &buffers, workgroups);
+        Ok(())
+    };
     if p.splits == 1 {
-        ctx.dispatch(&pipeline, &p.params, &[x.raw(), out.raw()], p.workgroups);
+        last(&p.params, x, p.workgroups)?;
         return Ok(out);
     }
     // Pass 1 writes [outputs, splits] partials; pass 2 reduces their rows. The
@@ -177,24 +223,32 @@ fn run(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], mode: M
     let partial = GpuBuffer::new(&ctx, op, DType::F32, p.outputs * p.splits)?;
     ctx.dispatch(&pipeline, &p.params, &[x.raw(), partial.raw()], p.workgroups);
     let p2 = plan(op, &Layout::contiguous(&[p.outputs, p.splits]), &[1], false)?;
-    ctx.dispatch(&pipeline, &p2.params, &[partial.raw(), out.raw()], p2.workgroups);
+    last(&p2.params, &partial, p2.workgroups)?;
     Ok(out)
 }
 
 /// Reduces `axes` (sorted, distinct) of the view `layout` of `x`: a contiguous
 /// f32 buffer holding the kept dims in order.
 pub fn reduce(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], kind: ReduceKind) -> Result<GpuBuffer> {
-    let mode = match kind {
-        ReduceKind::Sum => Mode::Sum,
-        ReduceKind::Max => Mode::Max,
-        ReduceKind::Min => Mode::Min,
-    };
-    run(op, x, layout, axes, mode)
+    reduce_with(op, x, layout, axes, kind, None)
+}
+
+/// `reduce`, each result going through `tail` (a fused epilogue,
+/// `backend/gpu/epilogue.rs`) before it is stored.
+pub fn reduce_with(
+    op: &'static str,
+    x: &GpuBuffer,
+    layout: &Layout,
+    axes: &[usize],
+    kind: ReduceKind,
+    tail: Option<&Tail>,
+) -> Result<GpuBuffer> {
+    run(op, x, layout, axes, mode_of(kind), tail)
 }
 
 /// Index (i32) of the first max (or min) along `axis`; NaN counts as the extreme.
 pub fn arg_reduce(op: &'static str, x: &GpuBuffer, layout: &Layout, axis: usize, max: bool) -> Result<GpuBuffer> {
-    run(op, x, layout, &[axis], if max { Mode::ArgMax } else { Mode::ArgMin })
+    run(op, x, layout, &[axis], if max { Mode::ArgMax } else { Mode::ArgMin }, None)
 }
 
 #[cfg(test)]
