@@ -1,0 +1,75 @@
+//! Runs N Adam training steps of the benchmark MLP (784-256-128-10) or CNN
+//! (conv 1->8 k3, ReLU, max-pool 2, conv 8->16 k3, ReLU, max-pool 2, linear
+//! 400->10) at batch 64 on the cpu, eagerly or through `jit::compile`, and
+//! prints the ms per step: one side of a whole-process comparison with a
+//! peer (`benches/peers/torch_steps.py` runs the same steps in PyTorch):
+//!
+//!     cargo build --release --example steps
+//!     farm-bench --vs 'python benches/peers/torch_steps.py mlp 400' -- target/release/examples/steps mlp compiled 400
+//!
+//! Arguments: `mlp|cnn`, `eager|compiled`, the step count (after 3 warm-up steps).
+
+use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::optim::{Adam, AdamConfig, Optimizer};
+use skiff::{jit, manual_seed, DType, Reduction, Result, Tensor};
+use std::cell::RefCell;
+use std::time::Instant;
+
+fn model(name: &str) -> Result<(Sequential, Vec<usize>)> {
+    Ok(match name {
+        "mlp" => (
+            Sequential::new()
+                .push(Linear::new(784, 256)?)
+                .push(ReLU::new())
+                .push(Linear::new(256, 128)?)
+                .push(ReLU::new())
+                .push(Linear::new(128, 10)?),
+            vec![64, 784],
+        ),
+        _ => (
+            Sequential::new()
+                .push(Conv2d::new(1, 8, [3, 3])?)
+                .push(ReLU::new())
+                .push(MaxPool2d::new([2, 2])?)
+                .push(Conv2d::new(8, 16, [3, 3])?)
+                .push(ReLU::new())
+                .push(MaxPool2d::new([2, 2])?)
+                .push(Flatten::new())
+                .push(Linear::new(400, 10)?),
+            vec![64, 1, 28, 28],
+        ),
+    })
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let (name, mode) = (args.get(1).map_or("mlp", |s| s.as_str()), args.get(2).map_or("eager", |s| s.as_str()));
+    let steps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(100);
+    manual_seed(0);
+    let (net, shape) = model(name)?;
+    let opt = RefCell::new(Adam::new(net.parameters(), AdamConfig::default())?);
+    let x = Tensor::randn(&shape, DType::F32)?;
+    let y = Tensor::randint(0, 10, &[64])?;
+    let step = |i: &[Tensor]| -> Result<Vec<Tensor>> {
+        let mut opt = opt.borrow_mut();
+        opt.zero_grad();
+        let loss = net.forward(&i[0])?.cross_entropy(&i[1], Reduction::Mean, 0.0)?;
+        loss.backward()?;
+        opt.step()?;
+        Ok(vec![loss.detach()])
+    };
+    let mut compiled = jit::compile(step);
+    let mut run = |i: &[Tensor]| if mode == "compiled" { compiled.call(i) } else { step(i) };
+    for _ in 0..3 {
+        run(&[x.clone(), y.clone()])?;
+    }
+    let start = Instant::now();
+    let mut loss = Vec::new();
+    for _ in 0..steps {
+        loss = run(&[x.clone(), y.clone()])?;
+    }
+    let ms = start.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    let kernels: Vec<usize> = compiled.programs().iter().map(|t| t.program().kernels()).collect();
+    println!("{name} {mode}: {ms:.3} ms/step, loss {}, compiled kernels per step {kernels:?}", loss[0].item()?);
+    Ok(())
+}
