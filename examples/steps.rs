@@ -9,35 +9,20 @@
 //!
 //! Arguments: `mlp|cnn`, `eager|compiled`, the step count (after 3 warm-up steps).
 
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{jit, manual_seed, DType, Reduction, Result, Tensor};
 use std::cell::RefCell;
 use std::time::Instant;
 
+/// The model and its input shape at batch 64 (the benchmarks' own, benches/common).
 fn model(name: &str) -> Result<(Sequential, Vec<usize>)> {
     Ok(match name {
-        "mlp" => (
-            Sequential::new()
-                .push(Linear::new(784, 256)?)
-                .push(ReLU::new())
-                .push(Linear::new(256, 128)?)
-                .push(ReLU::new())
-                .push(Linear::new(128, 10)?),
-            vec![64, 784],
-        ),
-        _ => (
-            Sequential::new()
-                .push(Conv2d::new(1, 8, [3, 3])?)
-                .push(ReLU::new())
-                .push(MaxPool2d::new([2, 2])?)
-                .push(Conv2d::new(8, 16, [3, 3])?)
-                .push(ReLU::new())
-                .push(MaxPool2d::new([2, 2])?)
-                .push(Flatten::new())
-                .push(Linear::new(400, 10)?),
-            vec![64, 1, 28, 28],
-        ),
+        "mlp" => (common::mlp_layers()?, vec![64, 784]),
+        _ => (common::cnn()?, vec![64, 1, 28, 28]),
     })
 }
 

@@ -105,11 +105,6 @@ impl Program {
             self.instrs[r] = Instr::Run { op: FUSED_OP, spec, binds, inputs: all, out, shape };
             gone.insert(p);
         }
-        let mut at = 0;
-        self.instrs.retain(|_| {
-            at += 1;
-            !gone.contains(&(at - 1))
-        });
-        gone.len()
+        self.drop_instrs(&gone)
     }
 }

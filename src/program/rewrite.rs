@@ -23,7 +23,7 @@
 
 use super::{Arg, Instr, Program, Source, Value, ValueId};
 use crate::kernel::{KernelSpec, ReduceKind, Scalar};
-use crate::shape::{contiguous_strides, Layout};
+use crate::shape::Layout;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The view of `a`'s buffer with its last two dims swapped.
@@ -62,6 +62,16 @@ impl Program {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Removes the instructions at the indices `gone`; returns how many.
+    pub(super) fn drop_instrs(&mut self, gone: &FxHashSet<usize>) -> usize {
+        let mut at = 0;
+        self.instrs.retain(|_| {
+            at += 1;
+            !gone.contains(&(at - 1))
+        });
+        gone.len()
     }
 
     /// Whether an in-place write lies strictly between instructions `p` and `r`.
@@ -107,12 +117,7 @@ impl Program {
             (*o, *s, *i) = (op, spec, inputs);
             gone.insert(p);
         }
-        let mut at = 0;
-        self.instrs.retain(|_| {
-            at += 1;
-            !gone.contains(&(at - 1))
-        });
-        gone.len()
+        self.drop_instrs(&gone)
     }
 
     /// Moves negations after the sums they feed (see the module docs);
@@ -120,7 +125,7 @@ impl Program {
     pub fn negate_after_sums(&mut self) -> usize {
         let Some(add_scalar) = crate::kernel::unary_row("add_scalar") else { return 0 };
         let (reads, producers) = (read_counts(self), self.producers());
-        // Per sum: the negation it reads and the neg's input view.
+        // Per sum (its index): the negation it reads (its index).
         let mut moves: FxHashMap<usize, usize> = FxHashMap::default();
         for (r, instr) in self.instrs.iter().enumerate() {
             let Instr::Run { spec: KernelSpec::Reduce { kind: ReduceKind::Sum, .. }, inputs, .. } = instr else {
@@ -159,7 +164,7 @@ impl Program {
                 self.values.len() - 1
             };
             let (sum, negated) = (fresh(), fresh());
-            let whole = Layout { shape: shape.clone(), strides: contiguous_strides(shape), offset: 0 };
+            let whole = Layout::contiguous(shape);
             let arg = |value| vec![Arg { value, layout: whole.clone() }];
             // The sum reads what the negation read, through the same view (the sum read the whole negation).
             let sum_in = vec![neg_in[0].clone()];

@@ -21,7 +21,7 @@ use super::runtime::PARAM_BYTES;
 use super::{matmul, reduce, wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernel::{Epilogue, FusedOp, KernelSpec};
+use crate::kernel::{Epilogue, KernelSpec};
 use crate::shape::Layout;
 use std::fmt::Write;
 
@@ -62,18 +62,8 @@ impl<'a> Tail<'a> {
                 return None;
             }
         }
-        let scalars: Vec<u32> = e
-            .tail
-            .steps
-            .iter()
-            .filter_map(|s| match &s.op {
-                FusedOp::Unary { params, .. } => Some(params.map(|p| (p.0 as f32).to_bits())),
-                _ => None,
-            })
-            .flatten()
-            .collect();
         let layouts: Vec<&Layout> = extras.iter().map(|(_, l)| *l).collect();
-        let params = fused::params(out_shape, &layouts, &scalars)?;
+        let params = fused::params(out_shape, &layouts, &fused::scalar_words(&e.tail))?;
         if (BASE + params.len()) * 4 > PARAM_BYTES as usize {
             return None;
         }

@@ -182,6 +182,18 @@ pub(crate) fn key(spec: &FusedElementwise) -> String {
     k
 }
 
+/// The unary steps' scalars as the params block holds them (f32 bits, two per step).
+pub(crate) fn scalar_words(spec: &FusedElementwise) -> Vec<u32> {
+    spec.steps
+        .iter()
+        .filter_map(|s| match &s.op {
+            FusedOp::Unary { params, .. } => Some(params.map(|p| (p.0 as f32).to_bits())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
 /// The params block, or None when it does not fit.
 pub(crate) fn params(out_shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Option<Vec<u32>> {
     let out_strides = contiguous_strides(out_shape);
@@ -221,15 +233,7 @@ pub fn run(
         return Err(Error::value(op, format!("internal: {} has no inputs", spec.name())));
     };
     let ctx = first.ctx().clone();
-    let scalars: Vec<u32> = spec
-        .steps
-        .iter()
-        .filter_map(|s| match &s.op {
-            FusedOp::Unary { params, .. } => Some(params.map(|p| (p.0 as f32).to_bits())),
-            _ => None,
-        })
-        .flatten()
-        .collect();
+    let scalars = scalar_words(spec);
     let layouts: Vec<&Layout> = inputs.iter().map(|(_, l)| *l).collect();
     let bindable = inputs.len() < ctx.limits.max_storage_buffers_per_shader_stage as usize;
     let Some(m) = params(out_shape, &layouts, &scalars).filter(|_| bindable) else {
