@@ -30,6 +30,14 @@ fn step(model: &Sequential, opt: &mut Adam, x: &Tensor, y: &Tensor) -> Result<Te
     Ok(loss.detach())
 }
 
+fn is_product(spec: &KernelSpec) -> bool {
+    match spec {
+        KernelSpec::Matmul { .. } => true,
+        KernelSpec::Epilogue(e) => matches!(e.head, KernelSpec::Matmul { .. }),
+        _ => false,
+    }
+}
+
 /// The (a, b) operands of every matmul of a program, as fresh tensors with
 /// the same shapes and strides.
 fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> {
@@ -48,7 +56,8 @@ fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> 
     p.instrs
         .iter()
         .filter_map(|i| match i {
-            Instr::Run { spec: KernelSpec::Matmul { .. }, inputs, .. } => {
+            // A product with a fused epilogue counts as its product (its first two inputs).
+            Instr::Run { spec, inputs, .. } if is_product(spec) => {
                 Some((operand(&inputs[0].layout), operand(&inputs[1].layout)))
             }
             _ => None,

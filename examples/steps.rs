@@ -7,14 +7,15 @@
 //!     cargo build --release --example steps
 //!     farm-bench --vs 'python benches/peers/torch_steps.py mlp 400' -- target/release/examples/steps mlp compiled 400
 //!
-//! Arguments: `mlp|cnn`, `eager|compiled`, the step count (after 3 warm-up steps).
+//! Arguments: `mlp|cnn`, `eager|compiled`, the step count (after 3 warm-up
+//! steps), and `cpu` (the default) or `gpu` (the first adapter: lavapipe here).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
 use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
-use skiff::{jit, manual_seed, DType, Reduction, Result, Tensor};
+use skiff::{jit, manual_seed, DType, Device, Reduction, Result, Tensor};
 use std::cell::RefCell;
 use std::time::Instant;
 
@@ -30,11 +31,13 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let (name, mode) = (args.get(1).map_or("mlp", |s| s.as_str()), args.get(2).map_or("eager", |s| s.as_str()));
     let steps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(100);
+    let device = if args.get(4).map(|s| s.as_str()) == Some("gpu") { Device::gpu()? } else { Device::Cpu };
     manual_seed(0);
     let (net, shape) = model(name)?;
+    net.to(&device)?;
     let opt = RefCell::new(Adam::new(net.parameters(), AdamConfig::default())?);
-    let x = Tensor::randn(&shape, DType::F32)?;
-    let y = Tensor::randint(0, 10, &[64])?;
+    let x = Tensor::randn(&shape, DType::F32)?.to(&device)?;
+    let y = Tensor::randint(0, 10, &[64])?.to(&device)?;
     let step = |i: &[Tensor]| -> Result<Vec<Tensor>> {
         let mut opt = opt.borrow_mut();
         opt.zero_grad();
@@ -52,6 +55,8 @@ fn main() -> Result<()> {
     let mut loss = Vec::new();
     for _ in 0..steps {
         loss = run(&[x.clone(), y.clone()])?;
+        // Each step waits for the device, as the criterion benchmarks do.
+        device.synchronize()?;
     }
     let ms = start.elapsed().as_secs_f64() * 1e3 / steps as f64;
     let kernels: Vec<usize> = compiled.programs().iter().map(|t| t.program().kernels()).collect();
