@@ -23,6 +23,13 @@ use std::time::Instant;
 fn model(name: &str) -> Result<(Sequential, Vec<usize>)> {
     Ok(match name {
         "mlp" => (common::mlp_layers()?, vec![64, 784]),
+        "tiny" => (
+            Sequential::new()
+                .push(skiff::nn::Linear::new(2, 16)?)
+                .push(skiff::nn::ReLU::new())
+                .push(skiff::nn::Linear::new(16, 2)?),
+            vec![64, 2],
+        ),
         _ => (common::cnn()?, vec![64, 1, 28, 28]),
     })
 }
@@ -37,7 +44,7 @@ fn main() -> Result<()> {
     net.to(&device)?;
     let opt = RefCell::new(Adam::new(net.parameters(), AdamConfig::default())?);
     let x = Tensor::randn(&shape, DType::F32)?.to(&device)?;
-    let y = Tensor::randint(0, 10, &[64])?.to(&device)?;
+    let y = Tensor::randint(0, if name == "tiny" { 2 } else { 10 }, &[64])?.to(&device)?;
     let step = |i: &[Tensor]| -> Result<Vec<Tensor>> {
         let mut opt = opt.borrow_mut();
         opt.zero_grad();

@@ -229,7 +229,8 @@ fn a_replay_past_an_eager_batch_still_submits_once() {
     // Each product and its scaling are one kernel compiled (an epilogue),
     // two eager: more products than an eager batch has dispatches.
     let products = BATCH_DISPATCHES as usize + 44;
-    let w = Tensor::from_vec(values(1, 16), &[4, 4]).unwrap().to(&gpu).unwrap();
+    // 64 x 64 products: enough outputs to take a tail (`program::MIN_PRODUCT_OUTPUTS`).
+    let w = Tensor::from_vec(values(1, 64 * 64), &[64, 64]).unwrap().mul_scalar(0.125).unwrap().to(&gpu).unwrap();
     // A matmul between the scalings keeps fusion from merging them.
     let chain = |x: &Tensor| -> Result<Tensor> {
         let mut h = x.clone();
@@ -239,7 +240,7 @@ fn a_replay_past_an_eager_batch_still_submits_once() {
         Ok(h)
     };
     let mut compiled = jit::compile(|i: &[Tensor]| Ok(vec![chain(&i[0])?]));
-    let x = Tensor::from_vec(values(2, 12), &[3, 4]).unwrap().to(&gpu).unwrap();
+    let x = Tensor::from_vec(values(2, 64 * 64), &[64, 64]).unwrap().to(&gpu).unwrap();
     for _ in 0..3 {
         compiled.call(std::slice::from_ref(&x)).unwrap();
     }

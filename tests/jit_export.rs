@@ -154,10 +154,12 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut serde_json::Value)) -> Vec<u8> {
 
 #[test]
 fn a_file_that_is_no_program_is_an_error_not_a_panic() {
-    // Two kernels: each product with its bias add (and the first's ReLU) in its epilogue.
-    let model = Sequential::new().push(Linear::new(4, 3).unwrap()).push(ReLU::new()).push(Linear::new(3, 2).unwrap());
+    let model = Sequential::new().push(Linear::new(4, 3).unwrap()).push(ReLU::new());
     let x = Tensor::from_vec(values(1, 8), &[2, 4]).unwrap();
     let good = inference_bytes(&model, std::slice::from_ref(&x)).unwrap();
+    // One kernel: a product large enough to take its bias add and ReLU as an epilogue.
+    let wide = Sequential::new().push(Linear::new(4, 64).unwrap()).push(ReLU::new());
+    let wide_bytes = inference_bytes(&wide, &[Tensor::from_vec(values(2, 256), &[64, 4]).unwrap()]).unwrap();
     let gather_model = cnn();
     let cnn_bytes = inference_bytes(&gather_model, &[images(1, 2)]).unwrap();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
@@ -187,9 +189,9 @@ fn a_file_that_is_no_program_is_an_error_not_a_panic() {
         ),
         (
             "a slot read before it is made",
-            // The second product (instruction 1) moved before the first, whose result it reads.
+            // The relu (instruction 1) moved before the matmul it reads.
             edited(&good, |p| p["instrs"].as_array_mut().unwrap().swap(0, 1)),
-            "instruction 0: %5 is read before it is made",
+            "instruction 0: %2 is read before it is made",
         ),
         (
             "a missing weight",
@@ -198,7 +200,7 @@ fn a_file_that_is_no_program_is_an_error_not_a_panic() {
         ),
         (
             "an epilogue on a kernel that takes none",
-            edited(&good, |p| {
+            edited(&wide_bytes, |p| {
                 p["instrs"][0]["run"]["spec"]["epilogue"]["head"] = serde_json::json!({"gather": {"axis": 0}})
             }),
             "not a matmul or reduction",

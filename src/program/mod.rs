@@ -37,6 +37,7 @@ use crate::kernel::KernelSpec;
 use crate::shape::{Dims, Layout};
 use std::sync::Arc;
 
+pub use epilogue::MIN_PRODUCT_OUTPUTS;
 pub use fuse::FUSED_OP;
 pub use host::{Expr, HostRef, HostScalar, Sym};
 pub use passes::PassStats;
