@@ -11,7 +11,7 @@ import path from 'node:path';
 import { createServer } from 'vite';
 import webpack from 'webpack';
 import { PASSES, REPO, assertBuilt } from './lib/browser.mjs';
-import { asCommonJs, assertLearnedXor, makeProject, packPackage, readmeExample, runPage } from './lib/consumer.mjs';
+import { asCommonJs, assertLearnedXor, makeProject, packPackage, readmeExample, readmeWorkerExample, runPage } from './lib/consumer.mjs';
 import { serve } from '../../scripts/lib/static-server.mjs';
 
 let pack;
@@ -135,6 +135,43 @@ describe('Vite 6 (npm create vite, no config)', { timeout: 240_000 }, () => {
       const size = fs.statSync(path.join(dir, 'dist/assets', f)).size;
       assert.ok(size < 1_000_000, `${f} is ${size} bytes: the production bundle must not inline the wasm`);
     }
+    const server = await serve(path.join(dir, 'dist'));
+    try {
+      assertLearnedXor(await runPage(PASSES.cpu, `${server.url}/index.html`), 'cpu');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('Vite 6, training in a Web Worker (the README example, no config)', { timeout: 240_000 }, () => {
+  let dir;
+  before(() => {
+    const { page, worker } = readmeWorkerExample();
+    dir = project('vite', { 'src/main.js': page, 'src/train-worker.js': worker });
+  });
+
+  test('dev server (WebGPU pass): the worker trains on its own device', async () => {
+    const server = await createServer({ root: dir, logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } });
+    try {
+      await server.listen();
+      assertLearnedXor(await runPage(PASSES.webgpu, server.resolvedUrls.local[0]), 'webgpu');
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('vite build (cpu pass): the worker is bundled with skiff, its wasm an asset', async () => {
+    const env = { ...process.env };
+    delete env.NODE_ENV;
+    execFileSync(process.execPath, [path.join(REPO, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    const assets = fs.readdirSync(path.join(dir, 'dist/assets'));
+    assert.ok(assets.some((f) => f.startsWith('train-worker') && f.endsWith('.js')), `the worker is its own bundle: ${assets}`);
+    assert.ok(assets.some((f) => f.endsWith('.wasm')), `the .wasm is an asset: ${assets}`);
     const server = await serve(path.join(dir, 'dist'));
     try {
       assertLearnedXor(await runPage(PASSES.cpu, `${server.url}/index.html`), 'cpu');

@@ -68,6 +68,16 @@ export function readmeExample() {
   return block;
 }
 
+/** The README's Web Worker example: `{ page, worker }` (main.js and train-worker.js). */
+export function readmeWorkerExample() {
+  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
+  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  const worker = blocks.find((b) => b.startsWith('// train-worker.js'));
+  const page = blocks.find((b) => b.startsWith('// main.js (the page)'));
+  assert.ok(worker && page, 'README.md has the worker example (train-worker.js and main.js blocks)');
+  return { page, worker };
+}
+
 /** The example as CommonJS: the README says to swap the import for require(). */
 export function asCommonJs(example) {
   const from = "import * as skiff from 'skiff-ml';";
