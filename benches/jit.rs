@@ -3,7 +3,10 @@
 //! on the cpu and, when an adapter exists, the GPU. For each, the kernels
 //! per step (the captured program before and after the passes), the step
 //! times, and the matmul part: the step's products (same shapes and views)
-//! run alone, so `step - matmul` is the rest, which capture can shorten.
+//! run alone, so `step - matmul` is the rest, which capture can shorten,
+//! and the optimizer update alone (the same fused Adam kernels in both modes,
+//! so a floor under the compiled rest; the last two columns are its time and
+//! its share of the eager rest).
 //!
 //!     cargo bench --bench jit
 //!
@@ -109,6 +112,19 @@ fn bench_jit(c: &mut Criterion) {
                 })
             });
             let eager = common::median_seconds(SAMPLES);
+            // The optimizer update alone (the gradients of the last step are in
+            // place): the same fused Adam kernels run in both modes, so this is a
+            // floor under the compiled step's non-matmul part.
+            common::reset();
+            group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}/adam"), BATCH), |b| {
+                b.iter_custom(|iters| {
+                    common::timed(iters, || {
+                        opt.step().unwrap();
+                        dev.synchronize().unwrap()
+                    })
+                })
+            });
+            let adam = common::median_seconds(SAMPLES);
             // Compiled, on a second model.
             let model = build().unwrap();
             model.to(&dev).unwrap();
@@ -142,16 +158,19 @@ fn bench_jit(c: &mut Criterion) {
                 })
             });
             let mm = common::median_seconds(SAMPLES);
-            if let (Some(e), Some(j), Some(m)) = (eager, jit_time, mm) {
+            if let (Some(e), Some(j), Some(m), Some(a)) = (eager, jit_time, mm, adam) {
+                let rest_eager = (e - m).max(1e-12);
                 println!(
-                    "| {name} | {dev_name} | {eager_kernels} / {compiled_kernels} | {} | {} | {:.2} | {} | {} | {} | {:.2} |",
+                    "| {name} | {dev_name} | {eager_kernels} / {compiled_kernels} | {} | {} | {:.2} | {} | {} | {} | {:.2} | {} | {:.2} |",
                     common::fmt_secs(e),
                     common::fmt_secs(j),
                     j / e,
                     common::fmt_secs(m),
-                    common::fmt_secs((e - m).max(0.0)),
+                    common::fmt_secs(rest_eager),
                     common::fmt_secs((j - m).max(0.0)),
-                    (j - m).max(0.0) / (e - m).max(1e-12),
+                    (j - m).max(0.0) / rest_eager,
+                    common::fmt_secs(a),
+                    a / rest_eager,
                 );
             }
         }
