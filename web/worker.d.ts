@@ -15,8 +15,11 @@ export interface WorkerContext {
 /** The functions a worker serves: each takes one argument and the context, and may be async. */
 export type Handlers = Record<string, (arg: any, ctx: WorkerContext) => unknown>;
 
-/** In the worker: init() skiff when the page asks, then answer the page's calls with `handlers`. */
-export function serve<H extends Handlers>(skiff: typeof Skiff, handlers: H, scope?: WorkerScope): void;
+/**
+ * In the worker: init() skiff when the page asks, then answer the page's calls with `handlers`.
+ * Returns `emit`, for events from work that outlives the call that started it.
+ */
+export function serve<H extends Handlers>(skiff: typeof Skiff, handlers: H, scope?: WorkerScope): { emit: WorkerContext['emit'] };
 
 /** Where serve() listens and answers: the worker's global scope (the default). */
 export interface WorkerScope {

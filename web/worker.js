@@ -79,7 +79,9 @@ function macrotask() {
  * (or thrown error) settles the page's call. Calls run concurrently: while
  * one awaits (e.g. `await ctx.yield()` between training steps), the worker
  * takes the next message, so a prediction can be answered mid-training and
- * an abort reaches `ctx.signal`.
+ * an abort reaches `ctx.signal`. Returns `{ emit }`, for events sent from
+ * work no call is waiting on (a loop started by one call, reporting after
+ * that call returned).
  */
 export function serve(skiff, handlers, scope = globalThis) {
   if (!skiff || typeof skiff.init !== 'function') {
@@ -93,6 +95,7 @@ export function serve(skiff, handlers, scope = globalThis) {
   }
   const running = new Map(); // call id -> AbortController
   const post = (msg, transferables = []) => scope.postMessage({ [TAG]: msg.kind, ...msg }, transferables);
+  const emit = (name, data, transferables = transferablesOf(data)) => post({ kind: 'event', name, data }, transferables);
 
   async function onCall({ id, method, arg, aborted }) {
     const controller = new AbortController();
@@ -105,7 +108,7 @@ export function serve(skiff, handlers, scope = globalThis) {
       }
       const ctx = {
         signal: controller.signal,
-        emit: (name, data, transferables = transferablesOf(data)) => post({ kind: 'event', name, data }, transferables),
+        emit,
         yield: macrotask,
       };
       const value = await handlers[method](arg, ctx);
@@ -131,6 +134,7 @@ export function serve(skiff, handlers, scope = globalThis) {
       running.get(msg.id)?.abort();
     }
   });
+  return { emit };
 }
 
 // ---- the page side ------------------------------------------------------

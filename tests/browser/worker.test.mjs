@@ -61,6 +61,10 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
       r.page.forEach((p, i) => assert.ok(Math.abs(p - r.worker[i]) <= tol, `point ${i}: page ${p}, worker ${r.worker[i]}`));
     });
 
+    test("serve()'s own emit sends events from work that outlived its call", T, async () => {
+      assert.deepEqual(await s.call('background'), { result: 'scheduled', event: { after: 20 } });
+    });
+
     test("a call's AbortSignal stops the handler between steps", T, async () => {
       const { result, before } = await s.call('abortMidway');
       assert.equal(result.aborted, true);
@@ -73,7 +77,7 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
       assert.deepEqual({ ...e.bad, message: undefined }, { name: 'SkiffError', message: undefined, op: 'matmul', kind: 'shape', skiff: true });
       assert.match(e.bad.message, /^matmul: .*\[2, 3\].*\[4, 5\]/);
       assert.equal(e.unknown.op, 'SkiffWorker.call');
-      assert.match(e.unknown.message, /no handler "nope" \(it serves "train", "predict", "weights", "received", "bad", "hang"\)/);
+      assert.match(e.unknown.message, /no handler "nope" \(it serves "train", "predict", "weights", "received", "bad", "later", "hang"\)/);
       for (const [key, op, pattern] of [
         ['method', 'SkiffWorker.call', /method must be a string, got the number 42/],
         ['signal', 'SkiffWorker.call', /signal must be an AbortSignal, got the string "stop"/],

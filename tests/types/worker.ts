@@ -21,7 +21,8 @@ const handlers = {
   },
 };
 export function worker(): void {
-  serve(skiff, handlers);
+  const { emit } = serve(skiff, handlers);
+  setTimeout(() => emit('loss', { step: 0, loss: 1 }), 0);
   // @ts-expect-error a handler must be a function
   serve(skiff, { train: 42 });
 }

@@ -1,6 +1,8 @@
 // The training side of the demo: the two models, the loop (which yields to
-// the event loop after every step so the page stays responsive), the test-set
-// evaluation, predictions for the drawing pad, and checkpoints.
+// the event loop after every step, so calls and aborts get in between two
+// steps), the test-set evaluation, and checkpoints. It runs in the demo's
+// worker (www/train-worker.js); the page imports only MODELS, OPTIMIZERS and
+// modelOf from here. skiff is imported by its path: a worker has no import map.
 //
 // GPU readbacks are what stall a WebGPU pipeline, so the loop reads the
 // losses of LOG_EVERY steps in one readback, and evaluates (one more readback)
@@ -16,14 +18,14 @@
 // capture again by itself; only a new model or optimizer object (build())
 // needs a new compiled function. Eager and compiled steps update the same
 // model and optimizer, so the mode can change between any two steps.
-import * as skiff from 'skiff-ml';
+import * as skiff from '/web/index.js';
 import { gather } from './mnist.js';
 import { divergedError } from './errors.js';
 import { StepSpeed, StepWindow } from './speed.js';
 
 export const LOG_EVERY = 10;
 export const EVAL_EVERY = 50;
-const EVAL_CHUNK = 500;
+const EVAL_CHUNK = 250; // about 80 ms of the CNN's forward pass in wasm: what a pause may wait
 
 const { nn, optim } = skiff;
 
@@ -69,12 +71,12 @@ export function modelOf(tensors) {
   );
 }
 
-// Lets the page (timers, input, painting) run between steps. A MessageChannel
+// Lets queued messages (the page's calls) run between steps. A MessageChannel
 // message is not clamped to 4 ms like a nested setTimeout(0).
 const channel = new MessageChannel();
 const waiting = [];
 channel.port1.onmessage = () => waiting.shift()?.();
-const yieldToPage = () => new Promise((resolve) => (waiting.push(resolve), channel.port2.postMessage(0)));
+const yieldToQueue = () => new Promise((resolve) => (waiting.push(resolve), channel.port2.postMessage(0)));
 
 /** The training step over `model` and `optimizer`: returns [loss, number correct]. */
 function stepOf(model, optimizer) {
@@ -218,13 +220,13 @@ export class Trainer {
           // The readback waits for the GPU, so the time is taken after it.
           await this.flush(pending, pendingSamples, () => this.timeWindow(timing));
           pendingSamples = 0;
-          if (this.step % EVAL_EVERY < LOG_EVERY) {
-            await this.evaluate();
+          // A pause during the evaluation abandons it: the pause evaluates where it stopped.
+          if (this.step % EVAL_EVERY < LOG_EVERY && (await this.evaluate({ interruptible: true }))) {
             await this.checkpoint();
           }
           timing = new StepWindow(performance.now());
         }
-        await yieldToPage();
+        await yieldToQueue();
       }
       if (pending.length) await this.flush(pending, pendingSamples, () => ({ samplesPerSec: null }));
       this.setState('paused');
@@ -308,22 +310,34 @@ export class Trainer {
     return this.testCache.chunks;
   }
 
-  /** Loss, accuracy and every prediction on the held-out test set. */
-  async evaluate() {
+  /**
+   * Loss, accuracy and every prediction on the held-out test set. The chunks
+   * are computed one at a time with a yield between them, so a pause or a
+   * call gets in (the CNN takes most of a second on the cpu); with
+   * `interruptible`, a pause requested meanwhile abandons it (null).
+   */
+  async evaluate({ interruptible = false } = {}) {
     if (this.testCache && this.testCache.model !== this.config.model) this.dropTestCache();
     const chunks = this.testChunks();
-    const [lossSum, predictions] = skiff.tidy(() =>
-      skiff.noGrad(() => {
-        const losses = [];
-        const preds = [];
-        for (const { x, y } of chunks) {
-          const logits = this.model.forward(x);
-          losses.push(logits.crossEntropy(y, { reduction: 'sum' }));
-          preds.push(logits.argmax(1));
-        }
-        return [skiff.stack(losses).sum(), skiff.cat(preds)];
-      }),
-    );
+    const parts = [];
+    for (const { x, y } of chunks) {
+      parts.push(
+        skiff.tidy(() =>
+          skiff.noGrad(() => {
+            const logits = this.model.forward(x);
+            return [logits.crossEntropy(y, { reduction: 'sum' }), logits.argmax(1)];
+          }),
+        ),
+      );
+      await yieldToQueue();
+      if (interruptible && this.stopRequested) {
+        skiff.dispose(parts.flat());
+        return null;
+      }
+    }
+    // One readback for the whole set (each stalls a GPU pipeline).
+    const [lossSum, predictions] = skiff.tidy(() => [skiff.stack(parts.map(([l]) => l)).sum(), skiff.cat(parts.map(([, p]) => p))]);
+    skiff.dispose(parts.flat());
     const [lossValue, predValues] = await Promise.all([lossSum.item(), predictions.data()]);
     skiff.dispose([lossSum, predictions]);
     const { test } = this.data;
@@ -350,6 +364,26 @@ export class Trainer {
     } finally {
       probs.dispose();
     }
+  }
+
+  /**
+   * What the page shows of the trainer, as plain data: progress, curves,
+   * the compiled step's program and the measured speeds.
+   */
+  snapshot() {
+    const jit = this.jitStep;
+    return {
+      state: this.state,
+      step: this.step,
+      epoch: this.epoch,
+      config: { ...this.config },
+      compiled: this.compiled,
+      device: skiff.getDefaultDevice(),
+      history: this.history,
+      jit: jit ? { captures: jit.captures, replays: jit.replays, kernels: jit.kernels, log: [...jit.log] } : null,
+      ms: { eager: this.msPerStep('eager'), compiled: this.msPerStep('compiled') },
+      checkpointStep: this.lastCheckpoint?.step ?? null,
+    };
   }
 
   /** The first layer's weights (MLP units or CNN filters), for display. */

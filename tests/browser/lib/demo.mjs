@@ -56,6 +56,8 @@ export function defineDemoPass(passName) {
       );
       await page.click('#train');
       await page.waitForFunction(() => window.__demo.trainer.state === 'paused', null, { timeout: 60_000 });
+      // The worker evaluates and checkpoints where it paused.
+      await demo(() => window.__demo.trainer.paused);
     };
 
     before(async () => {
@@ -66,7 +68,9 @@ export function defineDemoPass(passName) {
       s = await openSession(pass, {
         root: path.join(REPO, 'www'),
         mounts: demoMounts(REPO, PKG_DIR),
-        pagePath: '/',
+        // SwiftShader is slower than the cpu, so the page trains on the cpu
+        // unless asked for WebGPU (checked last, on '/').
+        pagePath: pass.gpu ? '/?device=webgpu' : '/',
         viewport: { width: 1280, height: 900 },
       });
       page = s.page;
@@ -135,12 +139,11 @@ export function defineDemoPass(passName) {
             shown: { text: el.textContent, ...el.dataset },
           };
         });
-      /** Clicks the switch between two steps (the loop yields to the page there); what had run by then. */
+      /** Clicks the switch; the worker applies it between two steps and says what had run by then. */
       const toggle = () =>
         demo(() => {
-          const { trainer } = window.__demo;
           document.getElementById('compiled').click();
-          return { step: trainer.step, calls: trainer.jitStep.captures + trainer.jitStep.replays, compiled: trainer.compiled };
+          return window.__demo.trainer.modeSwitch;
         });
       const waitSteps = (n) => page.waitForFunction((k) => window.__demo.trainer.step >= k, n, { timeout: 150_000, polling: 50 });
       const pause = async () => {
@@ -228,7 +231,7 @@ export function defineDemoPass(passName) {
       assert.equal(p3.captures + p3.replays, off.calls + (end - on.step), 'compiled again from the switch on');
       assert.equal(p3.captures, 3, `one more capture, for batch 32: ${p3.log}`);
       assert.match(p3.log.at(-1), /\[32, 784\]/, 'the log says why');
-      assert.equal(await demo(() => window.__demo.trainer.optimizer.lr), 0.0005);
+      assert.equal(await demo(() => window.__demo.trainer.optimizerLr()), 0.0005);
       const lastLosses = (await state()).history.trainLoss.slice(-3).map(([, v]) => v);
       assert.ok(lastLosses.every((v) => Number.isFinite(v) && v < 0.5 * mean(losses.slice(0, 3))), `still trained: ${lastLosses}`);
 
@@ -279,8 +282,15 @@ export function defineDemoPass(passName) {
       assert.match(download.suggestedFilename(), /^skiff-mnist-mlp-step\d+\.safetensors$/);
       const file = path.join(ARTIFACTS, `demo-${pass.name}.safetensors`);
       await download.saveAs(file);
-      const header = safetensorsHeader(fs.readFileSync(file));
+      const bytes = fs.readFileSync(file);
+      const header = safetensorsHeader(bytes);
       assert.deepEqual(Object.keys(header).sort(), ['0.bias', '0.weight', '2.bias', '2.weight']);
+      // The file says where training stood.
+      const savedStep = Number(download.suggestedFilename().match(/step(\d+)/)[1]);
+      assert.equal(savedStep, (await state()).step);
+      const n = Number(bytes.readBigUInt64LE(0));
+      const meta = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')).__metadata__;
+      assert.deepEqual({ model: meta['skiff.model'], step: meta['skiff.step'] }, { model: 'mlp', step: String(savedStep) });
       assert.deepEqual(header['0.weight'], { ...header['0.weight'], dtype: 'F32', shape: [128, 784] });
 
       await page.click('#reset');
@@ -291,7 +301,13 @@ export function defineDemoPass(passName) {
 
       await page.setInputFiles('#upload', file);
       await page.waitForFunction(() => /^Loaded /.test(document.getElementById('status').textContent), null, { timeout: 60_000 });
-      assert.equal((await state()).lastEval.acc, trained, 'the same predictions as before the download');
+      const loaded = await state();
+      assert.equal(loaded.lastEval.acc, trained, 'the same predictions as before the download');
+      // It keeps its step, says so, and a reload resumes there.
+      assert.equal(loaded.step, savedStep, 'the step the file was saved at');
+      assert.match(await page.textContent('#status'), new RegExp(`\\(saved at step ${savedStep}\\).*Press Resume`));
+      assert.equal(await page.textContent('#train'), 'Resume');
+      assert.equal(await demo(() => window.__demo.trainer.lastCheckpoint.step), savedStep, 'checkpointed at the loaded step');
       s.checkErrors();
     });
 
@@ -321,11 +337,13 @@ export function defineDemoPass(passName) {
     });
 
     test('a reload resumes from the checkpoint kept in IndexedDB', T, async () => {
-      const live = () => demo(() => window.__demo.skiff.memory().tensors);
+      const live = () => demo(() => window.__demo.trainer.memory().then((m) => m.tensors));
       const tensorsBefore = await live();
       await trainFor(60);
       assert.equal(await live(), tensorsBefore, 'training and evaluating leave no tensor behind');
       const saved = await demo(() => ({ step: window.__demo.trainer.lastCheckpoint.step, history: window.__demo.trainer.history }));
+      // Pause checkpoints where it stopped, not at the last multiple of 50.
+      assert.equal(saved.step, (await state()).step, 'the checkpoint is at the paused step');
       await page.reload();
       await ready();
       const resumed = await state();
@@ -366,7 +384,7 @@ export function defineDemoPass(passName) {
         await page.click('#train');
         const checkpoint = await demo(() => window.__demo.trainer.lastCheckpoint.step);
         await page.waitForFunction((n) => window.__demo.trainer.step >= n + 5, checkpoint);
-        await demo(() => window.__demo.skiff.testing.loseDevice());
+        await demo(() => window.__demo.trainer.loseDevice());
         await page.waitForSelector('#error:not([hidden])', { timeout: 60_000 });
         assert.equal(await page.textContent('#error-title'), 'The GPU device was lost');
         assert.match(await page.textContent('#error-message'), /device was lost/);
@@ -380,10 +398,108 @@ export function defineDemoPass(passName) {
         await page.waitForFunction((n) => window.__demo.trainer.step >= n + 20, resumedAt, { timeout: 60_000 });
         await page.click('#train');
         await page.waitForFunction(() => window.__demo.trainer.state === 'paused');
-        assert.equal(await demo(() => window.__demo.skiff.getDefaultDevice()), 'cpu');
+        assert.equal(await demo(() => window.__demo.trainer.device), 'cpu');
         s.checkErrors();
       });
     }
+
+    if (pass.gpu) {
+      test('a software GPU (SwiftShader) gets the cpu by default, with a notice and a way back', T, async () => {
+        await page.goto(`${s.server.url}/`);
+        await ready();
+        assert.equal(await page.textContent('#backend'), 'cpu fallback');
+        const detail = await page.textContent('#backend-detail');
+        assert.match(detail, /WebGPU here is .*SwiftShader.*, a software GPU, slower than the cpu for these models: training runs on the cpu/i);
+        assert.equal(await page.getAttribute('#backend-detail a', 'href'), '?device=webgpu');
+        assert.equal(await demo(() => window.__demo.trainer.device), 'cpu');
+        s.checkErrors();
+      });
+    }
+
+    // Training runs in a worker: the page only draws. Measured on the CNN, on
+    // the cpu (the worker's device on both passes here: the software GPU
+    // yields to it), the issue's bounds: frame gaps p95 <= 20 ms, Pause and
+    // Reset <= 200 ms, the drawing pad's answer <= 100 ms.
+    test('while the CNN trains in the worker, the page keeps its frames, and Pause, Reset and the pad answer at once', T, async (t) => {
+      assert.equal(await demo(() => window.__demo.trainer.device), 'cpu');
+      if ((await demo(() => window.__demo.trainer.config.model)) !== 'cnn') {
+        await page.selectOption('#model', 'cnn');
+        await page.click('#reset');
+        await page.waitForFunction(() => window.__demo.trainer.config.model === 'cnn' && window.__demo.lastEval?.step === 0);
+      }
+      const untilMs = (predicate) =>
+        demo(
+          (src) =>
+            new Promise((resolve) => {
+              const done = new Function(`return (${src})()`);
+              const t0 = performance.now();
+              const poll = () => (done() ? resolve(performance.now() - t0) : setTimeout(poll, 1));
+              window.__act();
+              poll();
+            }),
+          predicate,
+        );
+      await page.click('#train');
+      await page.waitForFunction(() => window.__demo.trainer.step >= 3, null, { timeout: 60_000 });
+
+      // Frames: three seconds of requestAnimationFrame timestamps.
+      const times = await demo(
+        (ms) =>
+          new Promise((resolve) => {
+            const seen = [];
+            const frame = (now) => {
+              seen.push(now);
+              if (now - seen[0] < ms) requestAnimationFrame(frame);
+              else resolve(seen);
+            };
+            requestAnimationFrame(frame);
+          }),
+        3000,
+      );
+      const gaps = times.slice(1).map((v, i) => v - times[i]).sort((a, b) => a - b);
+      const p95 = gaps[Math.floor(0.95 * (gaps.length - 1))];
+      const stepsDuring = await demo(() => window.__demo.trainer.step);
+
+      // The drawing pad: from the stroke's pointerup to the probabilities shown.
+      await demo(() => {
+        window.__upAt = null;
+        // Captured on the window: before the pad's own listener, which predicts at once.
+        window.addEventListener('pointerup', () => (window.__upAt = performance.now()), { capture: true, once: true });
+      });
+      const box = await page.locator('#pad').boundingBox();
+      const at = (fx, fy) => [box.x + fx * box.width, box.y + fy * box.height];
+      await page.mouse.move(...at(0.5, 0.2));
+      await page.mouse.down();
+      for (const [fx, fy] of [[0.5, 0.4], [0.5, 0.6], [0.5, 0.8]]) await page.mouse.move(...at(fx, fy), { steps: 4 });
+      await page.mouse.up();
+      await page.waitForFunction(() => window.__upAt && window.__demo.lastPrediction?.at >= window.__upAt, null, { timeout: 10_000 });
+      const padMs = await demo(() => window.__demo.lastPrediction.at - window.__upAt);
+
+      // Pause: from the click to the loop stopped in the worker.
+      await demo(() => (window.__act = () => document.getElementById('train').click()));
+      const pauseMs = await untilMs("() => window.__demo.trainer.state === 'paused'");
+      await demo(() => window.__demo.trainer.paused);
+      // Reset while training: from the click to a fresh model shown.
+      await page.click('#train');
+      const resumedAt = await demo(() => window.__demo.trainer.step);
+      await page.waitForFunction((n) => window.__demo.trainer.step >= n + 3, resumedAt, { timeout: 60_000 });
+      await demo(() => (window.__act = () => document.getElementById('reset').click()));
+      const resetMs = await untilMs(
+        "() => window.__demo.trainer.step === 0 && window.__demo.trainer.state === 'idle' && /^A fresh/.test(document.getElementById('status').textContent)",
+      );
+      await page.waitForFunction(() => window.__demo.lastEval?.step === 0 && window.__demo.evals > 0);
+      await page.click('#pad-clear');
+
+      t.diagnostic(
+        `CNN on the cpu worker: ${stepsDuring} steps; frames ${times.length} in 3 s, gap p95 ${p95.toFixed(1)} ms, ` +
+          `max ${gaps.at(-1).toFixed(1)} ms; pad ${padMs.toFixed(1)} ms; Pause ${pauseMs.toFixed(1)} ms; Reset ${resetMs.toFixed(1)} ms`,
+      );
+      assert.ok(p95 <= 20, `frame gaps p95 ${p95.toFixed(1)} ms (max ${gaps.at(-1).toFixed(1)}) over ${gaps.length} frames`);
+      assert.ok(padMs <= 100, `the pad answered ${padMs.toFixed(1)} ms after the stroke`);
+      assert.ok(pauseMs <= 200, `Pause took ${pauseMs.toFixed(1)} ms`);
+      assert.ok(resetMs <= 200, `Reset took ${resetMs.toFixed(1)} ms`);
+      s.checkErrors();
+    });
 
     test('phone width: one column, no sideways scrolling', T, async () => {
       await page.setViewportSize({ width: 375, height: 740 });

@@ -88,6 +88,15 @@ export async function abortMidway() {
   return { result, settleMs, before };
 }
 
+/** An event emitted by work that outlived its call: it arrives after the call's result. */
+export async function background() {
+  const late = new Promise((resolve) => {
+    const stop = w.on('late', (data) => (stop(), resolve(data)));
+  });
+  const result = await w.call('later', { ms: 20 });
+  return { result, event: await late };
+}
+
 const caught = async (f) => {
   try {
     await f();

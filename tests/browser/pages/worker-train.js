@@ -80,10 +80,16 @@ const handlers = {
     return skiff.zeros([2, 3]).matmul(skiff.zeros([4, 5]));
   },
 
+  /** Emits 'late' after the call returned, through serve()'s own emit. */
+  later({ ms }) {
+    setTimeout(() => background.emit('late', { after: ms }), ms);
+    return 'scheduled';
+  },
+
   /** Never settles: for terminate(). */
   hang() {
     return new Promise(() => {});
   },
 };
 
-serve(skiff, handlers);
+const background = serve(skiff, handlers);
