@@ -9,9 +9,10 @@ import { DrawPad } from './lib/draw.js';
 import { drawDigit, drawWeights, probabilityBars } from './lib/images.js';
 import { loadMnist } from './lib/mnist.js';
 import { clearLatest, download, loadLatest, readProgress, saveLatest, withProgress } from './lib/store.js';
-import { MODELS, OPTIMIZERS, modelOf } from './lib/trainer.js';
+import { MODELS, OPTIMIZERS, SCHEDULES, modelOf } from './lib/trainer.js';
 import { Predictor, RemoteTrainer } from './lib/remote.js';
-import { explain, fileError } from './lib/errors.js';
+import { collapsedError, explain, fileError } from './lib/errors.js';
+import { confusion, worstMistakes } from './lib/results.js';
 
 const $ = (id) => document.getElementById(id);
 const GRID_SIZE = 24;
@@ -22,6 +23,7 @@ const ui = {
   optimizer: $('optimizer'),
   lr: $('lr'),
   batch: $('batch'),
+  schedule: $('schedule'),
   compiled: $('compiled'),
   train: $('train'),
   reset: $('reset'),
@@ -31,6 +33,7 @@ const ui = {
 };
 for (const [key, m] of Object.entries(MODELS)) ui.model.add(new Option(m.label, key));
 for (const [key, o] of Object.entries(OPTIMIZERS)) ui.optimizer.add(new Option(o.label, key));
+for (const [key, o] of Object.entries(SCHEDULES)) ui.schedule.add(new Option(o.label, key));
 
 const charts = {
   loss: createChart($('chart-loss'), {
@@ -61,15 +64,22 @@ function readConfig() {
     model: ui.model.value,
     optimizer: ui.optimizer.value,
     lr: Number(ui.lr.value),
+    schedule: ui.schedule.value,
     batchSize: Number(ui.batch.value),
   };
+}
+
+function showScheduleHint() {
+  $('schedule-hint').textContent = `Rate schedule: ${SCHEDULES[ui.schedule.value].hint}.`;
 }
 
 function showConfig(config) {
   ui.model.value = config.model;
   ui.optimizer.value = config.optimizer;
   ui.lr.value = String(config.lr);
+  ui.schedule.value = SCHEDULES[config.schedule] ? config.schedule : 'constant';
   ui.batch.value = String(config.batchSize);
+  showScheduleHint();
 }
 
 const fmt = (v, digits = 3) => (v == null || !Number.isFinite(v) ? '–' : v.toFixed(digits));
@@ -228,6 +238,81 @@ async function showWeights() {
   $('weights').dataset.step = String(demo.trainer.step);
 }
 
+/** The model layer by layer (tfjs-vis's modelSummary): type, output shape, parameters. */
+async function showSummary() {
+  const rows = await demo.trainer.summary();
+  const body = $('summary').tBodies[0];
+  body.replaceChildren(
+    ...rows.map((r) => {
+      const tr = document.createElement('tr');
+      const name = Object.assign(document.createElement('td'), { textContent: `${r.type} ` });
+      name.append(Object.assign(document.createElement('small'), { textContent: r.name }));
+      tr.append(name, Object.assign(document.createElement('td'), { textContent: `[${r.shape.join(', ')}]` }));
+      tr.append(Object.assign(document.createElement('td'), { textContent: r.params.toLocaleString('en') }));
+      return tr;
+    }),
+  );
+  const total = rows.reduce((n, r) => n + r.params, 0);
+  $('summary-total').textContent = total.toLocaleString('en');
+  demo.summary = { rows, total };
+}
+
+// ---- test results: confusion matrix, per-class accuracy, worst mistakes ----
+
+let testSet = null;
+function showResults(result) {
+  const { matrix, perClass } = confusion(result.predictions, testSet.labels);
+  const table = $('confusion');
+  const head = document.createElement('tr');
+  head.append(Object.assign(document.createElement('th'), { textContent: '', title: 'true digit \\ guess' }));
+  for (let d = 0; d < 10; d++) head.append(Object.assign(document.createElement('th'), { textContent: String(d), scope: 'col' }));
+  head.append(Object.assign(document.createElement('th'), { textContent: 'acc' }));
+  const rows = matrix.map((row, t) => {
+    const tr = document.createElement('tr');
+    tr.append(Object.assign(document.createElement('th'), { textContent: String(t), scope: 'row' }));
+    const total = row.reduce((a, b) => a + b, 0) || 1;
+    row.forEach((n, g) => {
+      const share = n / total;
+      const td = Object.assign(document.createElement('td'), { textContent: n ? String(n) : '', title: `${n} ${t}s guessed as ${g}` });
+      // Blue on the diagonal (right), red off it (wrong), by the row's share.
+      td.style.background = n ? (t === g ? `rgba(37, 99, 235, ${0.15 + 0.6 * share})` : `rgba(220, 38, 38, ${0.1 + 0.9 * Math.min(1, 4 * share)})`) : '';
+      tr.append(td);
+    });
+    tr.append(Object.assign(document.createElement('td'), { className: 'acc', textContent: pct(perClass[t]) }));
+    return tr;
+  });
+  table.replaceChildren(head, ...rows);
+  const mistakes = worstMistakes(result.predictions, result.confidence, testSet.labels, 8);
+  $('mistakes').replaceChildren(
+    ...mistakes.map((m) => {
+      const figure = document.createElement('figure');
+      figure.className = 'wrong';
+      const canvas = Object.assign(document.createElement('canvas'), { className: 'digit' });
+      drawDigit(canvas, testSet.images.subarray(m.index * 784, (m.index + 1) * 784));
+      const caption = Object.assign(document.createElement('figcaption'), {
+        textContent: `${m.guess} (${Math.round(100 * m.confidence)}%), is ${m.label}`,
+      });
+      figure.append(canvas, caption);
+      return figure;
+    }),
+  );
+  demo.results = { step: result.step, matrix, perClass, mistakes };
+}
+
+/**
+ * Training whose test accuracy is back at chance (a model that predicts one
+ * class, as SGD at a too high rate ends up) is paused and explained; so is
+ * one still at chance after 300 steps.
+ */
+function checkCollapse(result) {
+  const t = demo.trainer;
+  if (t.state !== 'running' || result.acc >= 0.2) return;
+  const best = Math.max(...t.history.testAcc.map(([, acc]) => acc));
+  if (best < 0.5 && result.step < 300) return;
+  t.stop().catch(showError);
+  showError(collapsedError(result, t.config.lr, best));
+}
+
 // ---- the drawing pad ----------------------------------------------------
 
 let predicting = false;
@@ -306,7 +391,7 @@ async function resetModel(config = readConfig()) {
   ui.reset.classList.remove('attention');
   setStatus(`A fresh ${MODELS[config.model].label}: press Train.`);
   await clearLatest().catch(() => {});
-  await syncPredictor();
+  await Promise.all([syncPredictor(), showSummary()]);
   await demo.trainer.evaluate();
 }
 
@@ -339,6 +424,8 @@ function onConfigChange() {
   ui.lr.setCustomValidity('');
   t.lr = config.lr;
   t.batchSize = config.batchSize;
+  if (config.schedule !== t.config.schedule) t.schedule = config.schedule;
+  showScheduleHint();
   if (config.model !== t.config.model || config.optimizer !== t.config.optimizer) {
     if (t.step === 0 && t.state !== 'running') resetModel(config).catch(showError);
     else {
@@ -380,7 +467,7 @@ async function onUpload() {
   charts.loss.clear();
   charts.acc.clear();
   refreshStats();
-  await syncPredictor();
+  await Promise.all([syncPredictor(), showSummary()]);
   await demo.trainer.evaluate();
   await demo.trainer.checkpointNow();
   const at = progress.step ? ` (saved at step ${progress.step})` : '';
@@ -402,8 +489,10 @@ async function boot() {
       demo.evals += 1;
       demo.lastEval = { step: result.step, loss: result.loss, acc: result.acc };
       showPredictions(result.predictions);
+      showResults(result);
       refreshStats();
       showWeights().catch(showError);
+      checkCollapse(result);
     },
     onCheckpoint: async (cp) => {
       demo.predictor.load(cp.config.model, cp.model, cp.step);
@@ -432,6 +521,7 @@ async function boot() {
     showBackend(info);
   }
   buildGrid(data.test);
+  testSet = data.test;
   demo.pad = new DrawPad($('pad'), { onChange: predictDrawing, onClear: () => probabilityBars($('probs'), null) });
   probabilityBars($('probs'), null);
 
@@ -447,8 +537,9 @@ async function boot() {
     }
   }
   if (!resumed) await trainer.build(readConfig());
+  showScheduleHint();
   refreshStats();
-  await syncPredictor();
+  await Promise.all([syncPredictor(), showSummary()]);
   await trainer.evaluate();
   refreshButtons();
   setStatus(
@@ -460,7 +551,7 @@ async function boot() {
   const guard = (fn) => () => Promise.resolve().then(fn).catch(showError);
   ui.train.addEventListener('click', onTrainClick);
   ui.reset.addEventListener('click', guard(() => resetModel()));
-  for (const el of [ui.model, ui.optimizer, ui.lr, ui.batch]) el.addEventListener('change', onConfigChange);
+  for (const el of [ui.model, ui.optimizer, ui.lr, ui.schedule, ui.batch]) el.addEventListener('change', onConfigChange);
   ui.compiled.addEventListener('change', onModeChange);
   ui.download.addEventListener('click', guard(onDownload));
   ui.upload.addEventListener('change', guard(onUpload));

@@ -72,9 +72,13 @@ const { emit } = serve(skiff, {
     return trainer.snapshot();
   },
 
+  /** The model's layers: type, output shape and parameters. */
+  summary: () => trainer.summary(),
+
   /** Settings that apply from the next step on; what had run when they took effect. */
-  set({ lr, batchSize, compiled }) {
+  set({ lr, schedule, batchSize, compiled }) {
     if (lr !== undefined) trainer.lr = lr;
+    if (schedule !== undefined) trainer.schedule = schedule;
     if (batchSize !== undefined) trainer.batchSize = batchSize;
     if (compiled !== undefined) trainer.compiled = compiled;
     const jit = trainer.jitStep;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as skiff from '../../web/node.js';
-import { divergedError, explain, fileError } from '../../www/lib/errors.js';
+import { collapsedError, divergedError, explain, fileError } from '../../www/lib/errors.js';
 import { assertBuilt } from './lib/browser.mjs';
 
 const raised = (fn) => {
@@ -77,4 +77,20 @@ test('the advice follows the kind, not the words of the message', () => {
   // A SkiffError of another kind that happens to mention memory.
   const value = gpuError('manualSeed', 'value', 'could not allocate a seed');
   assert.equal(explain(value).title, 'Something went wrong');
+});
+
+test('a test accuracy back at chance reads as divergence or as not learning, by what happened', () => {
+  // Learned, then fell back: the rate is too high, whatever it is.
+  const fell = explain(collapsedError({ acc: 0.098, step: 400 }, 0.05, 0.82));
+  assert.equal(fell.title, 'Training diverged');
+  assert.match(fell.advice, /learning rate \(0\.05\) is too high: lower it/);
+  assert.equal(fell.gpuProblem, false);
+  assert.match(collapsedError({ acc: 0.098, step: 400 }, 0.05, 0.82).message, /fell from 82\.0% to 9\.8% at step 400/);
+  // Never left chance: a high rate collapsed it (SGD at lr 9), a tiny one never moved.
+  assert.equal(explain(collapsedError({ acc: 0.1, step: 300 }, 9, 0.11)).title, 'Training diverged');
+  const slow = explain(collapsedError({ acc: 0.12, step: 300 }, 1e-6, 0.12));
+  assert.equal(slow.title, 'Training is not learning');
+  assert.match(slow.advice, /too low .*raise it/);
+  // The NaN loss's error keeps its own advice.
+  assert.match(explain(divergedError(NaN, 9)).advice, /Lower the learning rate/);
 });

@@ -17,6 +17,29 @@ export function divergedError(loss, lr) {
 }
 
 /**
+ * The page's error for a test accuracy at chance (`result` of an
+ * evaluation; `best`: the best accuracy so far): a model that learned and
+ * fell back collapsed (a rate too high; SGD at lr 9 ends up predicting one
+ * class), one that never left chance in 300 steps has a rate too high or
+ * too low, told apart by the rate itself.
+ */
+export function collapsedError(result, lr, best) {
+  const pctOf = (v) => `${(100 * v).toFixed(1)}%`;
+  const high = best >= 0.5 || lr > 0.01;
+  const what = best >= 0.5 ? `fell from ${pctOf(best)} to ${pctOf(result.acc)}` : `is still ${pctOf(result.acc)}`;
+  const message = `the test accuracy ${what} at step ${result.step}, chance level for 10 digits: the model ${
+    high ? 'predicts the same few classes for every digit' : 'has not started learning'
+  }`;
+  return Object.assign(new Error(message), {
+    kind: 'diverged',
+    title: high ? 'Training diverged' : 'Training is not learning',
+    advice: high
+      ? `The learning rate (${lr}) is too high: lower it (Adam works at 0.001, SGD at 0.01-0.1), then press Reset.`
+      : `The learning rate (${lr}) is too low to move in this many steps: raise it, then press Reset.`,
+  });
+}
+
+/**
  * { title, advice, gpuProblem } for `error`; `checkpointStep` is the step of
  * the last checkpoint, where a move to the cpu would continue from.
  */
@@ -31,7 +54,11 @@ export function explain(error, checkpointStep) {
     };
   }
   if (error?.kind === 'diverged' && !skiffKind) {
-    return { title: 'Training diverged', advice: 'Lower the learning rate, then press Reset.', gpuProblem: false };
+    return {
+      title: error.title ?? 'Training diverged',
+      advice: error.advice ?? 'Lower the learning rate, then press Reset.',
+      gpuProblem: false,
+    };
   }
   switch (skiffKind) {
     case 'device-lost':

@@ -122,6 +122,15 @@ export class RemoteTrainer {
     this.worker.call('set', { lr: value }).catch((e) => this.hooks.onError?.(e));
   }
 
+  set schedule(value) {
+    this.config.schedule = value;
+    this.worker.call('set', { schedule: value }).catch((e) => this.hooks.onError?.(e));
+  }
+
+  summary() {
+    return this.worker.call('summary');
+  }
+
   set batchSize(value) {
     this.config.batchSize = value;
     this.worker.call('set', { batchSize: value }).catch((e) => this.hooks.onError?.(e));

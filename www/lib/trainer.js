@@ -57,8 +57,26 @@ export const MODELS = {
 
 export const OPTIMIZERS = {
   adam: { label: 'Adam', build: (params, lr) => new optim.Adam(params, { lr }) },
-  sgd: { label: 'SGD + momentum 0.9', build: (params, lr) => new optim.SGD(params, { lr, momentum: 0.9 }) },
+  sgd: { label: 'SGD, momentum 0.9', build: (params, lr) => new optim.SGD(params, { lr, momentum: 0.9 }) },
 };
+
+/**
+ * Learning-rate schedules: the factor on the chosen rate at `step`. A
+ * function of the step alone, so a resumed run continues its schedule
+ * exactly (no scheduler state to checkpoint).
+ */
+export const SCHEDULES = {
+  constant: { label: 'Constant', hint: 'the chosen rate throughout', factor: () => 1 },
+  step: { label: 'Step decay', hint: 'halved every 500 steps', factor: (step) => 0.5 ** Math.floor(step / 500) },
+  cosine: {
+    label: 'Cosine',
+    hint: 'down to 0 over 2,000 steps, then held at 1%',
+    factor: (step) => (step >= 2000 ? 0.01 : 0.5 * (1 + Math.cos((Math.PI * step) / 2000))),
+  },
+};
+
+/** The rate `config` schedules for `step`. */
+export const scheduledLr = (config, step) => config.lr * SCHEDULES[config.schedule ?? 'constant'].factor(step);
 
 /** Which of MODELS a state dict ({ name: Tensor }) belongs to, or an Error saying why none. */
 export function modelOf(tensors) {
@@ -170,7 +188,12 @@ export class Trainer {
 
   set lr(value) {
     this.config.lr = value;
-    if (this.optimizer) this.optimizer.lr = value;
+    if (this.optimizer) this.optimizer.lr = scheduledLr(this.config, this.step);
+  }
+
+  set schedule(value) {
+    this.config.schedule = value;
+    if (this.optimizer) this.optimizer.lr = scheduledLr(this.config, this.step);
   }
 
   set batchSize(value) {
@@ -260,6 +283,8 @@ export class Trainer {
     const { x, y } = this.nextBatch();
     const shape = MODELS[this.config.model].inputShape(y.length);
     const step = this.compiled ? this.jitStep : this.eagerStep;
+    // A compiled step reads the rate at every call: a schedule recaptures nothing.
+    this.optimizer.lr = scheduledLr(this.config, this.step);
     return skiff.tidy(() => step(skiff.tensor(x, { shape }), skiff.tensor(y, { dtype: 'int32' })));
   }
 
@@ -325,7 +350,7 @@ export class Trainer {
         skiff.tidy(() =>
           skiff.noGrad(() => {
             const logits = this.model.forward(x);
-            return [logits.crossEntropy(y, { reduction: 'sum' }), logits.argmax(1)];
+            return [logits.crossEntropy(y, { reduction: 'sum' }), logits.argmax(1), logits.softmax(1).max(1)];
           }),
         ),
       );
@@ -335,15 +360,25 @@ export class Trainer {
         return null;
       }
     }
-    // One readback for the whole set (each stalls a GPU pipeline).
-    const [lossSum, predictions] = skiff.tidy(() => [skiff.stack(parts.map(([l]) => l)).sum(), skiff.cat(parts.map(([, p]) => p))]);
+    // Two readbacks for the whole set (each stalls a GPU pipeline): the
+    // predictions, and the loss followed by each prediction's probability.
+    const [floats, predictions] = skiff.tidy(() => [
+      skiff.cat([skiff.stack(parts.map(([l]) => l)).sum().reshape([1]), ...parts.map(([, , c]) => c)]),
+      skiff.cat(parts.map(([, p]) => p)),
+    ]);
     skiff.dispose(parts.flat());
-    const [lossValue, predValues] = await Promise.all([lossSum.item(), predictions.data()]);
-    skiff.dispose([lossSum, predictions]);
+    const [floatValues, predValues] = await Promise.all([floats.data(), predictions.data()]);
+    skiff.dispose([floats, predictions]);
     const { test } = this.data;
     let correct = 0;
     for (let i = 0; i < test.count; i++) if (predValues[i] === test.labels[i]) correct += 1;
-    const result = { step: this.step, loss: lossValue / test.count, acc: correct / test.count, predictions: predValues };
+    const result = {
+      step: this.step,
+      loss: floatValues[0] / test.count,
+      acc: correct / test.count,
+      predictions: predValues,
+      confidence: floatValues.subarray(1),
+    };
     this.history.testLoss.push([this.step, result.loss]);
     this.history.testAcc.push([this.step, result.acc]);
     this.hooks.onEval?.(result);
@@ -384,6 +419,29 @@ export class Trainer {
       ms: { eager: this.msPerStep('eager'), compiled: this.msPerStep('compiled') },
       checkpointStep: this.lastCheckpoint?.step ?? null,
     };
+  }
+
+  /**
+   * The model layer by layer, as tfjs-vis and Keras summarise one: name,
+   * type, output shape (N: the batch) and parameters, from a forward pass of
+   * one zero image.
+   */
+  summary() {
+    const spec = MODELS[this.config.model];
+    const layers = this.model.children();
+    try {
+      return skiff.tidy(() =>
+        skiff.noGrad(() => {
+          let x = skiff.zeros(spec.inputShape(1));
+          return layers.map(([name, layer]) => {
+            x = layer.forward(x);
+            return { name, type: layer.typeName, shape: ['N', ...x.shape.slice(1)], params: layer.numParameters };
+          });
+        }),
+      );
+    } finally {
+      for (const [, layer] of layers) layer.free(); // the handles; the model keeps its layers
+    }
   }
 
   /** The first layer's weights (MLP units or CNN filters), for display. */

@@ -299,9 +299,10 @@ impl JsModule {
     }
 
     /// Number of parameter elements (shared parameters counted once).
+    /// Summed as integers: an empty f64 sum is -0.0, which JS shows as -0.
     #[wasm_bindgen(getter, js_name = numParameters)]
     pub fn num_parameters(&self) -> f64 {
-        self.entry.layer.parameters().iter().map(|t| t.numel() as f64).sum()
+        self.entry.layer.parameters().iter().map(|t| t.numel()).sum::<usize>() as f64
     }
 
     /// Registers `hook(module, input, output)`, run after each forward; a

@@ -45,6 +45,23 @@ export function defineDemoPass(passName) {
           .filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > card.right + 0.5)
           .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}: "${e.textContent.slice(0, 40)}"`);
       });
+    /**
+     * The selects of the Train card whose longest option does not fit the
+     * box (its text measured in the select's font against the width left by
+     * the padding and the drop-down arrow), as "id: option".
+     */
+    const cutSelects = () =>
+      demo(() => {
+        const ctx = document.createElement('canvas').getContext('2d');
+        const cut = [];
+        for (const sel of document.querySelectorAll('.controls select')) {
+          const cs = getComputedStyle(sel);
+          ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+          const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20; // the arrow
+          for (const o of sel.options) if (ctx.measureText(o.text).width > room) cut.push(`${sel.id}: ${o.text}`);
+        }
+        return cut;
+      });
     /** Clicks Train and waits until `steps` steps and the evaluation after them have run, then pauses. */
     const trainFor = async (steps) => {
       const evals = (await state()).evals;
@@ -122,6 +139,26 @@ export function defineDemoPass(passName) {
       assert.ok(wrong <= 8, `${wrong} of 24 grid digits wrong at ${after.lastEval.acc} accuracy`);
       assert.equal(await page.getAttribute('#weights', 'data-step'), String(after.lastEval.step));
       assert.equal(await page.textContent('#train'), 'Resume');
+      // The model summary: each layer's output shape and parameters.
+      const summary = await demo(() => window.__demo.summary);
+      assert.deepEqual(
+        summary.rows.map((r) => [r.type, r.shape.join(','), r.params]),
+        [['Linear', 'N,128', 784 * 128 + 128], ['ReLU', 'N,128', 0], ['Linear', 'N,10', 128 * 10 + 10]],
+      );
+      assert.equal(await page.textContent('#summary-total'), (784 * 128 + 128 + 128 * 10 + 10).toLocaleString('en'));
+      // The confusion matrix and per-class accuracy of the same evaluation, and its worst mistakes.
+      const results = await demo(() => window.__demo.results);
+      assert.equal(results.step, after.lastEval.step);
+      const counted = results.matrix.flat().reduce((a, b) => a + b, 0);
+      const right = results.matrix.reduce((n, row, i) => n + row[i], 0);
+      assert.equal(counted, 2000, 'every test digit counted once');
+      assert.equal(right / 2000, after.lastEval.acc, 'the diagonal is the accuracy');
+      assert.equal(await page.locator('#confusion tr').count(), 11);
+      assert.equal(await page.locator('#confusion td.acc').count(), 10);
+      assert.equal(results.mistakes.length, 8);
+      assert.ok(results.mistakes.every((m, i) => m.guess !== m.label && (!i || m.confidence <= results.mistakes[i - 1].confidence)));
+      const captions = await page.locator('#mistakes figcaption').allTextContents();
+      assert.equal(captions[0], `${results.mistakes[0].guess} (${Math.round(100 * results.mistakes[0].confidence)}%), is ${results.mistakes[0].label}`);
       await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}.png`), fullPage: true });
       s.checkErrors();
     });
@@ -206,6 +243,7 @@ export function defineDemoPass(passName) {
       for (const width of [1280, 375]) {
         await page.setViewportSize({ width, height: 900 });
         assert.deepEqual(await outsideControls(), [], `the switch and the speeds fit their card at ${width}px`);
+        assert.deepEqual(await cutSelects(), [], `every option fits its select at ${width}px`);
       }
       await page.setViewportSize({ width: 1280, height: 900 });
 
@@ -355,6 +393,41 @@ export function defineDemoPass(passName) {
       assert.ok(atCheckpoint, 'the checkpoint was evaluated');
       assert.equal(resumed.lastEval.acc, atCheckpoint[1]);
       assert.deepEqual(resumed.history.trainLoss.slice(0, 3), saved.history.trainLoss.slice(0, 3), 'the curves are restored');
+      s.checkErrors();
+    });
+
+    test('a learning rate schedule applies per step; SGD at lr 9 is stopped and explained', T, async () => {
+      // Cosine: the rate the worker's optimizer uses follows the step.
+      await page.selectOption('#schedule', 'cosine');
+      assert.match(await page.textContent('#schedule-hint'), /over 2,000 steps/);
+      await trainFor(20);
+      const step = (await state()).step;
+      const lr = await demo(() => window.__demo.trainer.optimizerLr());
+      const expected = 0.001 * 0.5 * (1 + Math.cos((Math.PI * (step - 1)) / 2000));
+      assert.ok(Math.abs(lr - expected) <= 1e-12, `lr ${lr} at step ${step}, expected ${expected}`);
+      await page.selectOption('#schedule', 'constant');
+      assert.equal(await demo(() => window.__demo.trainer.optimizerLr()), 0.001);
+
+      // SGD at lr 9 collapses: the page pauses and says why.
+      await page.selectOption('#optimizer', 'sgd');
+      await page.fill('#lr', '9');
+      await page.dispatchEvent('#lr', 'change');
+      await page.click('#reset');
+      await page.waitForFunction(() => window.__demo.trainer.config.optimizer === 'sgd' && window.__demo.lastEval?.step === 0);
+      await page.click('#train');
+      await page.waitForSelector('#error:not([hidden])', { timeout: 120_000 });
+      assert.equal(await page.textContent('#error-title'), 'Training diverged');
+      assert.match(await page.textContent('#error-advice'), /learning rate|Lower/);
+      await page.waitForFunction(() => ['paused', 'failed'].includes(window.__demo.trainer.state), null, { timeout: 60_000 });
+      await page.click('#error-dismiss');
+
+      // Back to Adam at 0.001 for the tests below.
+      await page.selectOption('#optimizer', 'adam');
+      await page.fill('#lr', '0.001');
+      await page.dispatchEvent('#lr', 'change');
+      await page.click('#reset');
+      await page.waitForFunction(() => window.__demo.trainer.config.optimizer === 'adam' && window.__demo.trainer.step === 0 && window.__demo.lastEval?.step === 0);
+      await trainFor(10); // a trained model, which a change of model must not throw away without Reset
       s.checkErrors();
     });
 
@@ -516,11 +589,20 @@ export function defineDemoPass(passName) {
           width: w.clientWidth,
           wide: wide.slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`),
           lefts: ['.controls', '.charts', '.draw', '.samples', '.weights'].map(x),
+          controlsBottom: document.querySelector('.controls').getBoundingClientRect().bottom,
+          padBottom: document.getElementById('pad').getBoundingClientRect().bottom,
+          screen: window.innerHeight,
         };
       });
       assert.ok(layout.scroll <= layout.width, `page ${layout.scroll}px wide in a ${layout.width}px window: ${layout.wide}`);
       assert.equal(new Set(layout.lefts).size, 1, `cards in one column: ${layout.lefts}`);
       assert.deepEqual(await outsideControls(), [], 'the controls fit their card');
+      assert.deepEqual(await cutSelects(), [], 'every option fits its select');
+      // The drawing pad comes right after the Train controls: within the next screen.
+      assert.ok(
+        layout.padBottom - layout.controlsBottom <= layout.screen,
+        `the pad ends ${Math.round(layout.padBottom - layout.controlsBottom)} px below the controls (screen ${layout.screen} px)`,
+      );
       await page.screenshot({ path: path.join(ARTIFACTS, `demo-${pass.name}-phone.png`), fullPage: true });
       await page.setViewportSize({ width: 1280, height: 900 });
       s.checkErrors();

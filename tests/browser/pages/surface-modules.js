@@ -32,6 +32,8 @@ export const moduleScenarios = {
       ['3.weight', [2, 4]],
     ]);
     c.equal('Sequential numParameters', seq.numParameters, 12 + 4 + 8);
+    // An empty sum of floats is -0 in Rust: a layer without parameters must say 0.
+    c.equal('a layer without parameters has 0 (not -0)', Object.is(act.numParameters, 0), true);
     c.equal('Sequential parameters()', seq.parameters().length, 3);
     c.equal('Sequential children()', seq.children().map(([n, m]) => [n, m.typeName]), [
       ['0', 'Linear'],
