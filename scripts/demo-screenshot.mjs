@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Regenerates the README's picture of the demo page (docs/demo.png): serves
-// www/ like `npm start`, trains the MLP for a while in headless Chromium on
-// WebGPU (SwiftShader), draws a digit on the pad and takes a screenshot.
+// www/ like `npm start`, trains the MLP for a while in headless Chromium (whose
+// only WebGPU adapter is SwiftShader, so the page trains on the cpu, as it
+// would for a visitor without a GPU), draws a digit on the pad and takes a
+// screenshot.
 // Needs what the browser tests need (npm run build, npm run data, chromium).
 import path from 'node:path';
 import { PASSES, PKG_DIR, REPO, openSession } from '../tests/browser/lib/browser.mjs';

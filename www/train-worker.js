@@ -22,7 +22,7 @@ const { emit } = serve(skiff, {
   async build({ config, checkpoint = null, compiled = false }) {
     data ??= await loadMnist();
     trainer ??= new Trainer(data, hooks);
-    await trainer.stop();
+    await trainer.stop({ drain: false }); // the old model's last losses are not waited for
     trainer.build(config, checkpoint);
     trainer.compiled = compiled;
     return trainer.snapshot();
@@ -33,7 +33,7 @@ const { emit } = serve(skiff, {
    * keeping the step and epoch the file says it was saved at.
    */
   async load({ config, bytes, step = 0, epoch = 0, compiled = false }) {
-    await trainer.stop();
+    await trainer.stop({ drain: false });
     trainer.build(config);
     trainer.compiled = compiled;
     trainer.model.loadStateDict(bytes);
@@ -88,7 +88,7 @@ const { emit } = serve(skiff, {
   /** Moves training to the cpu (after a GPU failure, or for a software GPU). */
   async useCpu() {
     if (trainer) {
-      await trainer.stop();
+      await trainer.stop({ drain: false });
       trainer.release();
     }
     return skiff.init({ device: 'cpu' });

@@ -220,17 +220,31 @@ export class Trainer {
     return this.loop;
   }
 
-  /** Asks the loop to stop after the current step; resolves once it has (state 'paused'). */
-  async stop() {
-    if (this.state !== 'running') return;
+  /**
+   * Asks the loop to stop after the current step; resolves once it has
+   * (state 'paused') and, with `drain` (the default), once the readbacks of
+   * its last steps arrived and were logged. Without `drain` it resolves as
+   * soon as no more steps run (what a Reset needs: the old steps' losses
+   * then go to the old curves, and nowhere else).
+   */
+  async stop({ drain = true } = {}) {
+    if (this.state !== 'running') return drain ? this.loop : undefined;
     this.stopRequested = true;
-    await this.loop;
+    this.wakeStop?.();
+    await (drain ? this.loop : this.loopExited);
   }
 
   async run() {
     const pending = []; // per step: [loss, correct] tensors, read LOG_EVERY at a time
     let pendingSamples = 0; // their batches' sizes added up (the batch size may change between steps)
     let timing = new StepWindow(performance.now());
+    // A readback waits for every step queued on the GPU before it (hundreds
+    // of ms on a software adapter): a pause does not wait for it to stop.
+    const stopping = new Promise((resolve) => (this.wakeStop = resolve));
+    let exited;
+    this.loopExited = new Promise((resolve) => (exited = resolve));
+    const draining = [];
+    const { history } = this; // a Reset replaces it: this loop's late errors are then no one's
     try {
       while (!this.stopRequested) {
         const mode = this.compiled ? 'compiled' : 'eager';
@@ -241,8 +255,16 @@ export class Trainer {
         this.step += 1;
         if (pending.length >= LOG_EVERY) {
           // The readback waits for the GPU, so the time is taken after it.
-          await this.flush(pending, pendingSamples, () => this.timeWindow(timing));
+          const timed = timing;
+          const flushing = this.flush(pending, pendingSamples, () => this.timeWindow(timed));
           pendingSamples = 0;
+          timing = new StepWindow(performance.now());
+          await Promise.race([flushing, stopping]);
+          if (this.stopRequested) {
+            draining.push(flushing);
+            break;
+          }
+          await flushing;
           // A pause during the evaluation abandons it: the pause evaluates where it stopped.
           if (this.step % EVAL_EVERY < LOG_EVERY && (await this.evaluate({ interruptible: true }))) {
             await this.checkpoint();
@@ -251,10 +273,14 @@ export class Trainer {
         }
         await yieldToQueue();
       }
-      if (pending.length) await this.flush(pending, pendingSamples, () => ({ samplesPerSec: null }));
       this.setState('paused');
+      exited();
+      if (pending.length) draining.push(this.flush(pending, pendingSamples, () => ({ samplesPerSec: null })));
+      await Promise.all(draining);
     } catch (e) {
       skiff.dispose(pending.flat());
+      exited();
+      if (history !== this.history) return;
       this.setState('failed');
       this.hooks.onError?.(e);
     }
@@ -288,9 +314,13 @@ export class Trainer {
     return skiff.tidy(() => step(skiff.tensor(x, { shape }), skiff.tensor(y, { dtype: 'int32' })));
   }
 
-  /** Reads the pending steps' losses in one readback and reports their mean. */
+  /**
+   * Reads the pending steps' losses in one readback and reports their mean,
+   * on the curves of the model they trained (a Reset may have come since).
+   */
   async flush(pending, samples, speed) {
     const steps = pending.splice(0);
+    const { history, step, epoch } = this;
     const stacked = skiff.tidy(() => skiff.stack(steps.map(([loss, correct]) => skiff.stack([loss, correct]))));
     skiff.dispose(steps.flat());
     const values = await stacked.data();
@@ -304,12 +334,13 @@ export class Trainer {
     }
     loss /= steps.length;
     const acc = correct / samples;
+    if (history !== this.history) return; // rebuilt meanwhile: these steps trained a model that is gone
     if (!Number.isFinite(loss)) {
       throw divergedError(loss, this.config.lr);
     }
-    this.history.trainLoss.push([this.step, loss]);
-    this.history.trainAcc.push([this.step, acc]);
-    this.hooks.onLog?.({ step: this.step, epoch: this.epoch, loss, acc, samplesPerSec });
+    history.trainLoss.push([step, loss]);
+    history.trainAcc.push([step, acc]);
+    this.hooks.onLog?.({ step, epoch, loss, acc, samplesPerSec });
   }
 
   dropTestCache() {
