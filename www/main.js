@@ -558,6 +558,11 @@ async function boot() {
   $('pad-clear').addEventListener('click', () => demo.pad.clear());
   $('error-dismiss').addEventListener('click', hideError);
   $('error-cpu').addEventListener('click', guard(continueOnCpu));
+  // A tab hidden (switched away from, or about to close) checkpoints a running
+  // model now, rather than up to CHECKPOINT_MS later.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden' && demo.trainer.state === 'running') demo.trainer.checkpointNow().catch(() => {});
+  });
 }
 
 // Resolves to true once the page works, false when start-up failed (shown on the page).

@@ -48,7 +48,10 @@ test('the tarball holds the package and what its README shows, nothing else', ()
   for (const img of images) assert.ok(files.has(img), `the README shows ${img}, which is not in the tarball`);
   // Every file the package's exports name is in the tarball.
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
-  const targets = JSON.stringify(manifest.exports).match(/"\.\/[^"]+"/g).map((s) => s.slice(3, -1));
+  // The files are the values (conditions nest); the keys are subpaths ('./worker').
+  const leaves = (v) => (typeof v === 'string' ? [v] : Object.values(v).flatMap(leaves));
+  const targets = leaves(manifest.exports).map((t) => t.replace(/^\.\//, ''));
+  assert.ok(targets.includes('web/worker.js') && targets.includes('web/worker.d.ts'), `the worker entry is exported: ${targets}`);
   for (const t of [...targets, manifest.main.slice(2), manifest.types.slice(2)]) {
     assert.ok(files.has(t), `package.json names ${t}, which is not in the tarball`);
   }

@@ -25,6 +25,9 @@ import { StepSpeed, StepWindow } from './speed.js';
 
 export const LOG_EVERY = 10;
 export const EVAL_EVERY = 50;
+// A running loop also checkpoints when this long has passed since the last
+// one, so a reload or a crash while training loses at most this much.
+export const CHECKPOINT_MS = 2000;
 const EVAL_CHUNK = 250; // about 80 ms of the CNN's forward pass in wasm: what a pause may wait
 
 const { nn, optim } = skiff;
@@ -136,6 +139,7 @@ export class Trainer {
     this.jitStep = null; // skiff.jit(eagerStep), made with the model and optimizer
     this.speed = new StepSpeed(); // kept across builds: a measured workload stays measured
     this.lastCheckpoint = null;
+    this.checkpointedAt = performance.now();
     this.testCache = null; // the test set as device tensors: { device, chunks: [{ x, y }] }
   }
 
@@ -267,6 +271,8 @@ export class Trainer {
           await flushing;
           // A pause during the evaluation abandons it: the pause evaluates where it stopped.
           if (this.step % EVAL_EVERY < LOG_EVERY && (await this.evaluate({ interruptible: true }))) {
+            await this.checkpoint();
+          } else if (performance.now() - this.checkpointedAt >= CHECKPOINT_MS) {
             await this.checkpoint();
           }
           timing = new StepWindow(performance.now());
@@ -490,16 +496,12 @@ export class Trainer {
 
   /** Model and optimizer state as safetensors, with the progress; reported through onCheckpoint. */
   async checkpoint() {
+    // Taken between two steps: the progress is read with the weights' readback
+    // requested, before any later step (the page may ask while the loop runs).
+    const progress = { config: { ...this.config }, step: this.step, epoch: this.epoch, history: structuredClone(this.history) };
+    this.checkpointedAt = performance.now();
     const [model, optimizer] = await Promise.all([this.model.stateDict(), this.optimizer.stateDict()]);
-    this.lastCheckpoint = {
-      config: { ...this.config },
-      model,
-      optimizer,
-      step: this.step,
-      epoch: this.epoch,
-      history: structuredClone(this.history),
-      savedAt: Date.now(),
-    };
+    this.lastCheckpoint = { ...progress, model, optimizer, savedAt: Date.now() };
     await this.hooks.onCheckpoint?.(this.lastCheckpoint);
     return this.lastCheckpoint;
   }

@@ -398,6 +398,31 @@ export function defineDemoPass(passName) {
       s.checkErrors();
     });
 
+    test('a tab hidden while training checkpoints at once, and a reload resumes there', T, async () => {
+      await page.click('#train');
+      const start = (await state()).step;
+      await page.waitForFunction((n) => window.__demo.trainer.step >= n + 15, start, { timeout: 60_000 });
+      // As when the user switches tabs or closes this one.
+      const hiddenAt = await demo(() => {
+        Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true });
+        document.dispatchEvent(new Event('visibilitychange'));
+        return window.__demo.trainer.step;
+      });
+      await page.waitForFunction((n) => window.__demo.trainer.lastCheckpoint?.step >= n, hiddenAt, { timeout: 30_000 });
+      const saved = await demo(() => window.__demo.trainer.lastCheckpoint.step);
+      assert.ok(saved % 50 !== 0 || saved === hiddenAt, `checkpointed at step ${saved}, not only at the evaluations`);
+      // Give IndexedDB its write, then reload while the worker still trains.
+      await page.waitForFunction((n) => document.getElementById('saved').textContent.includes(`step ${n}:`), saved);
+      const stepAtReload = (await state()).step;
+      await page.reload();
+      await ready();
+      const resumed = await state();
+      assert.ok(resumed.step >= saved && resumed.step <= stepAtReload, `resumed at ${resumed.step}: from ${saved} to ${stepAtReload}`);
+      assert.match(await page.textContent('#status'), new RegExp(`^Resumed from step ${resumed.step} `));
+      assert.equal(await page.textContent('#train'), 'Resume');
+      s.checkErrors();
+    });
+
     test('a learning rate schedule applies per step; SGD at lr 9 is stopped and explained', T, async () => {
       // Cosine: the rate the worker's optimizer uses follows the step.
       await page.selectOption('#schedule', 'cosine');
