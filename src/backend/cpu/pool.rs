@@ -17,10 +17,13 @@
 //!   two, at most 25% slack) and served by any buffer of that class, its
 //!   length set to the request; a returned buffer files under the largest
 //!   class its capacity covers, so near sizes share buffers;
-//! - **a cap that follows live bytes**: the pool holds at most as many bytes
-//!   as the cpu storages recently live at their peak (`FLOOR_BYTES` at least);
-//!   past that it releases its least recently returned buffers first, which
-//!   are the ones a steady loop does not reuse;
+//! - **a cap that follows live bytes**: the pool holds at most twice as many
+//!   bytes as the cpu storages recently live at their peak (`FLOOR_BYTES` at
+//!   least); past that it releases its least recently returned buffers first,
+//!   which are the ones a steady loop does not reuse. Twice, because a step's
+//!   buffers are needed at different moments: a CNN step (columns, products,
+//!   pools and their gradients) uses more bytes in all than are ever live at
+//!   once, and with the cap at the peak it reallocated 10-14 buffers a step;
 //! - **an idle trim**: every `TRIM_PERIOD` pooled allocations, buffers that sat
 //!   unused through a whole period are released, and the peak that sets the
 //!   cap is forgotten after two periods.
@@ -123,7 +126,7 @@ fn class_down(bytes: usize) -> usize {
 
 impl Pool {
     fn cap(&self) -> usize {
-        FLOOR_BYTES.max(PEAK.load(Ordering::Relaxed)).max(self.peak_before)
+        FLOOR_BYTES.max(2 * PEAK.load(Ordering::Relaxed).max(self.peak_before))
     }
 
     /// Every `TRIM_PERIOD` allocations: releases what was returned before the
