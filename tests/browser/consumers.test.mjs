@@ -101,6 +101,22 @@ describe('a page without a bundler (import map, cpu pass)', { timeout: 120_000 }
   });
 });
 
+/**
+ * `vite build` in `dir`: the CLI in its own process, as `npm run build` runs
+ * it (this process's NODE_ENV is 'development' once a dev server ran in it).
+ * Returns the files under dist/assets.
+ */
+function viteBuild(dir) {
+  const env = { ...process.env };
+  delete env.NODE_ENV;
+  execFileSync(process.execPath, [path.join(REPO, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return fs.readdirSync(path.join(dir, 'dist/assets'));
+}
+
 describe('Vite 6 (npm create vite, no config)', { timeout: 240_000 }, () => {
   let dir;
   before(() => {
@@ -123,16 +139,7 @@ describe('Vite 6 (npm create vite, no config)', { timeout: 240_000 }, () => {
   });
 
   test('vite build (cpu pass): the wasm is an asset, not inlined', async () => {
-    // The CLI in its own process, as `npm run build` runs it (this process's
-    // NODE_ENV is 'development' once a dev server ran in it).
-    const env = { ...process.env };
-    delete env.NODE_ENV;
-    execFileSync(process.execPath, [path.join(REPO, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
-      cwd: dir,
-      env,
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    const assets = fs.readdirSync(path.join(dir, 'dist/assets'));
+    const assets = viteBuild(dir);
     assert.ok(assets.some((f) => f.endsWith('.wasm')), `the .wasm is emitted as an asset: ${assets}`);
     for (const f of assets.filter((a) => a.endsWith('.js'))) {
       const size = fs.statSync(path.join(dir, 'dist/assets', f)).size;
@@ -165,14 +172,7 @@ describe('Vite 6, training in a Web Worker (the README example, no config)', { t
   });
 
   test('vite build (cpu pass): the worker is bundled with skiff, its wasm an asset', async () => {
-    const env = { ...process.env };
-    delete env.NODE_ENV;
-    execFileSync(process.execPath, [path.join(REPO, 'node_modules/vite/bin/vite.js'), 'build', '--logLevel', 'warn'], {
-      cwd: dir,
-      env,
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
-    const assets = fs.readdirSync(path.join(dir, 'dist/assets'));
+    const assets = viteBuild(dir);
     assert.ok(assets.some((f) => f.startsWith('train-worker') && f.endsWith('.js')), `the worker is its own bundle: ${assets}`);
     assert.ok(assets.some((f) => f.endsWith('.wasm')), `the .wasm is an asset: ${assets}`);
     const server = await serve(path.join(dir, 'dist'));

@@ -314,6 +314,14 @@ mod tests {
         assert_eq!(fold(&cols, &g), vec![1., 2., 1., 2., 4., 2., 1., 2., 1.]);
     }
 
+    /// The unpadded and the general argmax over `x`.
+    fn both_argmaxes(x: &[f32], g: &Window2d) -> (Vec<i32>, Vec<i32>) {
+        let (mut fast, mut general) = (vec![0; g.n * g.c * g.windows()], vec![0; g.n * g.c * g.windows()]);
+        argmax_unpadded(x, g, &mut fast);
+        argmax_general(x, g, &mut general);
+        (fast, general)
+    }
+
     #[test]
     fn the_unpadded_argmax_picks_what_the_general_loop_picks() {
         // Values with ties, -inf, NaN and an all -inf window, over kernels and strides.
@@ -328,9 +336,7 @@ mod tests {
             let out_h = (h - kernel[0]) / stride[0] + 1;
             let out_w = (w - kernel[1]) / stride[1] + 1;
             let g = Window2d { n, c, h, w, kernel, stride, padding: [0, 0], dilation: [1, 1], out_h, out_w };
-            let (mut fast, mut general) = (vec![0; n * c * out_h * out_w], vec![0; n * c * out_h * out_w]);
-            argmax_unpadded(&x, &g, &mut fast);
-            argmax_general(&x, &g, &mut general);
+            let (fast, general) = both_argmaxes(&x, &g);
             assert_eq!(fast, general, "{h}x{w}, kernel {kernel:?}, stride {stride:?}");
         }
         // 2x2 windows by hand (a 2x8 plane): all -inf -> the first tap; NaNs ->
@@ -349,9 +355,7 @@ mod tests {
             out_h: 1,
             out_w: 4,
         };
-        let (mut fast, mut general) = (vec![0; 4], vec![0; 4]);
-        argmax_unpadded(&x, &g, &mut fast);
-        argmax_general(&x, &g, &mut general);
+        let (fast, general) = both_argmaxes(&x, &g);
         assert_eq!(fast, vec![0, 10, 4, 15]);
         assert_eq!(general, fast);
     }
