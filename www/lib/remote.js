@@ -117,14 +117,18 @@ export class RemoteTrainer {
     return this.paused;
   }
 
+  /** A config value, on the page at once and in the worker from its next step. */
+  setting(key, value) {
+    this.config[key] = value;
+    this.worker.call('set', { [key]: value }).catch((e) => this.hooks.onError?.(e));
+  }
+
   set lr(value) {
-    this.config.lr = value;
-    this.worker.call('set', { lr: value }).catch((e) => this.hooks.onError?.(e));
+    this.setting('lr', value);
   }
 
   set schedule(value) {
-    this.config.schedule = value;
-    this.worker.call('set', { schedule: value }).catch((e) => this.hooks.onError?.(e));
+    this.setting('schedule', value);
   }
 
   summary() {
@@ -132,8 +136,7 @@ export class RemoteTrainer {
   }
 
   set batchSize(value) {
-    this.config.batchSize = value;
-    this.worker.call('set', { batchSize: value }).catch((e) => this.hooks.onError?.(e));
+    this.setting('batchSize', value);
   }
 
   /** Eager or compiled from the worker's next step on. */
