@@ -2,6 +2,9 @@
 //! `where_`, and reductions on a hand-written 2x3 tensor. Matmul and movement
 //! ops are in values_movement.rs.
 
+#[cfg(feature = "gpu")]
+mod common;
+
 use skiff::{DType, Result, Tensor};
 
 fn t(v: &[f64], shape: &[usize]) -> Tensor {
@@ -290,4 +293,24 @@ fn softmax_and_log_softmax_values() {
     let ls = x.log_softmax(-1).unwrap();
     assert_close(&vals(&ls), &want.iter().map(|v| v.ln()).collect::<Vec<_>>(), 1e-14);
     check("softmax of huge logits", t(&[1000.0, 1000.0], &[2]).softmax(0), &[0.5, 0.5], 0.0);
+}
+
+/// ReLU's gradient is PyTorch's threshold_backward: where the output is 0 the
+/// input's gradient is 0 even when the incoming one is NaN or infinite (a
+/// product with a 0/1 mask would give NaN there). The same on the GPU.
+#[test]
+fn relu_passes_no_nan_or_inf_gradient_where_its_output_is_zero() {
+    #[cfg(feature = "gpu")]
+    let devices = [Some(skiff::Device::Cpu), common::gpu()];
+    #[cfg(not(feature = "gpu"))]
+    let devices = [Some(skiff::Device::Cpu)];
+    for device in devices.into_iter().flatten() {
+        let x = Tensor::from_slice(&[-1.0f32, 2.0, -3.0, 0.0, 5.0], &[5]).unwrap().to(&device).unwrap();
+        let x = x.requires_grad_(true).unwrap();
+        let upstream = Tensor::from_slice(&[f32::NAN, 1.5, f32::INFINITY, f32::NEG_INFINITY, f32::NAN], &[5]).unwrap();
+        x.relu().unwrap().backward_with(Some(&upstream.to(&device).unwrap()), Default::default()).unwrap();
+        let g = x.grad().unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(&g[..4], &[0.0, 1.5, 0.0, 0.0], "{device:?}");
+        assert!(g[4].is_nan(), "{device:?}: a NaN gradient where the output is positive passes on");
+    }
 }

@@ -119,6 +119,8 @@ declare module '../pkg/skiff.js' {
     maximum(other: Tensor<D> | number): Tensor<D>;
     /** The elementwise smaller of x and y, broadcast. */
     minimum(other: Tensor<D> | number): Tensor<D>;
+    /** ReLU's backward in one pass: the gradient where the ReLU's output is positive, else 0 (PyTorch's threshold_backward). */
+    reluBackward(output: Tensor<D>): Tensor<D>;
     /** x == y, elementwise, broadcast (a bool mask). */
     eq(other: Tensor<D> | number): Tensor<'bool'>;
     /** x != y, elementwise, broadcast (a bool mask). */

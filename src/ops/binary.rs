@@ -164,6 +164,36 @@ binary_row!(MINIMUM, "minimum", sig: "minimum(self, other: Tensor | scalar) -> T
     },
     cases: || tie_cases(|xs| xs[0].minimum(&xs[1]), |h| reference::zip(&h[0], &h[1], Kind::Float, f64::min)));
 
+binary_row!(RELU_BACKWARD, "relu_backward", sig: "relu_backward(self, output: Tensor) -> Tensor", doc: "ReLU's backward in one pass: the gradient where the ReLU's output is positive, else 0 (PyTorch's threshold_backward).", fwd: |a| a.this()?.relu_backward(a.tensor("output")?), |g, y| if y > 0.0 { g } else { 0.0 }, wgsl: "select(0.0, a, b > 0.0)", saves_inputs: true, saves_output: false,
+    // Linear in the gradient; the mask is flat in the output (0 wherever it
+    // is differentiable), so the output gets no gradient.
+    backward: |c, g| Ok(vec![if c.needs_input_grad(0) { Some(g[0].relu_backward(c.saved(1))?.sum_to(c.input_shape(0))?) } else { None }, None]),
+    cases: relu_backward_cases);
+
+/// The gradient uniform, the output away from the mask's step at 0 (where
+/// central differences would straddle it), and outputs that are exactly 0
+/// (a ReLU's output where its input was negative: they pass nothing).
+fn relu_backward_cases() -> Vec<Case> {
+    let run = |xs: &[Tensor]| xs[0].relu_backward(&xs[1]);
+    let reference = |h: &[Host]| reference::zip(&h[0], &h[1], Kind::Float, |g, y| if y > 0.0 { g } else { 0.0 });
+    let (u, away) =
+        (|s: &[usize]| Input::Uniform(s.to_vec(), -2.0, 2.0), |s: &[usize]| Input::AwayFromZero(s.to_vec(), 0.1, 2.0));
+    vec![
+        Case::new("same shapes", vec![u(&[3, 4]), away(&[3, 4])], run)
+            .also(Sample::Empty, &[&[0, 4], &[0, 4]])
+            .also(Sample::Scalar, &[&[], &[]]),
+        Case::new("[2, 3, 4] with [4]", vec![u(&[2, 3, 4]), away(&[4])], run),
+        Case::new("[3, 1] with [1, 4]", vec![u(&[3, 1]), away(&[1, 4])], run),
+        Case::new("outputs of a relu, zeros included", vec![u(&[4, 5]), u(&[4, 5])], |xs| {
+            xs[0].relu_backward(&xs[1].relu()?)
+        })
+        .first_order_only(),
+    ]
+    .into_iter()
+    .map(|c| c.reference(reference))
+    .collect()
+}
+
 /// Weights routing the gradient of max(a, b): 1 to the larger, 0.5 each on ties (as PyTorch).
 fn tie_weights(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
     let dt = a.dtype();
@@ -191,7 +221,7 @@ pub(crate) fn binary(def: &'static BinaryDef, a: &Tensor, b: &Tensor) -> Result<
 
 /// Every binary table row (the GPU kernel catalog instantiates one kernel per row).
 pub fn rows() -> Vec<&'static BinaryDef> {
-    vec![&ADD, &SUB, &MUL, &DIV, &POW, &MAXIMUM, &MINIMUM]
+    vec![&ADD, &SUB, &MUL, &DIV, &POW, &MAXIMUM, &MINIMUM, &RELU_BACKWARD]
 }
 
 pub fn ops() -> Vec<&'static OpDef> {
@@ -220,5 +250,12 @@ impl Tensor {
     }
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
         binary(&MINIMUM, self, other)
+    }
+    /// ReLU's backward (PyTorch's `threshold_backward(grad, output, 0)`):
+    /// `self` (the incoming gradient) where `output` > 0, else 0, in one
+    /// pass. A NaN or infinite gradient where the output is 0 passes 0, as
+    /// in PyTorch.
+    pub fn relu_backward(&self, output: &Tensor) -> Result<Tensor> {
+        binary(&RELU_BACKWARD, self, output)
     }
 }

@@ -170,7 +170,7 @@ unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
     cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid(), ref: |x| 1.0 / (1.0 + (-x).exp())));
 unary_row!(RELU, "relu", sig: "relu(self) -> Tensor", doc: "max(x, 0), elementwise.", fwd: |a| a.this()?.relu(), |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
-    backward: |c, g| one(g[0].mul(&c.saved(0).gt_scalar(0.0)?.to_dtype(g[0].dtype())?)),
+    backward: |c, g| one(g[0].relu_backward(c.saved(0))),
     cases: cases!("relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].relu(), ref: |x| x.max(0.0)));
 unary_row!(LEAKY_RELU, "leaky_relu", sig: "leaky_relu(self, negative_slope: float = 0.01) -> Tensor", doc: "x where positive, negative_slope * x elsewhere.", fwd: |a| a.this()?.leaky_relu(a.finite("negative_slope")?), |x, p| if x > 0.0 { x } else { p[0] * x }, wgsl: "select(p0 * x, x, x > 0.0)", saves: Input, second_order: true,
     backward: |c, g| {
