@@ -116,14 +116,15 @@ fn catalog_covers_every_elementwise_row() {
 /// The validator itself is not vacuous: a broken template instantiation fails.
 #[test]
 fn an_invalid_expression_is_reported() {
-    let bad = skiff::backend::gpu::kernels::Template {
-        inputs: &[("A", skiff::DType::F32)],
+    use skiff::backend::gpu::kernels::{Input, Lanes, Template};
+    let bad = Template {
+        inputs: vec![Input { name: "A", var: "x", dtype: skiff::DType::F32 }],
         out: skiff::DType::F32,
-        loads: "let x = A[operand_index(i, 0u)];".into(),
-        expr: "x + 1u",
-        out_index: "i",
+        expr: "x + 1u".into(),
+        strided_out: false,
+    };
+    for lanes in [None, Some(&[Lanes::Vector][..]), Some(&[Lanes::Splat][..])] {
+        let err = check(&bad.source(lanes)).expect_err("f32 + u32 must not validate");
+        assert!(!err.is_empty());
     }
-    .source();
-    let err = check(&bad).expect_err("f32 + u32 must not validate");
-    assert!(!err.is_empty());
 }

@@ -8,7 +8,10 @@
 //! The elementwise instantiations come from the same builders the launches
 //! in `elementwise.rs` use, so what is validated is what runs.
 
-use super::elementwise::{binary_source, cast_source, copy_into_source, fill_source, unary_source, where_source};
+use super::elementwise::{
+    binary_template, cast_template, copy_into_template, fill_template, unary_template, where_template,
+};
+use super::kernels::{vec4_key, Lanes, Template};
 use super::{conv, index, matmul, reduce};
 use crate::dtype::DType;
 
@@ -24,11 +27,11 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.extend(binary_sources(rows));
     all.extend(compare_sources(rows));
     for dt in GPU_DTYPES {
-        all.push((format!("where:{}", dt.name()), where_source(dt)));
-        all.push((format!("fill:{}", dt.name()), fill_source(dt)));
-        all.push((format!("copy_into:{}", dt.name()), copy_into_source(dt)));
+        all.extend(variants(format!("where:{}", dt.name()), where_template(dt)));
+        all.extend(variants(format!("fill:{}", dt.name()), fill_template(dt)));
+        all.extend(variants(format!("copy_into:{}", dt.name()), copy_into_template(dt)));
         for to in GPU_DTYPES {
-            all.push((format!("cast:{}:{}", dt.name(), to.name()), cast_source(dt, to)));
+            all.extend(variants(format!("cast:{}:{}", dt.name(), to.name()), cast_template(dt, to)));
         }
     }
     all.extend(reduce::sources());
@@ -80,15 +83,29 @@ fn fused_sources(rows: &Rows) -> Vec<(String, String)> {
     all
 }
 
+/// A template's one-element kernel and its 4-wide variants: every input a
+/// vec4, and (with inputs) the first one repeated instead, so both ways of
+/// loading are validated.
+fn variants(key: String, t: Template) -> Vec<(String, String)> {
+    let n = t.inputs.len();
+    let mut lanes = vec![vec![Lanes::Vector; n]];
+    if n > 0 {
+        lanes.push([Lanes::Splat].into_iter().chain(vec![Lanes::Vector; n - 1]).collect());
+    }
+    let mut all = vec![(key.clone(), t.source(None))];
+    all.extend(lanes.iter().map(|l| (vec4_key(&key, l), t.source(Some(l)))));
+    all
+}
+
 fn unary_sources(rows: &Rows) -> Vec<(String, String)> {
-    rows.unary.iter().map(|(name, wgsl)| (format!("unary:{name}"), unary_source(wgsl))).collect()
+    rows.unary.iter().flat_map(|(name, wgsl)| variants(format!("unary:{name}"), unary_template(wgsl))).collect()
 }
 
 fn binary_sources(rows: &Rows) -> Vec<(String, String)> {
     rows.binary
         .iter()
-        .map(|(name, wgsl)| {
-            (format!("binary:{name}:{}", DType::F32.name()), binary_source(DType::F32, DType::F32, wgsl))
+        .flat_map(|(name, wgsl)| {
+            variants(format!("binary:{name}:{}", DType::F32.name()), binary_template(DType::F32, DType::F32, wgsl))
         })
         .collect()
 }
@@ -97,7 +114,7 @@ fn compare_sources(rows: &Rows) -> Vec<(String, String)> {
     let mut all = Vec::new();
     for (name, wgsl) in &rows.compare {
         for dt in GPU_DTYPES {
-            all.push((format!("binary:{name}:{}", dt.name()), binary_source(dt, DType::Bool, wgsl)));
+            all.extend(variants(format!("binary:{name}:{}", dt.name()), binary_template(dt, DType::Bool, wgsl)));
         }
     }
     all

@@ -1,6 +1,6 @@
 //! Elementwise families, casts, fills, copies, uploads and readback on the GPU.
 
-use super::kernels::{elementwise_params, launch, Template};
+use super::kernels::{launch_template, Input, Template};
 use super::{wgsl_type, GpuBuffer, GpuContext};
 use crate::backend::cpu::{gather_strided, CpuBuffer};
 use crate::dtype::DType;
@@ -24,9 +24,9 @@ fn scalar_bits(v: f64, dtype: DType) -> u32 {
 pub fn unary(op: &'static str, x: &GpuBuffer, lx: &Layout, expr: &str, p: [f64; 2]) -> Result<GpuBuffer> {
     let ctx = x.ctx().clone();
     let out = GpuBuffer::new(&ctx, op, DType::F32, lx.numel())?;
-    let params = elementwise_params(op, &lx.shape, &[lx], &[f32_bits(p[0]), f32_bits(p[1])])?;
+    let scalars = [f32_bits(p[0]), f32_bits(p[1])];
     let key = format!("unary:{op}");
-    launch(&ctx, &key, || unary_source(expr), &params, &[x], &out, lx.numel())?;
+    launch_template(&ctx, op, &key, || unary_template(expr), &lx.shape, &[lx], &scalars, &[x], &out)?;
     Ok(out)
 }
 
@@ -45,10 +45,9 @@ pub fn binary(
     let ctx = a.ctx().clone();
     let n: usize = shape.iter().product();
     let out = GpuBuffer::new(&ctx, op, out_dtype, n)?;
-    let params = elementwise_params(op, shape, &[la, lb], &[0, 0])?;
     let key = format!("binary:{op}:{}", a.dtype.name());
-    let src = || binary_source(a.dtype, out_dtype, expr);
-    launch(&ctx, &key, src, &params, &[a, b], &out, n)?;
+    let template = || binary_template(a.dtype, out_dtype, expr);
+    launch_template(&ctx, op, &key, template, shape, &[la, lb], &[0, 0], &[a, b], &out)?;
     Ok(out)
 }
 
@@ -63,10 +62,9 @@ pub fn where_(
     let n: usize = shape.iter().product();
     let dt = a.0.dtype;
     let out = GpuBuffer::new(&ctx, "where", dt, n)?;
-    let params = elementwise_params("where", shape, &[c.1, a.1, b.1], &[0, 0])?;
     let key = format!("where:{}", dt.name());
-    let src = || where_source(dt);
-    launch(&ctx, &key, src, &params, &[c.0, a.0, b.0], &out, n)?;
+    let template = || where_template(dt);
+    launch_template(&ctx, "where", &key, template, shape, &[c.1, a.1, b.1], &[0, 0], &[c.0, a.0, b.0], &out)?;
     Ok(out)
 }
 
@@ -75,10 +73,9 @@ pub fn cast(op: &'static str, x: &GpuBuffer, lx: &Layout, dtype: DType) -> Resul
     let ctx = x.ctx().clone();
     let n = lx.numel();
     let out = GpuBuffer::new(&ctx, op, dtype, n)?;
-    let params = elementwise_params(op, &lx.shape, &[lx], &[0, 0])?;
     let key = format!("cast:{}:{}", x.dtype.name(), dtype.name());
-    let src = || cast_source(x.dtype, dtype);
-    launch(&ctx, &key, src, &params, &[x], &out, n)?;
+    let template = || cast_template(x.dtype, dtype);
+    launch_template(&ctx, op, &key, template, &lx.shape, &[lx], &[0, 0], &[x], &out)?;
     Ok(out)
 }
 
@@ -86,10 +83,8 @@ pub fn cast(op: &'static str, x: &GpuBuffer, lx: &Layout, dtype: DType) -> Resul
 pub fn fill_into(out: &GpuBuffer, n: usize, value: f64) -> Result<()> {
     let ctx = out.ctx().clone();
     let dt = out.dtype;
-    let params = elementwise_params("fill", &[n], &[], &[scalar_bits(value, dt), 0])?;
     let key = format!("fill:{}", dt.name());
-    let src = || fill_source(dt);
-    launch(&ctx, &key, src, &params, &[], out, n)?;
+    launch_template(&ctx, "fill", &key, || fill_template(dt), &[n], &[], &[scalar_bits(value, dt), 0], &[], out)?;
     Ok(())
 }
 
@@ -103,13 +98,10 @@ pub fn full(ctx: &Arc<GpuContext>, dtype: DType, n: usize, value: f64) -> Result
 /// Copies the view `ls` of `src` into the view `ld` of `dst` (same shape and dtype).
 pub fn copy_into(src: &GpuBuffer, ls: &Layout, dst: &GpuBuffer, ld: &Layout) -> Result<()> {
     let ctx = src.ctx().clone();
-    let n = ls.numel();
     // Operand 0 is the source; operand 1 describes the destination region.
-    let params = elementwise_params("copy_", &ls.shape, &[ls, ld], &[0, 0])?;
     let key = format!("copy_into:{}", src.dtype.name());
     let dt = src.dtype;
-    let srcf = || copy_into_source(dt);
-    launch(&ctx, &key, srcf, &params, &[src], dst, n)?;
+    launch_template(&ctx, "copy_", &key, || copy_into_template(dt), &ls.shape, &[ls, ld], &[0, 0], &[src], dst)?;
     Ok(())
 }
 
@@ -180,40 +172,26 @@ pub fn download(x: &GpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
 // ---- kernel sources: one builder per template instantiation, shared by the
 // launches below and by `catalog` (which validates every source with naga).
 
-pub(crate) fn unary_source(expr: &str) -> String {
-    Template {
-        inputs: &[("A", DType::F32)],
-        out: DType::F32,
-        loads: "let x = A[operand_index(i, 0u)];".into(),
-        expr,
-        out_index: "i",
-    }
-    .source()
+fn input(name: &'static str, var: &'static str, dtype: DType) -> Input {
+    Input { name, var, dtype }
+}
+
+fn template(inputs: Vec<Input>, out: DType, expr: impl Into<String>) -> Template {
+    Template { inputs, out, expr: expr.into(), strided_out: false }
+}
+
+pub(crate) fn unary_template(expr: &str) -> Template {
+    template(vec![input("A", "x", DType::F32)], DType::F32, expr)
 }
 
 /// Arithmetic (`out` = F32) or comparison (`out` = Bool: the bool expression becomes a u32 mask).
-pub(crate) fn binary_source(dtype: DType, out: DType, expr: &str) -> String {
+pub(crate) fn binary_template(dtype: DType, out: DType, expr: &str) -> Template {
     let wrapped = if out == DType::Bool { format!("select(0u, 1u, {expr})") } else { expr.to_string() };
-    Template {
-        inputs: &[("A", dtype), ("B", dtype)],
-        out,
-        loads: "let a = A[operand_index(i, 0u)];\n    let b = B[operand_index(i, 1u)];".into(),
-        expr: &wrapped,
-        out_index: "i",
-    }
-    .source()
+    template(vec![input("A", "a", dtype), input("B", "b", dtype)], out, wrapped)
 }
 
-pub(crate) fn where_source(dt: DType) -> String {
-    Template {
-        inputs: &[("C", DType::Bool), ("A", dt), ("B", dt)],
-        out: dt,
-        loads: "let c = C[operand_index(i, 0u)];\n    let a = A[operand_index(i, 1u)];\n    let b = B[operand_index(i, 2u)];"
-            .into(),
-        expr: "select(b, a, c != 0u)",
-        out_index: "i",
-    }
-    .source()
+pub(crate) fn where_template(dt: DType) -> Template {
+    template(vec![input("C", "c", DType::Bool), input("A", "a", dt), input("B", "b", dt)], dt, "select(b, a, c != 0u)")
 }
 
 pub(crate) fn convert(from: DType, to: DType) -> String {
@@ -228,34 +206,19 @@ pub(crate) fn convert(from: DType, to: DType) -> String {
     }
 }
 
-pub(crate) fn cast_source(from: DType, to: DType) -> String {
-    let expr = convert(from, to);
-    Template {
-        inputs: &[("A", from)],
-        out: to,
-        loads: "let x = A[operand_index(i, 0u)];".into(),
-        expr: &expr,
-        out_index: "i",
-    }
-    .source()
+pub(crate) fn cast_template(from: DType, to: DType) -> Template {
+    template(vec![input("A", "x", from)], to, convert(from, to))
 }
 
-pub(crate) fn fill_source(dt: DType) -> String {
+pub(crate) fn fill_template(dt: DType) -> Template {
     let expr = match dt {
         DType::F32 | DType::F64 => "pf(10u)",
         DType::I32 => "pi(10u)",
         DType::Bool => "pm(10u)",
     };
-    Template { inputs: &[], out: dt, loads: String::new(), expr, out_index: "i" }.source()
+    template(vec![], dt, expr)
 }
 
-pub(crate) fn copy_into_source(dt: DType) -> String {
-    Template {
-        inputs: &[("A", dt)],
-        out: dt,
-        loads: "let x = A[operand_index(i, 0u)];".into(),
-        expr: "x",
-        out_index: "operand_index(i, 1u)",
-    }
-    .source()
+pub(crate) fn copy_into_template(dt: DType) -> Template {
+    Template { strided_out: true, ..template(vec![input("A", "x", dt)], dt, "x") }
 }

@@ -22,15 +22,21 @@ pub struct Operand<'a> {
     pub layout: &'a Layout,
 }
 
-/// Parameters of an elementwise dispatch over `shape`, for operands whose
-/// layouts broadcast to it, followed by `scalars`. Contiguous dims are merged
-/// first so most tensors index with one or two dims.
-pub fn elementwise_params(op: &'static str, shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Result<Vec<u32>> {
+/// `shape` and each operand's strides broadcast to it, with the dims that are
+/// contiguous for every operand (and the contiguous output) merged, so most
+/// tensors index with one or two dims: the output's strides first.
+fn merged(shape: &[usize], layouts: &[&Layout]) -> (crate::shape::Dims, Vec<crate::shape::Dims>) {
     let out_strides = contiguous_strides(shape);
     let bstrides: Vec<_> = layouts.iter().map(|l| l.broadcast_strides(shape)).collect();
     let mut all: Vec<&[usize]> = vec![&out_strides];
     all.extend(bstrides.iter().map(|s| s.as_slice()));
-    let (cshape, cstrides) = coalesce(shape, &all);
+    coalesce(shape, &all)
+}
+
+/// Parameters of an elementwise dispatch over `shape`, for operands whose
+/// layouts broadcast to it, followed by `scalars`.
+pub fn elementwise_params(op: &'static str, shape: &[usize], layouts: &[&Layout], scalars: &[u32]) -> Result<Vec<u32>> {
+    let (cshape, cstrides) = merged(shape, layouts);
     if cshape.len() > MAX_RANK {
         return Err(Error::shape(
             op,
@@ -57,48 +63,156 @@ pub fn elementwise_params(op: &'static str, shape: &[usize], layouts: &[&Layout]
     Ok(m)
 }
 
+/// How the 4-wide elementwise kernel (`shaders/elementwise4.wgsl`) reads an
+/// operand's four consecutive elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    /// As one aligned vec4 of its buffer.
+    Vector,
+    /// As one element, repeated (the operand is broadcast along the innermost dim).
+    Splat,
+}
+
+/// How the 4-wide kernel can read each operand of an elementwise dispatch
+/// over `shape`, or None when it cannot run: the element count and the
+/// innermost merged dim must be multiples of 4 (so four consecutive outputs
+/// share every coordinate but the innermost one), and each operand must
+/// either step by 1 along that dim from a 4-aligned element with every other
+/// stride a multiple of 4 (a vec4), or not step at all (one element).
+pub fn vec4_lanes(shape: &[usize], layouts: &[&Layout]) -> Option<Vec<Lanes>> {
+    let n: usize = shape.iter().product();
+    let (cshape, cstrides) = merged(shape, layouts);
+    if n == 0 || n % 4 != 0 || cshape.last().is_none_or(|&d| d % 4 != 0) || cshape.len() > MAX_RANK {
+        return None;
+    }
+    layouts
+        .iter()
+        .zip(&cstrides[1..])
+        .map(|(l, st)| match st.split_last() {
+            Some((0, _)) => Some(Lanes::Splat),
+            Some((1, outer)) if l.offset % 4 == 0 && outer.iter().all(|s| s % 4 == 0) => Some(Lanes::Vector),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Workgroups for `n` invocations of a 256-wide kernel.
 pub fn workgroups(n: usize) -> u32 {
     (n as u32).div_ceil(WORKGROUP)
 }
 
-/// Fills the elementwise template.
-pub struct Template<'a> {
-    /// (name, WGSL type) of each input, bound at 1, 2, ...
-    pub inputs: &'a [(&'a str, DType)],
-    pub out: DType,
-    /// Statements defining the expression's variables (e.g. `let x = A[operand_index(i, 0u)];`).
-    pub loads: String,
-    pub expr: &'a str,
-    /// Index of the output element written (`i`, or a strided destination).
-    pub out_index: &'a str,
+/// The 4-wide variant of the template (see `vec4_lanes`).
+pub const ELEMENTWISE4: &str = include_str!("../../../shaders/elementwise4.wgsl");
+
+/// One input of a template kernel: its binding's name, the variable its
+/// element is loaded into (the name the expression uses) and its dtype.
+pub struct Input {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub dtype: DType,
 }
 
-impl Template<'_> {
-    pub fn source(&self) -> String {
+/// Fills the elementwise templates: every elementwise kernel (unary, binary,
+/// where, casts, fills, copies) is one of these.
+pub struct Template {
+    /// Bound at 1, 2, ..., in order; input k reads its element through operand k's view.
+    pub inputs: Vec<Input>,
+    pub out: DType,
+    /// The expression over the inputs' variables and the scalars p0, p1.
+    pub expr: String,
+    /// The output is written through one more view (operand `inputs.len()`)
+    /// rather than contiguously (`copy_into`).
+    pub strided_out: bool,
+}
+
+impl Template {
+    /// The one-element kernel, or the 4-wide one reading the inputs as `lanes` says.
+    pub fn source(&self, lanes: Option<&[Lanes]>) -> String {
+        let vector = |k: usize| lanes.is_some_and(|l| l[k] == Lanes::Vector);
         let bindings: String = self
             .inputs
             .iter()
             .enumerate()
-            .map(|(k, (name, dt))| {
-                format!("@group(0) @binding({}) var<storage, read> {name}: array<{}>;\n", k + 1, wgsl_type(*dt))
+            .map(|(k, x)| {
+                let t = wgsl_type(x.dtype);
+                let t = if vector(k) { format!("vec4<{t}>") } else { t.to_string() };
+                format!("@group(0) @binding({}) var<storage, read> {}: array<{t}>;\n", k + 1, x.name)
             })
             .collect();
-        let body = ELEMENTWISE
+        let loads: Vec<String> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(k, x)| match lanes {
+                None => format!("let {} = {}[operand_index(i, {k}u)];", x.var, x.name),
+                Some(_) if vector(k) => format!("let {}4 = {}[operand_index(i, {k}u) >> 2u];", x.var, x.name),
+                Some(_) => {
+                    format!("let {}4 = vec4<{}>({}[operand_index(i, {k}u)]);", x.var, wgsl_type(x.dtype), x.name)
+                }
+            })
+            .collect();
+        let out_index = if self.strided_out { format!("operand_index(i, {}u)", self.inputs.len()) } else { "i".into() };
+        let lanes_code: String = (0..4)
+            .map(|j| {
+                let vars: String = self.inputs.iter().map(|x| format!("let {0} = {0}4[{j}u]; ", x.var)).collect();
+                format!("{{ {vars}o[{j}u] = {}; }}\n    ", self.expr)
+            })
+            .collect();
+        let template = if lanes.is_some() { ELEMENTWISE4 } else { ELEMENTWISE };
+        let operands = self.inputs.len() + usize::from(self.strided_out);
+        let body = template
             .replace("{BINDINGS}", &bindings)
             .replace("{OUT_BINDING}", &(self.inputs.len() + 1).to_string())
             .replace("{TOUT}", wgsl_type(self.out))
             .replace("{HELPERS}", MATH)
-            .replace("{SCALARS}", &(10 + 10 * self.operands()).to_string())
-            .replace("{LOADS}", &self.loads)
-            .replace("{OUT_INDEX}", self.out_index)
-            .replace("{EXPR}", self.expr);
+            .replace("{SCALARS}", &(10 + 10 * operands).to_string())
+            .replace("{LOADS}", &loads.join("\n    "))
+            .replace("{LANES}", lanes_code.trim_end())
+            .replace("{OUT_INDEX}", &out_index)
+            .replace("{EXPR}", &self.expr);
         format!("{PRELUDE}\n{body}")
     }
-    /// Operands with layouts in the parameter block.
-    fn operands(&self) -> usize {
-        // A strided destination (write_into) is one more layout after the inputs.
-        self.inputs.len() + usize::from(self.out_index != "i")
+}
+
+/// The pipeline-cache key of `key`'s 4-wide variant reading its inputs as `lanes`.
+pub fn vec4_key(key: &str, lanes: &[Lanes]) -> String {
+    let l: String = lanes.iter().map(|l| if *l == Lanes::Vector { 'v' } else { 's' }).collect();
+    format!("{key}:x4:{l}")
+}
+
+/// Records one template kernel over `shape` writing `out`: the 4-wide
+/// variant where `vec4_lanes` allows it (a strided output must be a vec4
+/// too), else the one-element kernel. `layouts` are the inputs' views (and
+/// the output's, for a strided output); `scalars` follow them in the params.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_template(
+    ctx: &Arc<GpuContext>,
+    op: &'static str,
+    key: &str,
+    template: impl FnOnce() -> Template,
+    shape: &[usize],
+    layouts: &[&Layout],
+    scalars: &[u32],
+    inputs: &[&GpuBuffer],
+    out: &GpuBuffer,
+) -> Result<()> {
+    let n: usize = shape.iter().product();
+    let params = elementwise_params(op, shape, layouts, scalars)?;
+    let lanes = vec4_lanes(shape, layouts).filter(|l| l.len() == inputs.len() || l.last() == Some(&Lanes::Vector));
+    match lanes {
+        Some(l) => {
+            let inputs_lanes = &l[..inputs.len()];
+            launch(
+                ctx,
+                &vec4_key(key, inputs_lanes),
+                || template().source(Some(inputs_lanes)),
+                &params,
+                inputs,
+                out,
+                n / 4,
+            )
+        }
+        None => launch(ctx, key, || template().source(None), &params, inputs, out, n),
     }
 }
 
