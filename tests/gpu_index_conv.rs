@@ -108,7 +108,7 @@ fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
 #[test]
 fn shaders_validate_with_naga() {
     let all: Vec<_> = gindex::sources().into_iter().chain(gconv::sources()).collect();
-    assert_eq!(all.len(), 13); // index: 3 gather, 1 range check, 6 scatter; conv: 3
+    assert_eq!(all.len(), 16); // index: 3 gather, 1 range check, 6 scatter; conv: 3, per element and per row
     for (name, src) in all {
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
@@ -260,27 +260,47 @@ const GEOMETRIES: [Geometry; 6] = [
     ([5, 5], [1, 1], [2, 2], [1, 1]),
 ];
 
+/// Runs `f` with the sliding-window kernels in each mode (one invocation
+/// per output element, then per output row: `shaders/conv.wgsl`), naming
+/// the mode, and leaves the adapter's default mode behind.
+fn each_mode(dev: &Device, f: impl Fn(&str)) {
+    let Device::Gpu(g) = dev else { unreachable!("a GPU test") };
+    let default = g.context().row_kernels_default();
+    for rows in [false, true] {
+        g.context().set_row_kernels(rows);
+        f(if rows { "rows" } else { "elements" });
+    }
+    g.context().set_row_kernels(default);
+}
+
 #[test]
 fn unfold_and_fold_match_cpu_bit_for_bit() {
     let Some((dev, _lock)) = gpu() else { return };
+    each_mode(&dev, |mode| unfold_and_fold(&dev, mode));
+}
+
+fn unfold_and_fold(dev: &Device, mode: &str) {
+    let check = |what: &str, inputs: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
+        check(dev, &format!("{what} ({mode})"), inputs, f)
+    };
     for (i, &(k, s, p, d)) in GEOMETRIES.iter().enumerate() {
-        check(&dev, &format!("unfold {i}"), &[floats(&[2, 3, 7, 6], i as u64)], |t| t[0].unfold2d(k, s, p, d));
+        check(&format!("unfold {i}"), &[floats(&[2, 3, 7, 6], i as u64)], &|t| t[0].unfold2d(k, s, p, d));
         // Through a permuted view ([N, H, W, C] storage).
-        check(&dev, &format!("unfold {i} permuted"), &[floats(&[2, 7, 6, 3], 9 + i as u64)], |t| {
+        check(&format!("unfold {i} permuted"), &[floats(&[2, 7, 6, 3], 9 + i as u64)], &|t| {
             t[0].permute(&[0, 3, 1, 2])?.unfold2d(k, s, p, d)
         });
         let cols = floats(&[2, 3, 7, 6], 0).unfold2d(k, s, p, d).unwrap();
         let shape = cols.shape().to_vec();
-        check(&dev, &format!("fold {i}"), &[floats(&shape, 20 + i as u64)], |t| t[0].fold2d([7, 6], k, s, p, d));
+        check(&format!("fold {i}"), &[floats(&shape, 20 + i as u64)], &|t| t[0].fold2d([7, 6], k, s, p, d));
         // Columns read through a transposed view.
         let (n, r, l) = (shape[0], shape[1], shape[2]);
-        check(&dev, &format!("fold {i} strided"), &[floats(&[n, l, r], 30 + i as u64)], |t| {
+        check(&format!("fold {i} strided"), &[floats(&[n, l, r], 30 + i as u64)], &|t| {
             t[0].transpose(1, 2)?.fold2d([7, 6], k, s, p, d)
         });
     }
     // Medium: a 28x28 batch, 3x3 padding 1, and its adjoint.
-    check(&dev, "unfold medium", &[floats(&[8, 16, 28, 28], 40)], |t| t[0].unfold2d([3, 3], [1, 1], [1, 1], [1, 1]));
-    check(&dev, "fold medium", &[floats(&[8, 16 * 9, 28 * 28], 41)], |t| {
+    check("unfold medium", &[floats(&[8, 16, 28, 28], 40)], &|t| t[0].unfold2d([3, 3], [1, 1], [1, 1], [1, 1]));
+    check("fold medium", &[floats(&[8, 16 * 9, 28 * 28], 41)], &|t| {
         t[0].fold2d([28, 28], [3, 3], [1, 1], [1, 1], [1, 1])
     });
 }
@@ -288,6 +308,13 @@ fn unfold_and_fold_match_cpu_bit_for_bit() {
 #[test]
 fn window_argmax_matches_cpu() {
     let Some((dev, _lock)) = gpu() else { return };
+    each_mode(&dev, |mode| window_argmax(&dev, mode));
+}
+
+fn window_argmax(dev: &Device, mode: &str) {
+    let check = |what: &str, inputs: &[Tensor], f: &dyn Fn(&[Tensor]) -> Result<Tensor>| {
+        check(dev, &format!("{what} ({mode})"), inputs, f)
+    };
     let nan_and_inf = |seed| {
         let mut v = coarse(&[2, 3, 7, 6], 4.0, seed).to_vec::<f32>().unwrap();
         for (i, u) in unit(v.len(), seed + 100).into_iter().enumerate() {
@@ -310,18 +337,16 @@ fn window_argmax_matches_cpu() {
     ];
     for (i, &(k, s, p)) in pools.iter().enumerate() {
         // Ties (four levels), NaN and -inf, all -inf planes, and a permuted view.
-        check(&dev, &format!("ties {i}"), &[coarse(&[2, 3, 7, 6], 4.0, i as u64)], |t| {
-            t[0].max_pool2d_indices(k, s, p)
-        });
-        check(&dev, &format!("nan/-inf {i}"), &[nan_and_inf(i as u64)], |t| t[0].max_pool2d_indices(k, s, p));
+        check(&format!("ties {i}"), &[coarse(&[2, 3, 7, 6], 4.0, i as u64)], &|t| t[0].max_pool2d_indices(k, s, p));
+        check(&format!("nan/-inf {i}"), &[nan_and_inf(i as u64)], &|t| t[0].max_pool2d_indices(k, s, p));
         let ninf = Tensor::full(&[1, 2, 7, 6], f64::NEG_INFINITY, DType::F32).unwrap();
-        check(&dev, &format!("all -inf {i}"), &[ninf], |t| t[0].max_pool2d_indices(k, s, p));
-        check(&dev, &format!("permuted {i}"), &[coarse(&[2, 7, 6, 3], 3.0, 50 + i as u64)], |t| {
+        check(&format!("all -inf {i}"), &[ninf], &|t| t[0].max_pool2d_indices(k, s, p));
+        check(&format!("permuted {i}"), &[coarse(&[2, 7, 6, 3], 3.0, 50 + i as u64)], &|t| {
             t[0].permute(&[0, 3, 1, 2])?.max_pool2d_indices(k, s, p)
         });
-        check(&dev, &format!("max_pool2d {i}"), &[nan_and_inf(60 + i as u64)], |t| t[0].max_pool2d(k, s, p));
+        check(&format!("max_pool2d {i}"), &[nan_and_inf(60 + i as u64)], &|t| t[0].max_pool2d(k, s, p));
     }
-    check(&dev, "medium", &[coarse(&[8, 16, 28, 28], 16.0, 70)], |t| t[0].max_pool2d_indices([2, 2], [2, 2], [0, 0]));
+    check("medium", &[coarse(&[8, 16, 28, 28], 16.0, 70)], &|t| t[0].max_pool2d_indices([2, 2], [2, 2], [0, 0]));
 }
 
 /// `f(inputs)` and the gradients of sum(f * w) for the float inputs, on the cpu and the GPU.

@@ -2,6 +2,9 @@
 //! (im2col), fold (col2im, deterministic: each pixel gathers the taps that
 //! cover it, no atomics) and the per-window argmax of max pooling. Inputs are
 //! read through their strides, so permuted or sliced views need no copy.
+//! Each kernel runs one invocation per output element (real GPUs) or per
+//! output row (software adapters: `GpuContext::row_kernels`); both modes
+//! compute the same bits.
 
 use super::index::kernel_source;
 use super::kernels::launch;
@@ -13,12 +16,20 @@ use crate::shape::Layout;
 
 pub const CONV: &str = include_str!("../../../shaders/conv.wgsl");
 
+/// The source of `kernel`, one invocation per output row or per element.
+fn source(kernel: &str, rows: bool) -> String {
+    kernel_source(CONV, kernel, DType::F32).replace("{ROWS}", if rows { "true" } else { "false" })
+}
+
+/// The pipeline key of `kernel` in either mode.
+fn key(kernel: &str, rows: bool) -> String {
+    format!("conv:{kernel}:{}", if rows { "rows" } else { "elements" })
+}
+
 /// Every source this module can build, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
-    ["unfold", "fold", "window_argmax"]
-        .into_iter()
-        .map(|k| (format!("conv:{k}"), kernel_source(CONV, k, DType::F32)))
-        .collect()
+    let kernels = ["unfold", "fold", "window_argmax"];
+    kernels.into_iter().flat_map(|k| [false, true].map(|rows| (key(k, rows), source(k, rows)))).collect()
 }
 
 /// The parameter block shared by the three kernels (see conv.wgsl), for
@@ -56,6 +67,8 @@ fn expect_f32(op: &'static str, x: &GpuBuffer) -> Result<()> {
     Ok(())
 }
 
+/// Runs `kernel` over an output of `n` elements in rows of `width`.
+#[allow(clippy::too_many_arguments)]
 fn run(
     op: &'static str,
     kernel: &str,
@@ -64,27 +77,30 @@ fn run(
     g: &Window2d,
     out: DType,
     n: usize,
+    width: usize,
 ) -> Result<GpuBuffer> {
     expect_f32(op, x)?;
     let ctx = x.ctx().clone();
     let y = GpuBuffer::new(&ctx, op, out, n)?;
-    let m = params(op, g, n, l)?;
-    launch(&ctx, &format!("conv:{kernel}"), || kernel_source(CONV, kernel, DType::F32), &m, &[x], &y, n)?;
+    let rows = ctx.row_kernels() && width > 0;
+    let invocations = if rows { n / width } else { n };
+    let m = params(op, g, invocations, l)?;
+    launch(&ctx, &key(kernel, rows), || source(kernel, rows), &m, &[x], &y, invocations)?;
     Ok(y)
 }
 
 /// [n, c, h, w] (any strides) -> contiguous [n, c * kh * kw, out_h * out_w].
 pub fn unfold(op: &'static str, x: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "unfold", x, l, g, DType::F32, g.n * g.col_rows() * g.windows())
+    run(op, "unfold", x, l, g, DType::F32, g.n * g.col_rows() * g.windows(), g.out_w)
 }
 
 /// [n, c * kh * kw, out_h * out_w] (any strides) -> contiguous [n, c, h, w], summing overlaps.
 pub fn fold(op: &'static str, cols: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "fold", cols, l, g, DType::F32, g.n * g.c * g.h * g.w)
+    run(op, "fold", cols, l, g, DType::F32, g.n * g.c * g.h * g.w, g.w)
 }
 
 /// [n, c, h, w] (any strides) -> i32 [n, c, out_h, out_w]: the flat index in
 /// its [h, w] plane of each window's maximum (cpu: `conv::window_argmax`).
 pub fn window_argmax(op: &'static str, x: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "window_argmax", x, l, g, DType::I32, g.n * g.c * g.windows())
+    run(op, "window_argmax", x, l, g, DType::I32, g.n * g.c * g.windows(), g.out_w)
 }

@@ -118,6 +118,18 @@ pub struct GpuContext {
     lost: Arc<AtomicBool>,
     /// Whether that first failure was the driver running out of memory.
     out_of_memory: Arc<AtomicBool>,
+    /// Whether the sliding-window kernels run one invocation per output row
+    /// rather than per element (see `shaders/conv.wgsl`).
+    row_kernels: AtomicBool,
+}
+
+/// Whether an adapter runs the row sliding-window kernels (see `GpuContext::row_kernels`).
+fn row_kernels_for(info: &wgpu::AdapterInfo) -> bool {
+    match std::env::var("SKIFF_GPU_CONV").as_deref() {
+        Ok("rows") => true,
+        Ok("elements") => false,
+        _ => info.device_type == wgpu::DeviceType::Cpu,
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -159,6 +171,7 @@ impl GpuContext {
         });
         // The device's own limits (what it enforces), not the ones requested.
         let limits = o.device.limits();
+        let row_kernels = row_kernels_for(&o.info);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -188,7 +201,29 @@ impl GpuContext {
             failure,
             lost,
             out_of_memory,
+            row_kernels: AtomicBool::new(row_kernels),
         })
+    }
+
+    /// Whether the sliding-window kernels (unfold, fold, window argmax) run
+    /// one invocation per output row: on software adapters (DeviceType::Cpu),
+    /// whose SIMD lanes divide integers one at a time, unless
+    /// `SKIFF_GPU_CONV=rows|elements` says otherwise.
+    pub(crate) fn row_kernels(&self) -> bool {
+        self.row_kernels.load(Ordering::Relaxed)
+    }
+
+    /// The mode this adapter starts in (see `row_kernels`).
+    #[doc(hidden)]
+    pub fn row_kernels_default(&self) -> bool {
+        row_kernels_for(&self.info)
+    }
+
+    /// Chooses the row (true) or element (false) sliding-window kernels from
+    /// now on. Both compute the same bits; tests and benchmarks run both.
+    #[doc(hidden)]
+    pub fn set_row_kernels(&self, on: bool) {
+        self.row_kernels.store(on, Ordering::Relaxed);
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
