@@ -189,30 +189,48 @@ fn first_window(p: u32, pad: u32, k: u32, s: u32) -> u32 {
     return (q - k) / s + 1u;
 }
 
+// One invocation per output element (ROWS false), or per row of W pixels
+// (ROWS true: software adapters, whose lanes divide integers one at a time;
+// the row's pixels share their target's decomposition and the windows
+// covering their row). m[0] counts invocations either way.
+const ROWS: bool = {ROWS};
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid(wid, lid, nwg);
-    if (i >= pm(0u)) { return; }
+    let inv = gid(wid, lid, nwg);
+    if (inv >= pm(0u)) { return; }
     let axis = pm(2u);
-    let at = scatter_target(i, pm(7u));
-    var acc = BASE[at.base];
-    if (at.inside) {
-        let step = pm(40u + axis);
-        let out_h = pm(49u);
-        let out_w = pm(50u);
-        let r = at.want / pm(48u);
-        let c = at.want % pm(48u);
-        let y1 = min((r + pm(55u)) / pm(53u) + 1u, out_h);
-        let x1 = min((c + pm(56u)) / pm(54u) + 1u, out_w);
-        for (var oy = first_window(r, pm(55u), pm(51u), pm(53u)); oy < y1; oy = oy + 1u) {
-            for (var ox = first_window(c, pm(56u), pm(52u), pm(54u)); ox < x1; ox = ox + 1u) {
-                let k = oy * out_w + ox;
-                if (u32(I[at.line + k * step]) == at.want) {
-                    acc = acc + SRC[at.src + k * pm(6u)];
+    let width = pm(48u);
+    var first = inv;
+    var count = 1u;
+    if (ROWS) {
+        first = inv * width;
+        count = width;
+    }
+    let at = scatter_target(first, pm(7u));
+    let step = pm(40u + axis);
+    let out_h = pm(49u);
+    let out_w = pm(50u);
+    let r = at.want / width;
+    let c0 = at.want % width;
+    let y0 = first_window(r, pm(55u), pm(51u), pm(53u));
+    let y1 = min((r + pm(55u)) / pm(53u) + 1u, out_h);
+    for (var j = 0u; j < count; j = j + 1u) {
+        let c = c0 + j;
+        let want = at.want + j;
+        var acc = BASE[at.base + j * pm(24u + axis)];
+        if (at.inside) {
+            let x1 = min((c + pm(56u)) / pm(54u) + 1u, out_w);
+            for (var oy = y0; oy < y1; oy = oy + 1u) {
+                for (var ox = first_window(c, pm(56u), pm(52u), pm(54u)); ox < x1; ox = ox + 1u) {
+                    let k = oy * out_w + ox;
+                    if (u32(I[at.line + k * step]) == want) {
+                        acc = acc + SRC[at.src + k * pm(6u)];
+                    }
                 }
             }
         }
+        OUT[first + j] = acc;
     }
-    OUT[i] = acc;
 }

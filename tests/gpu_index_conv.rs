@@ -108,7 +108,7 @@ fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
 #[test]
 fn shaders_validate_with_naga() {
     let all: Vec<_> = gindex::sources().into_iter().chain(gconv::sources()).collect();
-    assert_eq!(all.len(), 16); // index: 3 gather, 1 range check, 6 scatter; conv: 3, per element and per row
+    assert_eq!(all.len(), 18); // index: 3 gather, 1 range check, 4 scatter, 4 windowed scatter (per element, per row); conv: 3 x 2
     for (name, src) in all {
         let module =
             naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
@@ -422,13 +422,20 @@ fn max_pool_backward_visits_only_covering_windows() {
         y.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
         x.grad().unwrap().to(&Device::Cpu).unwrap()
     };
-    for (i, &pool) in pools.iter().enumerate() {
-        // Four levels: many ties, where the first maximum must win on both.
-        let x = coarse(&[2, 3, 7, 6], 4.0, 200 + i as u64);
-        assert_same(&format!("max_pool2d grad {i}"), &grad_of(&x, pool), &grad_of(&x.to(&dev).unwrap(), pool));
+    // One invocation per pixel, then per row of pixels (software adapters).
+    for rows in [false, true] {
+        g.context().set_row_kernels(rows);
+        for (i, &pool) in pools.iter().enumerate() {
+            // Four levels: many ties, where the first maximum must win on both.
+            let x = coarse(&[2, 3, 7, 6], 4.0, 200 + i as u64);
+            let what = format!("max_pool2d grad {i} (rows: {rows})");
+            assert_same(&what, &grad_of(&x, pool), &grad_of(&x.to(&dev).unwrap(), pool));
+        }
     }
     let kernels = g.compiled_kernels();
-    assert!(kernels.iter().any(|k| k.starts_with("index:scatter_add_window:")), "{kernels:?}");
+    for mode in ["elements", "rows"] {
+        assert!(kernels.iter().any(|k| k == &format!("index:scatter_add_window:f32:{mode}")), "{mode}: {kernels:?}");
+    }
     assert!(!kernels.iter().any(|k| k.starts_with("index:scatter_add_scan:")), "{kernels:?}");
 
     // Other views of a 2x2 window argmax (3x3 windows per 7x6 plane): not

@@ -44,11 +44,24 @@ pub fn sources() -> Vec<(String, String)> {
     }
     all.push(("index:check:i32".to_string(), kernel_source(INDEX, "check", DType::I32)));
     for dt in [DType::F32, DType::I32] {
-        for kernel in ["scatter_add", "scatter_add_scan", "scatter_add_window"] {
+        for kernel in ["scatter_add", "scatter_add_scan"] {
             all.push((format!("index:{kernel}:{}", dt.name()), kernel_source(INDEX, kernel, dt)));
+        }
+        for rows in [false, true] {
+            all.push((window_key(dt, rows), window_source(dt, rows)));
         }
     }
     all
+}
+
+/// The windowed scatter (max-pool's backward), one invocation per output
+/// element or per row of the plane (`GpuContext::row_kernels`).
+fn window_source(dt: DType, rows: bool) -> String {
+    kernel_source(INDEX, "scatter_add_window", dt).replace("{ROWS}", if rows { "true" } else { "false" })
+}
+
+fn window_key(dt: DType, rows: bool) -> String {
+    format!("index:scatter_add_window:{}:{}", dt.name(), if rows { "rows" } else { "elements" })
 }
 
 /// `out[p] = x[p with p[axis] replaced by index[p]]` over every position `p`
@@ -206,7 +219,7 @@ pub fn scatter_add(
     }
     let dt = base.dtype;
     let (kernel, keys) = match (plan.device_offset, index) {
-        (Some(offset), Some(_)) => {
+        (Some(offset), Some(index)) => {
             m[7] = offset as u32;
             match plan.windows {
                 Some(pw) => {
@@ -214,7 +227,13 @@ pub fn scatter_add(
                     let [sh, sw] = pw.stride;
                     let [ph, pw_] = pw.padding;
                     m.extend([pw.w, pw.out_h, pw.out_w, kh, kw, sh, sw, ph, pw_].map(|v| v as u32));
-                    ("scatter_add_window", None)
+                    // The output's last axis is the H*W plane: n is whole rows of W.
+                    let rows = ctx.row_kernels() && pw.w > 0;
+                    let invocations = if rows { n / pw.w } else { n };
+                    m[0] = invocations as u32;
+                    let src_fn = || window_source(dt, rows);
+                    launch(&ctx, &window_key(dt, rows), src_fn, &m, &[base, src, index], &out, invocations)?;
+                    return Ok(out);
                 }
                 None => ("scatter_add_scan", None),
             }
