@@ -78,6 +78,20 @@ fn square_odd_and_tile_sized_shapes() {
     }
 }
 
+/// Software adapters pick the blocked kernel's block per product
+/// (`gm::Block::for_product`): every row class (4, 8, 16), column class
+/// (8, 16, 32) and lane count (1, 2, 4, 8), at and past their edges.
+#[test]
+fn every_block_shape_of_the_blocked_kernel() {
+    let Some(dev) = gpu() else { return };
+    manual_seed(2);
+    for m in [3, 8, 17] {
+        for n in [5, 16, 33, 65, 129, 300] {
+            check(&dev, &format!("{m}x7x{n} (block {:?})", gm::Block::for_product(m, n)), (&[m, 7], &[7, n]), plain);
+        }
+    }
+}
+
 #[test]
 fn batched_with_broadcast_batch_dims() {
     let Some(dev) = gpu() else { return };

@@ -36,7 +36,7 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     }
     all.extend(reduce::sources());
     all.push(("matmul:f32".to_string(), matmul::source()));
-    all.push(("matmul:f32:blocked".to_string(), matmul::blocked_source()));
+    all.extend(matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b), matmul::blocked_source(b))));
     all.push(("optim:adam:f32".to_string(), super::optim::adam_source()));
     all.extend(index::sources());
     all.extend(conv::sources());

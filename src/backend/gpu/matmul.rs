@@ -27,10 +27,61 @@ pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
 
 /// Output tile edge (rows and columns) of one workgroup of the tiled kernel.
 pub const TILE: usize = 64;
-/// Rows and columns of C one invocation of the blocked kernel accumulates.
+/// Rows and columns of C one invocation of the blocked kernel accumulates,
+/// at most (`Block::for_product` picks smaller ones for small products).
 pub const BLOCK: [usize; 2] = [16, 32];
-/// Invocations per workgroup of the blocked kernel, side by side along N.
+/// Invocations per workgroup of the blocked kernel, side by side along N, at most.
 pub const BLOCK_LANES: usize = 8;
+
+/// The register block of the blocked kernel: `rows` x `cols` of C per
+/// invocation, `lanes` invocations per workgroup along N.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub rows: usize,
+    pub cols: usize,
+    pub lanes: usize,
+}
+
+impl Block {
+    /// The largest block, for products that fill it.
+    pub const FULL: Block = Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES };
+
+    /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
+    /// rows and of 8, 16 or 32 columns that covers it, and as many lanes
+    /// (1, 2, 4 or 8) as its columns need. A software adapter pays for every
+    /// load of an active invocation, so a 16x32 block over a convolution's
+    /// [8, 676] x [676, 9] weight gradient loaded 48 values per k where 20
+    /// suffice; lanes past C's edge return at once and cost nothing. At most
+    /// 36 shapes, each its own pipeline.
+    pub fn for_product(m: usize, n: usize) -> Block {
+        let rows = [4, 8].into_iter().find(|&r| m <= r).unwrap_or(BLOCK[0]);
+        let cols = [8, 16].into_iter().find(|&c| n <= c).unwrap_or(BLOCK[1]);
+        let lanes = n.div_ceil(cols).next_power_of_two().min(BLOCK_LANES);
+        Block { rows, cols, lanes }
+    }
+
+    /// Rows and columns of the output tile one workgroup computes.
+    pub fn tile(self) -> [usize; 2] {
+        [self.rows, self.cols * self.lanes]
+    }
+
+    /// Every block `for_product` can pick (for validation).
+    pub fn all() -> Vec<Block> {
+        let mut all = Vec::new();
+        for rows in [4, 8, 16] {
+            for cols in [8, 16, 32] {
+                for lanes in [1, 2, 4, 8] {
+                    all.push(Block { rows, cols, lanes });
+                }
+            }
+        }
+        all
+    }
+
+    fn key(self) -> String {
+        format!("{}x{}x{}", self.rows, self.cols, self.lanes)
+    }
+}
 /// Batch dims the kernel indexes (after merging contiguous ones).
 pub const MAX_BATCH_RANK: usize = 8;
 
@@ -44,16 +95,16 @@ pub fn source() -> String {
     format!("{PRELUDE}\n{MATMUL}{}", plain_store(WRITE))
 }
 
-/// The full WGSL source of the blocked kernel (prelude included).
-pub fn blocked_source() -> String {
-    format!("{PRELUDE}\n{}{}", blocked_kernel(BLOCK[0], BLOCK[1], BLOCK_LANES), plain_store(WRITE))
+/// The full WGSL source of the blocked kernel with block `b` (prelude included).
+pub fn blocked_source(b: Block) -> String {
+    format!("{PRELUDE}\n{}{}", blocked_kernel(b.rows, b.cols, b.lanes), plain_store(WRITE))
 }
 
-/// The source of `kernel` with `tail` (an epilogue's code) as its store.
-fn source_with(kernel: Kernel, tail: &str) -> String {
+/// The source of `kernel` (blocked: with block `b`) with `tail` (an epilogue's code) as its store.
+fn source_with(kernel: Kernel, b: Block, tail: &str) -> String {
     let body = match kernel {
         Kernel::Tiled => MATMUL.to_string(),
-        Kernel::Blocked => blocked_kernel(BLOCK[0], BLOCK[1], BLOCK_LANES),
+        Kernel::Blocked => blocked_kernel(b.rows, b.cols, b.lanes),
     };
     format!("{PRELUDE}\n{body}{tail}")
 }
@@ -61,7 +112,7 @@ fn source_with(kernel: Kernel, tail: &str) -> String {
 /// Both kernels with `e`'s tail in their stores (for validation).
 pub fn epilogue_sources(e: &crate::kernel::Epilogue) -> Vec<String> {
     let code = super::epilogue::code(e, TAIL_BINDING, WRITE);
-    vec![source_with(Kernel::Tiled, &code), source_with(Kernel::Blocked, &code)]
+    vec![source_with(Kernel::Tiled, Block::FULL, &code), source_with(Kernel::Blocked, Block::FULL, &code)]
 }
 
 /// Which kernel a device runs.
@@ -84,14 +135,6 @@ impl Kernel {
             _ => None,
         });
         forced.unwrap_or(if device_type == wgpu::DeviceType::Cpu { Kernel::Blocked } else { Kernel::Tiled })
-    }
-
-    /// Rows and columns of the output tile one workgroup computes.
-    pub fn tile(self) -> [usize; 2] {
-        match self {
-            Kernel::Tiled => [TILE, TILE],
-            Kernel::Blocked => [BLOCK[0], BLOCK[1] * BLOCK_LANES],
-        }
     }
 }
 
@@ -135,7 +178,11 @@ pub fn matmul_with(
         return Ok(out);
     }
     let kernel = Kernel::for_device(ctx.info.device_type);
-    let [tm, tn] = kernel.tile();
+    let block = Block::for_product(m, n);
+    let [tm, tn] = match kernel {
+        Kernel::Tiled => [TILE, TILE],
+        Kernel::Blocked => block.tile(),
+    };
     let mut params = params(la, lb, batch, [m, k, n], [tm, tn])?;
     let max = ctx.limits.max_compute_workgroups_per_dimension;
     let tiles = [n.div_ceil(tn), m.div_ceil(tm), nb];
@@ -145,17 +192,23 @@ pub fn matmul_with(
     let mut buffers = vec![a.raw(), b.raw(), out.raw()];
     let pipeline = match (kernel, tail) {
         (Kernel::Tiled, None) => ctx.pipeline("matmul:f32", source)?,
-        (Kernel::Blocked, None) => ctx.pipeline("matmul:f32:blocked", blocked_source)?,
+        (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block), || blocked_source(block))?,
         (kernel, Some(t)) => {
             params.extend_from_slice(&t.params);
             buffers.extend(t.buffers.iter().map(|b| b.raw()));
-            ctx.pipeline(&format!("matmul:f32:{kernel:?}:{}", t.key), || {
-                source_with(kernel, &t.code(TAIL_BINDING, WRITE))
+            let shape = if kernel == Kernel::Blocked { block.key() } else { String::new() };
+            ctx.pipeline(&format!("matmul:f32:{kernel:?}{shape}:{}", t.key), || {
+                source_with(kernel, block, &t.code(TAIL_BINDING, WRITE))
             })?
         }
     };
     ctx.dispatch_grid(&pipeline, &params, &buffers, grid);
     Ok(out)
+}
+
+/// The pipeline key of the blocked kernel with block `b`.
+pub fn blocked_key(b: Block) -> String {
+    format!("matmul:f32:blocked:{}", b.key())
 }
 
 /// Strides of the batch dims of `l` broadcast to `batch` (0 where broadcast).
@@ -356,7 +409,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocked_kernel, blocked_source, grid3, Kernel};
+    use super::{blocked_kernel, blocked_source, grid3, Block, BLOCK, BLOCK_LANES};
 
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
@@ -372,12 +425,33 @@ mod tests {
                 assert!(ep.workgroup_size.iter().product::<u32>() <= 256);
             }
         };
-        check(&blocked_source());
+        for b in Block::all() {
+            check(&blocked_source(b));
+        }
         // Other shapes the generator accepts (a 1-row block has no shifts).
         let store = super::plain_store(super::WRITE);
         check(&format!("{}\n{}{store}", super::PRELUDE, blocked_kernel(1, 4, 1)));
         check(&format!("{}\n{}{store}", super::PRELUDE, blocked_kernel(3, 8, 64)));
-        assert_eq!(Kernel::Blocked.tile()[1] % 4, 0);
+    }
+
+    #[test]
+    fn small_products_get_small_blocks() {
+        let b = |m, n| Block::for_product(m, n);
+        assert_eq!(b(256, 784), Block::FULL);
+        assert_eq!(b(8, 9), Block { rows: 8, cols: 16, lanes: 1 });
+        assert_eq!(b(16, 72), Block { rows: 16, cols: 32, lanes: 4 });
+        assert_eq!(b(1, 4), Block { rows: 4, cols: 8, lanes: 1 });
+        assert_eq!(b(72, 121), Block { rows: 16, cols: 32, lanes: 4 });
+        assert_eq!(b(64, 1000), Block::FULL);
+        for m in 1..40 {
+            for n in 1..300 {
+                let blk = b(m, n);
+                assert!(Block::all().contains(&blk), "{blk:?}");
+                let [tm, tn] = blk.tile();
+                // A workgroup covers the product, or the largest block repeats.
+                assert!((tm >= m || tm == BLOCK[0]) && (tn >= n || blk.lanes == BLOCK_LANES), "{m}x{n}: {blk:?}");
+            }
+        }
     }
 
     #[test]
