@@ -20,7 +20,8 @@
 //
 // Software adapters (DeviceType::Cpu, e.g. lavapipe) run a different kernel,
 // generated in src/backend/gpu/matmul.rs (blocked_kernel): no workgroup
-// memory, no barriers, 16x32 register blocks read straight from storage,
+// memory, no barriers, register blocks of up to 16x32 (sized to each
+// product) read straight from storage,
 // ~3x this one there (256^3 and 1024^3: 1.25 -> 3.7 GFLOP/s). The lavapipe
 // figures above are from when this kernel ran there; SKIFF_GPU_MATMUL=tiled
 // still forces it. Both share the parameters and bindings below.

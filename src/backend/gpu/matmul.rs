@@ -5,8 +5,9 @@
 //!   workgroup memory in slices of 16 (see the shader's notes).
 //! - a register-block kernel generated here (software adapters such as
 //!   lavapipe, `DeviceType::Cpu`): no workgroup memory and no barriers; each
-//!   invocation accumulates a 16x32 block of C straight from the storage
-//!   buffers (see `blocked_kernel`).
+//!   invocation accumulates a block of C (up to 16x32, sized to the product:
+//!   `Block::for_product`) straight from the storage buffers (see
+//!   `blocked_kernel`).
 //!
 //! Both read operands through their strides, so transposed views from
 //! backward rules cost no copy; broadcast batch dims read with stride 0. They
