@@ -30,10 +30,17 @@ fn span(inv: u32, width: u32) -> Span {
 fn taps(o: u32, stride: u32, dilation: u32, pad: u32, k: u32, size: u32) -> vec2<u32> {
     let start = o * stride;
     var lo = 0u;
-    if (start < pad) { lo = (pad - start + dilation - 1u) / dilation; }
+    if (start < pad) { lo = div_by(pad - start + dilation - 1u, dilation); }
     var hi = 0u;
-    if (pad + size > start) { hi = min((pad + size - start - 1u) / dilation + 1u, k); }
+    if (pad + size > start) { hi = min(div_by(pad + size - start - 1u, dilation) + 1u, k); }
     return vec2<u32>(min(lo, hi), hi);
+}
+
+// a / d, without the division when d is 1 (every pool: software adapters
+// divide one SIMD lane at a time).
+fn div_by(a: u32, d: u32) -> u32 {
+    if (d == 1u) { return a; }
+    return a / d;
 }
 
 // ==== kernel: unfold
