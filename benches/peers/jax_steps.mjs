@@ -90,7 +90,7 @@ try {
     const f = (v, d = 1) => v.toFixed(d);
     console.log(
       `jax-js ${JAX_VERSION} ${kind} ${device} ${mode}: ${f(r.msPerStep)} ms/step` +
-        ` (${r.steps} steps after ${r.warmup} warm-up in ${f(r.warmupMs, 0)} ms; one step: median ${f(r.medianMs)}, ${f(r.minMs)}-${f(r.maxMs)};` +
+        ` (${r.steps} steps after ${r.warmup} warm-up in ${f(r.warmupMs, 0)} ms; median step ${f(r.medianMs)};` +
         ` loss ${f(r.firstLoss, 4)} -> ${f(r.lastLoss, 4)})`,
     );
   }
