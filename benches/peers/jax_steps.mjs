@@ -4,11 +4,14 @@
 // with jax-js (@jax-js/jax 0.1.25) and run in headless Chromium with the
 // flags of the skiff browser suites (tests/browser/lib/browser.mjs): on
 // WebGPU (SwiftShader, software) or on jax-js's wasm backend (the cpu pass,
-// WebGPU hidden). Each run times the step eager (valueAndGrad and the Adam
-// update op by op) and jitted (the whole step under jax.jit), and prints ms
-// per step: the mean over the timed steps, each of which reads its loss back,
-// from a fully computed state to the last step's fully computed state. The page side is benches/peers/jax_page.js. Not part of `npm test`
-// and not in skiff's package.json: timings are never asserted.
+// WebGPU hidden). Each run times the step eager (jax.valueAndGrad and the
+// Adam update op by op) and jitted (the whole step under jax.jit), and prints
+// ms per step: the mean over the timed steps, each of which reads its loss
+// back, from a fully computed state to the last step's fully computed state.
+// Adam (lr 1e-3, PyTorch's betas and eps) is written with jax-js ops: the
+// package ships no optimizer. The page side is benches/peers/jax_page.js.
+// Not part of `npm test` and not in skiff's package.json: timings are never
+// asserted.
 //
 //   node benches/peers/jax_steps.mjs [mlp|cnn] [webgpu|wasm] [steps]
 //   node benches/peers/jax_steps.mjs cnn webgpu 5
