@@ -249,6 +249,47 @@ fn fused_replays_on_the_gpu_are_eager_within_rounding() {
     close(&got[0], &mixed(&cpu(&x), &cpu(&bias), &cpu(&col), &cpu(&wt)).unwrap(), "fused on the GPU vs the cpu");
 }
 
+/// A fused program over a [12, 16] input, a bias row and a column: every
+/// input reads as a vec4 or one repeated element, so the GPU runs the
+/// 4-wide variant of the generated kernel (its pipeline is compiled), and
+/// agrees with eager code on the cpu within rounding. A traced program
+/// takes inputs laid out as when it was traced: the same values at an
+/// offset are refused with a message naming the offsets (which once read
+/// as if nothing differed).
+#[test]
+fn fused_replays_on_the_gpu_run_four_outputs_per_invocation_where_aligned() {
+    let Some(_) = common::gpu() else { return };
+    // A private context: its pipeline cache shows which kernels ran.
+    let g = skiff::backend::gpu::GpuDevice::open().unwrap();
+    let gpu = Device::Gpu(g.clone());
+    let f = |x: &Tensor, bias: &Tensor, col: &Tensor| -> skiff::Result<Tensor> {
+        let h = x.mul_scalar(1.5)?.add(bias)?.tanh()?;
+        let picked = Tensor::where_(&h.gt(col)?, &h, &col.neg()?)?;
+        picked.mul(col)?.add_scalar(0.25)?.sigmoid()
+    };
+    let on = |t: Tensor| t.to(&gpu).unwrap();
+    let (x, bias, col) = (on(tensor(70, &[12, 16])), on(tensor(71, &[16])), on(tensor(72, &[12, 1])));
+    let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0], &bias, &col)?])).unwrap();
+    assert!(traced.optimize().fused >= 5, "{}", traced.program());
+    let x2 = on(tensor(73, &[12, 16]));
+    let got = traced.run(std::slice::from_ref(&x2)).unwrap();
+    let cpu = |t: &Tensor| t.to(&Device::Cpu).unwrap();
+    let want = f(&cpu(&x2), &cpu(&bias), &cpu(&col)).unwrap();
+    close(&got[0], &want, "4-wide fused kernel vs the cpu");
+    let kernels = g.compiled_kernels();
+    assert!(kernels.iter().any(|k| k.starts_with("fused:") && k.contains(":x4:")), "{kernels:?}");
+    // The same values from a view at offset 1: the one-element kernel.
+    let padded = on(Tensor::concat(&[tensor(74, &[1]), cpu(&x2).reshape(&[192]).unwrap()], 0).unwrap());
+    let shifted = padded.narrow(0, 1, 192).unwrap().reshape(&[12, 16]).unwrap();
+    let e = traced.run(std::slice::from_ref(&shifted)).unwrap_err().to_string();
+    assert!(e.contains("offset 1 in a storage of 193 elements") && e.contains("offset 0 in a storage of 192"), "{e}");
+    // Traced at that offset, the program runs one output per invocation: the same bits.
+    let (_, mut one) = jit::trace(std::slice::from_ref(&shifted), |xs| Ok(vec![f(&xs[0], &bias, &col)?])).unwrap();
+    one.optimize();
+    let again = one.run(std::slice::from_ref(&shifted)).unwrap();
+    assert_eq!(bits(&again[0]), bits(&got[0]), "one-element and 4-wide fused kernels agree bit for bit");
+}
+
 /// Nine operands summed: a fused kernel binds at most `MAX_INPUTS` (7)
 /// inputs, so the chain splits into kernels that each fit.
 #[test]
@@ -311,15 +352,17 @@ fn generated_kernels_validate_with_naga() {
     let mut checked = 0;
     for t in &programs {
         for spec in fused(t.program()) {
-            let src = backend::fused_shader_source(spec);
-            let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
-            Validator::new(ValidationFlags::all(), Capabilities::default())
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{}:\n{}", spec.name(), e.emit_to_string(&src)));
-            checked += 1;
+            for src in backend::fused_shader_sources(spec) {
+                let module =
+                    naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&src)));
+                Validator::new(ValidationFlags::all(), Capabilities::default())
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{}:\n{}", spec.name(), e.emit_to_string(&src)));
+                checked += 1;
+            }
         }
     }
-    assert!(checked >= 10, "validated {checked} fused kernels");
+    assert!(checked >= 20, "validated {checked} fused kernels (each in both widths)");
 }
 
 // ---- a traced MLP training step (as in tests/jit.rs)

@@ -31,11 +31,13 @@ pub fn shader_sources(rows: &crate::kernel::RowSources) -> Vec<(String, String)>
     gpu::catalog::all_kernel_sources(rows)
 }
 
-/// The WGSL kernel the GPU backend generates for a fused program (for
+/// The WGSL kernels the GPU backend generates for a fused program: one
+/// output per invocation, and four with every input read as a vec4 (for
 /// validation: tests/jit_fusion.rs checks those of traced programs).
 #[cfg(feature = "gpu")]
-pub fn fused_shader_source(spec: &crate::kernel::FusedElementwise) -> String {
-    gpu::fused::source(spec)
+pub fn fused_shader_sources(spec: &crate::kernel::FusedElementwise) -> Vec<String> {
+    let lanes = vec![gpu::kernels::Lanes::Vector; spec.inputs.len()];
+    vec![gpu::fused::source(spec, None), gpu::fused::source(spec, Some(&lanes))]
 }
 
 /// The WGSL kernels the GPU backend may run an epilogue as (for

@@ -67,7 +67,11 @@ impl InputSpec {
         InputSpec { layout: t.layout().clone(), dtype: t.dtype(), device: t.device(), len: t.storage().read().len() }
     }
     fn describe(&self) -> String {
-        format!("{} {:?} (strides {:?}) on {}", self.dtype, self.layout.shape, self.layout.strides, self.device)
+        let l = &self.layout;
+        format!(
+            "{} {:?} (strides {:?}, offset {} in a storage of {} elements) on {}",
+            self.dtype, l.shape, l.strides, l.offset, self.len, self.device
+        )
     }
 }
 

@@ -58,15 +58,20 @@ fn fused_sources(rows: &Rows) -> Vec<(String, String)> {
     let binary: Vec<StepSource> =
         rows.binary.iter().enumerate().map(|(j, (_, e))| (Expr::Binary(e), vec![prev(j), X(1)], DType::F32)).collect();
     if !unary.is_empty() {
-        all.push(("fused:unary rows".to_string(), source_of(&[DType::F32], &unary)));
+        all.push(("fused:unary rows".to_string(), source_of(&[DType::F32], &unary, None)));
+        all.push(("fused:unary rows:x4:v".to_string(), source_of(&[DType::F32], &unary, Some(&[Lanes::Vector]))));
     }
     if !binary.is_empty() {
-        all.push(("fused:binary rows".to_string(), source_of(&[DType::F32; 2], &binary)));
+        all.push(("fused:binary rows".to_string(), source_of(&[DType::F32; 2], &binary, None)));
+        let lanes = [Lanes::Splat, Lanes::Vector];
+        all.push(("fused:binary rows:x4:sv".to_string(), source_of(&[DType::F32; 2], &binary, Some(&lanes))));
     }
     if let Some((_, add)) = rows.binary.first() {
         let wide: Vec<StepSource> =
             (1..MAX_INPUTS).map(|k| (Expr::Binary(add), vec![prev(k - 1), X(k)], DType::F32)).collect();
-        all.push(("fused:widest".to_string(), source_of(&[DType::F32; MAX_INPUTS], &wide)));
+        all.push(("fused:widest".to_string(), source_of(&[DType::F32; MAX_INPUTS], &wide, None)));
+        let lanes = [Lanes::Vector; MAX_INPUTS];
+        all.push(("fused:widest:x4".to_string(), source_of(&[DType::F32; MAX_INPUTS], &wide, Some(&lanes))));
     }
     for dt in GPU_DTYPES {
         let mut steps: Vec<StepSource> =
@@ -78,7 +83,10 @@ fn fused_sources(rows: &Rows) -> Vec<(String, String)> {
             steps.push((Expr::Cast, vec![selected], to));
         }
         steps.push((Expr::Copy, vec![selected], dt));
-        all.push((format!("fused:compare where cast:{}", dt.name()), source_of(&[dt, dt, DType::Bool], &steps)));
+        let name = format!("fused:compare where cast:{}", dt.name());
+        all.push((name.clone(), source_of(&[dt, dt, DType::Bool], &steps, None)));
+        let lanes = [Lanes::Vector, Lanes::Splat, Lanes::Vector];
+        all.push((format!("{name}:x4"), source_of(&[dt, dt, DType::Bool], &steps, Some(&lanes))));
     }
     all
 }

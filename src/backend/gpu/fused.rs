@@ -21,7 +21,7 @@
 //! through the ordinary elementwise kernels instead.
 
 use super::elementwise::{self as g, convert};
-use super::kernels::{launch, MATH, MAX_RANK, PRELUDE};
+use super::kernels::{launch, vec4_key, vec4_lanes, Lanes, MATH, MAX_RANK, PRELUDE};
 use super::runtime::PARAM_BYTES;
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
@@ -61,20 +61,29 @@ pub(crate) fn steps_of(spec: &FusedElementwise) -> Vec<StepSource<'static>> {
         .collect()
 }
 
-/// The WGSL kernel of a fused program.
-pub fn source(spec: &FusedElementwise) -> String {
-    source_of(&spec.inputs, &steps_of(spec))
+/// The WGSL kernel of a fused program, one output per invocation or
+/// (`lanes`: how each input is read, see `kernels::vec4_lanes`) four.
+pub fn source(spec: &FusedElementwise, lanes: Option<&[Lanes]>) -> String {
+    source_of(&spec.inputs, &steps_of(spec), lanes)
 }
 
-/// The WGSL kernel of `steps` over inputs of dtypes `inputs`.
-pub(crate) fn source_of(inputs: &[DType], steps: &[StepSource]) -> String {
+/// The WGSL kernel of `steps` over inputs of dtypes `inputs`. With `lanes`,
+/// the 4-wide variant (as `shaders/elementwise4.wgsl` for one row): each
+/// invocation loads four consecutive elements of each input once, as a
+/// vec4 or one repeated element, runs the steps on each of the four in
+/// turn, and stores them as one vec4.
+pub(crate) fn source_of(inputs: &[DType], steps: &[StepSource], lanes: Option<&[Lanes]>) -> String {
     let n_in = inputs.len();
+    let vector = |k: usize| lanes.is_some_and(|l| l[k] == Lanes::Vector);
+    let wide = |t: &str| if lanes.is_some() { format!("vec4<{t}>") } else { t.to_string() };
     let mut s = String::new();
     for (k, dt) in inputs.iter().enumerate() {
-        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> X{k}: array<{}>;", k + 1, wgsl_type(*dt));
+        let t = if vector(k) { wide(wgsl_type(*dt)) } else { wgsl_type(*dt).to_string() };
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> X{k}: array<{t}>;", k + 1);
     }
     let out = steps.last().map_or(DType::F32, |st| st.2);
-    let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> OUT: array<{}>;", n_in + 1, wgsl_type(out));
+    let _ =
+        writeln!(s, "@group(0) @binding({}) var<storage, read_write> OUT: array<{}>;", n_in + 1, wide(wgsl_type(out)));
     s.push_str(MATH);
     s.push_str(
         "
@@ -97,23 +106,41 @@ fn fused_index(i: u32, k: u32) -> u32 {
     );
     let (fns, body) = steps_code(inputs, steps, "f", "sc");
     s.push_str(&fns);
-    let loads: String = (0..n_in).map(|k| format!("    let x{k} = X{k}[fused_index(i, {k}u)];\n")).collect();
     let last = steps.len().saturating_sub(1);
-    let _ = write!(
-        s,
-        "
-@compute @workgroup_size(256)
+    let head = "@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let i = gid(wid, lid, nwg);
-    if (i >= pm(0u)) {{ return; }}
-    let r = pm(1u);
-    let sc = 3u + r + {n_in}u * (r + 1u);
-    let opaque_zero = pm(2u) & 0x80000000u;
-{loads}{body}    OUT[i] = t{last};
-}}
-"
+        @builtin(num_workgroups) nwg: vec3<u32>) {";
+    let scalars = format!(
+        "    let r = pm(1u);\n    let sc = 3u + r + {n_in}u * (r + 1u);\n    let opaque_zero = pm(2u) & 0x80000000u;\n"
     );
+    let _ = match lanes {
+        None => {
+            let loads: String = (0..n_in).map(|k| format!("    let x{k} = X{k}[fused_index(i, {k}u)];\n")).collect();
+            write!(
+                s,
+                "\n{head}\n    let i = gid(wid, lid, nwg);\n    if (i >= pm(0u)) {{ return; }}\n{scalars}{loads}{body}    OUT[i] = t{last};\n}}\n"
+            )
+        }
+        Some(_) => {
+            let loads: String = (0..n_in)
+                .map(|k| match vector(k) {
+                    true => format!("    let x{k}_4 = X{k}[fused_index(i, {k}u) >> 2u];\n"),
+                    false => format!("    let x{k}_4 = vec4<{}>(X{k}[fused_index(i, {k}u)]);\n", wgsl_type(inputs[k])),
+                })
+                .collect();
+            let per_lane: String = (0..4)
+                .map(|j| {
+                    let picks: String = (0..n_in).map(|k| format!("    let x{k} = x{k}_4[{j}u];\n")).collect();
+                    format!("    {{\n{picks}{body}    o[{j}u] = t{last};\n    }}\n")
+                })
+                .collect();
+            write!(
+                s,
+                "\n{head}\n    let q = gid(wid, lid, nwg);\n    if (q >= pm(0u) / 4u) {{ return; }}\n    let i = 4u * q;\n{scalars}{loads}    var o: vec4<{}>;\n{per_lane}    OUT[q] = o;\n}}\n",
+                wgsl_type(out)
+            )
+        }
+    };
     format!("{PRELUDE}\n{s}")
 }
 
@@ -242,7 +269,10 @@ pub fn run(
     let n: usize = out_shape.iter().product();
     let out = GpuBuffer::new(&ctx, op, spec.dtype().unwrap_or(DType::F32), n)?;
     let bufs: Vec<&GpuBuffer> = inputs.iter().map(|(b, _)| *b).collect();
-    launch(&ctx, &key(spec), || source(spec), &m, &bufs, &out, n)?;
+    match vec4_lanes(out_shape, &layouts) {
+        Some(l) => launch(&ctx, &vec4_key(&key(spec), &l), || source(spec, Some(&l)), &m, &bufs, &out, n / 4)?,
+        None => launch(&ctx, &key(spec), || source(spec, None), &m, &bufs, &out, n)?,
+    }
     Ok(out)
 }
 
