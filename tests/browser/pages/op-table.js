@@ -69,6 +69,12 @@ export const OP_TABLE = {
   pow: binary('pow'),
   maximum: binary('maximum', ['ties', 'ties broadcast']),
   minimum: binary('minimum', ['ties', 'ties broadcast']),
+  relu_backward: {
+    'same shapes': (s, [g, y]) => g.reluBackward(y),
+    '[2, 3, 4] with [4]': (s, [g, y]) => g.reluBackward(y),
+    '[3, 1] with [1, 4]': (s, [g, y]) => g.reluBackward(y),
+    'outputs of a relu, zeros included': (s, [g, x]) => g.reluBackward(x.relu()),
+  },
 
   // ---- compare.rs
   ...Object.assign(

@@ -20,17 +20,24 @@
 //! in favour of `flex`, but the long-standing pure-Rust CPU backend).
 //! `wgpu` is `Device::wgpu(DeviceKind::Cpu)`: the wgpu adapter whose type is
 //! `Cpu`, i.e. a software rasterizer. Here that is lavapipe (Mesa's software
-//! Vulkan driver; Burn reports it as `llvmpipe (LLVM ...)`), the only adapter
-//! this machine has, and so the same one skiff's `Device::gpu()` (the first
-//! adapter) gets. `DeviceKind::Cpu` rather than `DefaultDevice` so that the
-//! software adapter is chosen by kind, not by wgpu's power preference. Run
-//! with `BURN_STEPS_VERBOSE=1` to print the adapter's name and the labels to stderr.
+//! Vulkan driver; Burn reports it as `llvmpipe (LLVM 15.0.6, 256 bits)`),
+//! which is also what skiff's `Device::gpu()` (the first adapter) gets here.
+//! `DeviceKind::Cpu` rather than `DefaultDevice` so that the software adapter
+//! is chosen by kind, not by wgpu's power preference (on a machine with a real
+//! GPU this still measures lavapipe). Run with `BURN_STEPS_VERBOSE=1` to print
+//! the adapter's name and the labels to stderr.
 //! Before running on wgpu: `export XDG_RUNTIME_DIR=/tmp/xdg` (an existing
 //! directory with mode 700).
 //!
-//! Features: exactly the ones named in Cargo.toml (`default-features = false`),
-//! so Burn's default backend extras are off: no rayon or SIMD kernels in
-//! ndarray, no kernel fusion or autotuning on wgpu.
+//! Features: Burn's default features are off (`default-features = false`),
+//! so the plain build has no rayon threads or SIMD kernels in ndarray and no
+//! kernel fusion or autotuning on wgpu. `--features burn-defaults` turns those
+//! four on (a second build of the Burn crates, about half an hour on 2 cores):
+//!
+//!     CARGO_TARGET_DIR=/work/burn-target cargo build --release --features burn-defaults --manifest-path benches/peers/burn/Cargo.toml
+//!
+//! With autotuning, each wgpu run first benchmarks kernel candidates (tens of
+//! seconds on lavapipe, inside the warm-up steps, so not in the timing).
 
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
@@ -104,10 +111,8 @@ fn bench<M: Module, const D: usize>(
     let x = Tensor::<D>::random(shape, Distribution::Normal(0.0, 1.0), device);
     // Labels in 0..10: uniform floats in [0, 10), floored (clamped in case the
     // upper bound is ever drawn).
-    let y: Tensor<1, Int> = Tensor::<1>::random([shape[0]], Distribution::Uniform(0.0, 10.0), device)
-        .floor()
-        .int()
-        .clamp(0, 9);
+    let y: Tensor<1, Int> =
+        Tensor::<1>::random([shape[0]], Distribution::Uniform(0.0, 10.0), device).floor().int().clamp(0, 9);
     if std::env::var_os("BURN_STEPS_VERBOSE").is_some() {
         eprintln!("labels: {:?}", y.clone().into_data().convert::<i64>().try_to_vec::<i64>().unwrap());
     }
