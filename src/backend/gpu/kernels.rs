@@ -198,7 +198,8 @@ pub fn launch_template(
 ) -> Result<()> {
     let n: usize = shape.iter().product();
     let params = elementwise_params(op, shape, layouts, scalars)?;
-    let lanes = vec4_lanes(shape, layouts).filter(|l| l.len() == inputs.len() || l.last() == Some(&Lanes::Vector));
+    // A strided output (the layout after the inputs') is stored as a vec4, so it must read as one.
+    let lanes = vec4_lanes(shape, layouts).filter(|l| l[inputs.len()..].iter().all(|&x| x == Lanes::Vector));
     match lanes {
         Some(l) => {
             let inputs_lanes = &l[..inputs.len()];
