@@ -172,6 +172,12 @@ pub fn gather_strided<T: Elem>(src: &[T], layout: &Layout) -> Vec<T> {
         out.copy_from_slice(&src[layout.offset..layout.offset + n]);
         return out;
     }
+    if layout.strides.iter().all(|&s| s == 0) {
+        // One value expanded (a backward rule's zeros, a broadcast scalar):
+        // a fill, not ndarray's element-by-element copy from stride 0.
+        out.fill(src[layout.offset]);
+        return out;
+    }
     // Merging dims first gives ndarray's copy fewer, longer rows.
     let (shape, strides) = coalesce(&layout.shape, &[&layout.strides]);
     let merged = Layout { shape, strides: strides[0].clone(), offset: layout.offset };

@@ -1,7 +1,7 @@
 //! Index kernels: index_select / index_add (whole slices along one axis) and
-//! gather / scatter_add (one element per index position). Indices arrive
-//! already validated and converted to `usize` by the dispatch layer, so the
-//! kernels never see an out-of-range value.
+//! gather / scatter_add (one element per index position). Indices arrive as
+//! i32 already validated by the dispatch layer (in range, so non-negative and
+//! safe to cast), so the kernels never see an out-of-range value.
 //!
 //! index_select/index_add view their operands as [outer, dim, inner] and move
 //! whole [outer, inner] sub-views (an embedding lookup is one contiguous copy
@@ -15,23 +15,23 @@ use ndarray::{ArrayView3, ArrayViewMut3, Axis, Zip};
 use std::ops::AddAssign;
 
 /// `out[o, k, :] = x[o, idx[k], :]` for contiguous `x` of shape [outer, dim, inner].
-pub fn index_select<T: Elem>(x: &[T], outer: usize, dim: usize, inner: usize, idx: &[usize]) -> Vec<T> {
+pub fn index_select<T: Elem>(x: &[T], outer: usize, dim: usize, inner: usize, idx: &[i32]) -> Vec<T> {
     let mut out = super::pool::take::<T>(outer * idx.len() * inner);
     let x = ArrayView3::from_shape((outer, dim, inner), x).expect("outer * dim * inner elements");
     let mut o = ArrayViewMut3::from_shape((outer, idx.len(), inner), &mut out[..]).expect("sized above");
     for (mut dst, &i) in o.axis_iter_mut(Axis(1)).zip(idx) {
-        dst.assign(&x.index_axis(Axis(1), i));
+        dst.assign(&x.index_axis(Axis(1), i as usize));
     }
     out
 }
 
 /// `out[o, idx[k], :] += src[o, k, :]` for contiguous `out` of shape [outer, dim, inner]
 /// and contiguous `src` of shape [outer, idx.len(), inner]. Repeated indices accumulate.
-pub fn index_add<T: Elem + AddAssign>(out: &mut [T], outer: usize, dim: usize, inner: usize, idx: &[usize], src: &[T]) {
+pub fn index_add<T: Elem + AddAssign>(out: &mut [T], outer: usize, dim: usize, inner: usize, idx: &[i32], src: &[T]) {
     let mut o = ArrayViewMut3::from_shape((outer, dim, inner), out).expect("outer * dim * inner elements");
     let src = ArrayView3::from_shape((outer, idx.len(), inner), src).expect("outer * k * inner elements");
     for (s, &i) in src.axis_iter(Axis(1)).zip(idx) {
-        o.index_axis_mut(Axis(1), i).zip_mut_with(&s, |d, &s| *d += s);
+        o.index_axis_mut(Axis(1), i as usize).zip_mut_with(&s, |d, &s| *d += s);
     }
 }
 
@@ -43,7 +43,7 @@ fn cut(layout: &Layout, extent: &[usize], axis: usize) -> Layout {
 
 /// `out[p] = x[p with p[axis] replaced by idx[p]]` over every position `p` of
 /// `idx_shape` (`idx` is contiguous in that shape; `x` may be strided).
-pub fn gather<T: Elem>(x: &[T], xl: &Layout, axis: usize, idx: &[usize], idx_shape: &[usize]) -> Vec<T> {
+pub fn gather<T: Elem>(x: &[T], xl: &Layout, axis: usize, idx: &[i32], idx_shape: &[usize]) -> Vec<T> {
     let mut out = super::pool::take::<T>(idx.len());
     if out.is_empty() {
         return out;
@@ -53,8 +53,19 @@ pub fn gather<T: Elem>(x: &[T], xl: &Layout, axis: usize, idx: &[usize], idx_sha
     let mut o = view_mut(&mut out, &il);
     let ax = Axis(axis);
     Zip::from(o.lanes_mut(ax)).and(x.lanes(ax)).and(idx.lanes(ax)).for_each(|mut o, x, idx| {
+        // Unit-stride lanes (a gather along the last axis of contiguous
+        // operands: max-pool's) as slices: a strided lane iterator and
+        // strided indexing cost about 5x the loop itself.
+        if let (Some(x), Some(idx)) = (x.as_slice(), idx.as_slice()) {
+            if let Some(o) = o.as_slice_mut() {
+                for (o, &i) in o.iter_mut().zip(idx) {
+                    *o = x[i as usize];
+                }
+                return;
+            }
+        }
         for (o, &i) in o.iter_mut().zip(idx) {
-            *o = x[i];
+            *o = x[i as usize];
         }
     });
     out
@@ -67,7 +78,7 @@ pub fn scatter_add<T: Elem + AddAssign>(
     out: &mut [T],
     out_shape: &[usize],
     axis: usize,
-    idx: &[usize],
+    idx: &[i32],
     idx_shape: &[usize],
     src: &[T],
     sl: &Layout,
@@ -81,8 +92,17 @@ pub fn scatter_add<T: Elem + AddAssign>(
     let mut o = view_mut(out, &cut(&Layout::contiguous(out_shape), idx_shape, axis));
     let ax = Axis(axis);
     Zip::from(o.lanes_mut(ax)).and(src.lanes(ax)).and(idx.lanes(ax)).for_each(|mut o, src, idx| {
+        // Unit-stride lanes as slices, as in `gather`.
+        if let (Some(src), Some(idx)) = (src.as_slice(), idx.as_slice()) {
+            if let Some(o) = o.as_slice_mut() {
+                for (&s, &i) in src.iter().zip(idx) {
+                    o[i as usize] += s;
+                }
+                return;
+            }
+        }
         for (&s, &i) in src.iter().zip(idx) {
-            o[i] += s;
+            o[i as usize] += s;
         }
     });
 }

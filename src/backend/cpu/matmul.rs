@@ -1,10 +1,15 @@
-//! Batched GEMM on strided operands, over ndarray views: natively through
-//! `ndarray::linalg::general_mat_mul` (which calls `matrixmultiply`,
-//! multi-threaded via its `threading` feature); on wasm32 through `gemm`,
-//! whose SIMD128 micro-kernels measured 22-23 GFLOP/s at 512-1024 in V8 here
-//! against 20-21 for matrixmultiply's auto-vectorised fallback, and 3-4x more
-//! at 64 (see benches/README.md). Strided operands (transposed views from
-//! backward rules) need no copy: both GEMMs pack them themselves.
+//! Batched GEMM on strided operands, over ndarray views, through two GEMMs:
+//!
+//! - `gemm` (single-threaded) on wasm32, where its SIMD128 micro-kernels
+//!   measured 22-23 GFLOP/s at 512-1024 in V8 against 20-21 for
+//!   matrixmultiply's auto-vectorised fallback, and 3-4x more at 64 (see
+//!   benches/README.md); and natively where it measured faster (see
+//!   `Engine::for_product`);
+//! - natively otherwise `ndarray::linalg::general_mat_mul`, which calls
+//!   `matrixmultiply`, multi-threaded through its `threading` feature.
+//!
+//! Strided operands (transposed views from backward rules) need no copy:
+//! both GEMMs pack them themselves.
 
 use crate::shape::{Dims, Layout};
 use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
@@ -14,42 +19,76 @@ pub trait Gemm: super::Elem + LinalgScalar {}
 impl Gemm for f32 {}
 impl Gemm for f64 {}
 
-/// `c = a b` for one (m x k) by (k x n) product; `c` may hold stale data
-/// (beta = 0: it is written, never read).
-fn gemm<T: Gemm>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
+/// Which GEMM multiplies an (m x k) by (k x n) product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    /// The `gemm` crate, single-threaded.
+    Gemm,
+    /// `matrixmultiply` through ndarray (native only).
     #[cfg(not(target_arch = "wasm32"))]
-    ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
-    #[cfg(target_arch = "wasm32")]
-    {
-        let ((m, k), n) = (a.dim(), b.ncols());
-        let (sa, sb) = (a.strides(), b.strides());
-        let (rsc, csc) = (c.strides()[0], c.strides()[1]);
-        // gemm computes dst = alpha * dst + beta * lhs * rhs; read_dst = false ignores alpha.
-        let (read_dst, conj) = (false, false);
-        // SAFETY: the pointers and strides come from views of these shapes
-        // over live buffers, and `c` does not overlap `a` or `b`.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                c.as_mut_ptr(),
-                csc,
-                rsc,
-                read_dst,
-                a.as_ptr(),
-                sa[1],
-                sa[0],
-                b.as_ptr(),
-                sb[1],
-                sb[0],
-                T::zero(),
-                T::one(),
-                conj,
-                conj,
-                conj,
-                gemm::Parallelism::None,
-            );
+    MatrixMultiply,
+}
+
+impl Engine {
+    /// Natively, `gemm` where it measured faster than matrixmultiply, in
+    /// interleaved rounds on the project's machine (gemm's time / mm's):
+    /// - a side under 10 (matrixmultiply's packing of the long operand
+    ///   dominates): a convolution's [8, 9] x [9, 676] forward 0.41, its
+    ///   [8, 676] x [676, 9] weight gradient 0.15;
+    /// - both operands row-major up to about 256^3: [16, 72] x [72, 121]
+    ///   0.89, [64, 784] x [784, 256] 0.77, 128^3 0.86 (256^3: 1.08);
+    /// - not with a transposed operand from 16 up: [16, 121] x [121, 72]^T
+    ///   1.35, [784, 64]^T x [64, 256] 1.35.
+    ///
+    /// `row_major` says both operands have unit-stride rows.
+    fn for_product(m: usize, k: usize, n: usize, row_major: bool) -> Engine {
+        #[cfg(target_arch = "wasm32")]
+        let _ = (m, k, n, row_major);
+        #[cfg(not(target_arch = "wasm32"))]
+        if m.min(n) >= 10 && !(row_major && m * k * n < 1 << 24) {
+            return Engine::MatrixMultiply;
+        }
+        Engine::Gemm
+    }
+}
+
+/// `c = a b` for one (m x k) by (k x n) product with `engine`; `c` may hold
+/// stale data (beta = 0: it is written, never read).
+fn gemm<T: Gemm>(engine: Engine, a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
+    match engine {
+        #[cfg(not(target_arch = "wasm32"))]
+        Engine::MatrixMultiply => ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c),
+        Engine::Gemm => {
+            let ((m, k), n) = (a.dim(), b.ncols());
+            let (sa, sb) = (a.strides(), b.strides());
+            let (rsc, csc) = (c.strides()[0], c.strides()[1]);
+            // gemm computes dst = alpha * dst + beta * lhs * rhs; read_dst = false ignores alpha.
+            let (read_dst, conj) = (false, false);
+            // SAFETY: the pointers and strides come from views of these shapes
+            // over live buffers, and `c` does not overlap `a` or `b`.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    c.as_mut_ptr(),
+                    csc,
+                    rsc,
+                    read_dst,
+                    a.as_ptr(),
+                    sa[1],
+                    sa[0],
+                    b.as_ptr(),
+                    sb[1],
+                    sb[0],
+                    T::zero(),
+                    T::one(),
+                    conj,
+                    conj,
+                    conj,
+                    gemm::Parallelism::None,
+                );
+            }
         }
     }
 }
@@ -77,12 +116,13 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
     let nd = batch.len();
     let mut index: Dims = batch.iter().map(|_| 0).collect();
     let (mut oa, mut ob) = (la.offset, lb.offset);
+    let engine = Engine::for_product(m, k, n, sa[nd + 1] == 1 && sb[nd + 1] == 1);
     for c in out.chunks_exact_mut(m * n) {
         let av =
             ArrayView2::from_shape((m, k).strides((sa[nd], sa[nd + 1])), &a[oa..]).expect("a's layout fits its buffer");
         let bv =
             ArrayView2::from_shape((k, n).strides((sb[nd], sb[nd + 1])), &b[ob..]).expect("b's layout fits its buffer");
-        gemm(av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"));
+        gemm(engine, av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"));
         // Next batch index, last dim fastest; the offsets follow.
         for d in (0..nd).rev() {
             index[d] += 1;
@@ -97,4 +137,51 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
         }
     }
     out
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// A deterministic, irregular f64 matrix (rows x cols).
+    fn matrix(rows: usize, cols: usize, seed: usize) -> Array2<f64> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 31 + j * 17 + seed * 7) % 23) as f64 / 8.0 - 1.3)
+    }
+
+    /// The plain triple loop.
+    fn reference(a: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
+        let ((m, k), n) = (a.dim(), b.ncols());
+        Array2::from_shape_fn((m, n), |(i, j)| (0..k).map(|p| a[[i, p]] * b[[p, j]]).sum())
+    }
+
+    #[test]
+    fn both_engines_multiply_strided_operands() {
+        // Shapes on both sides of the choice, each with row-major and transposed operands.
+        for (m, k, n) in [(8, 9, 37), (8, 70, 9), (16, 24, 30), (33, 17, 12), (1, 5, 1), (20, 1, 40)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = if ta { matrix(k, m, 1).reversed_axes() } else { matrix(m, k, 1) };
+                let b = if tb { matrix(n, k, 2).reversed_axes() } else { matrix(k, n, 2) };
+                let want = reference(a.view(), b.view());
+                for engine in [Engine::Gemm, Engine::MatrixMultiply] {
+                    let mut c = Array2::from_elem((m, n), f64::NAN); // stale data must be overwritten
+                    gemm(engine, a.view(), b.view(), c.view_mut());
+                    let err = (&c - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+                    assert!(err < 1e-12, "{engine:?} {m}x{k}x{n} transposed {ta}/{tb}: max error {err}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_engine_choice_follows_the_measurements() {
+        // A convolution's short products go to gemm whatever the layout.
+        assert_eq!(Engine::for_product(8, 9, 676, true), Engine::Gemm);
+        assert_eq!(Engine::for_product(8, 676, 9, false), Engine::Gemm);
+        // Row-major products below 256^3 too; from there matrixmultiply's threads win.
+        assert_eq!(Engine::for_product(64, 784, 256, true), Engine::Gemm);
+        assert_eq!(Engine::for_product(256, 256, 256, true), Engine::MatrixMultiply);
+        // A transposed operand with both sides from 10 up: matrixmultiply.
+        assert_eq!(Engine::for_product(16, 121, 72, false), Engine::MatrixMultiply);
+    }
 }
