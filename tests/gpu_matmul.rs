@@ -92,6 +92,41 @@ fn every_block_shape_of_the_blocked_kernel() {
     }
 }
 
+/// The blocked kernel with K unrolled 4x (SwiftShader's choice,
+/// `GpuContext::matmul_unroll`) computes the same bits as one step at a
+/// time: row classes 4, 8, 16, column classes 8, 16, 32 with 1 and 8 lanes,
+/// K under 4 (only the remainder loop) and 9 (two unrolled steps and one
+/// more). On an adapter that runs the tiled kernel the setting changes nothing.
+#[test]
+fn unrolled_k_gives_the_same_bits() {
+    let Some(dev) = gpu() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
+    let ctx = g.context();
+    let before = ctx.matmul_unroll();
+    manual_seed(3);
+    for (m, n) in [(3, 5), (8, 16), (17, 300), (17, 9), (3, 300)] {
+        for k in [3, 9] {
+            let a = Tensor::randn(&[m, k], DType::F32).unwrap().to(&dev).unwrap();
+            let b = Tensor::randn(&[k, n], DType::F32).unwrap().to(&dev).unwrap();
+            let product = |steps| {
+                ctx.set_matmul_unroll(steps);
+                a.matmul(&b).unwrap().to_vec::<f32>().unwrap()
+            };
+            let (one, four) = (product(1), product(4));
+            let same = one.iter().zip(&four).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{m}x{k}x{n}: K unrolled 4x differs from one step at a time");
+            check(&dev, &format!("{m}x{k}x{n} unrolled"), (&[m, k], &[k, n]), plain);
+        }
+    }
+    ctx.set_matmul_unroll(before);
+    let kernels = g.compiled_kernels();
+    if kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:")) {
+        for steps in ["u1", "u4"] {
+            assert!(kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.ends_with(steps)), "{kernels:?}");
+        }
+    }
+}
+
 #[test]
 fn batched_with_broadcast_batch_dims() {
     let Some(dev) = gpu() else { return };

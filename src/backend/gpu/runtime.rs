@@ -6,7 +6,7 @@
 use super::context::{self, Opened};
 use crate::error::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::checks::{IndexChecks, TakenChecks, CHECK_SLOTS, SLOT_BYTES};
@@ -121,6 +121,27 @@ pub struct GpuContext {
     /// Whether the sliding-window kernels run one invocation per output row
     /// rather than per element (see `shaders/conv.wgsl`).
     row_kernels: AtomicBool,
+    /// How many steps of K the blocked matmul takes per loop iteration (see
+    /// `matmul::Block::unroll`).
+    matmul_unroll: AtomicUsize,
+}
+
+/// The blocked matmul's K unrolling for an adapter: 4 on software adapters
+/// other than lavapipe (SwiftShader, natively or in Chromium), 1 elsewhere,
+/// unless `SKIFF_GPU_MATMUL_UNROLL=1|4` says otherwise. SwiftShader runs a
+/// workgroup's invocations as SIMD lanes and stores every `var` written in a
+/// loop through a blend with the active-lane mask (seen in its generated
+/// code), so each accumulator update cost a load, a blend and a store; four
+/// steps of K folded into one expression per accumulator pay that once:
+/// 1.8-2.0 -> 2.5-3.2 GFLOP/s at 256^3 and 512^3. lavapipe keeps its
+/// registers and gained nothing at 512^3 and lost at 256^3.
+fn matmul_unroll_for(info: &wgpu::AdapterInfo) -> usize {
+    match std::env::var("SKIFF_GPU_MATMUL_UNROLL").as_deref() {
+        Ok("1") => 1,
+        Ok("4") => 4,
+        _ if info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe") => 4,
+        _ => 1,
+    }
 }
 
 /// Whether an adapter runs the row sliding-window kernels (see `GpuContext::row_kernels`).
@@ -172,6 +193,7 @@ impl GpuContext {
         // The device's own limits (what it enforces), not the ones requested.
         let limits = o.device.limits();
         let row_kernels = row_kernels_for(&o.info);
+        let matmul_unroll = matmul_unroll_for(&o.info);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -202,6 +224,7 @@ impl GpuContext {
             lost,
             out_of_memory,
             row_kernels: AtomicBool::new(row_kernels),
+            matmul_unroll: AtomicUsize::new(matmul_unroll),
         })
     }
 
@@ -224,6 +247,20 @@ impl GpuContext {
     #[doc(hidden)]
     pub fn set_row_kernels(&self, on: bool) {
         self.row_kernels.store(on, Ordering::Relaxed);
+    }
+
+    /// Steps of K per iteration of the blocked matmul's loop (1 or 4; see
+    /// `matmul_unroll_for`).
+    #[doc(hidden)]
+    pub fn matmul_unroll(&self) -> usize {
+        self.matmul_unroll.load(Ordering::Relaxed)
+    }
+
+    /// Sets `matmul_unroll` from now on (1 or 4; anything else is 1). Both
+    /// compute the same sums in the same order; tests run both.
+    #[doc(hidden)]
+    pub fn set_matmul_unroll(&self, steps: usize) {
+        self.matmul_unroll.store(if steps == 4 { 4 } else { 1 }, Ordering::Relaxed);
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
