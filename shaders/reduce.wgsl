@@ -89,6 +89,29 @@ fn reduced_offset(r: u32) -> u32 {
     return off;
 }
 
+// A step of `n` reduced elements with one or two reduced dims, as the
+// change of the storage offset and of the inner index: x = n / inner size
+// (whole rows) and y = n % inner size; with one dim, the inner index is r
+// itself and never wraps. z, w: the inner size and the offset change when
+// the inner index wraps past it.
+fn stepper(n: u32) -> vec4<u32> {
+    if (pm(5u) == 1u) {
+        return vec4<u32>(n * pm(32u), n, 0xffffffffu, 0u);
+    }
+    let inner = pm(25u);
+    let q = n / inner;
+    let rm = n % inner;
+    // u32 arithmetic wraps, so a negative change is its two's complement.
+    return vec4<u32>(q * pm(32u) + rm * pm(33u), rm, inner, pm(32u) - inner * pm(33u));
+}
+
+// The next position (offset, inner index) after `at`, `st` from `stepper`.
+fn advance(at: vec2<u32>, st: vec4<u32>) -> vec2<u32> {
+    let i = at.y + st.y;
+    let wrap = i >= st.z;
+    return vec2<u32>(at.x + st.x + select(0u, st.w, wrap), select(i, i - st.z, wrap));
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -107,13 +130,47 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acci = NONE;
     if (live) {
         let base = kept_base(o / splits);
-        for (var r = lo + lane; r < hi; r = r + lanes) {
-            let v = X[base + reduced_offset(r)];
+        var r = lo + lane;
+        if (pm(5u) == 1u || pm(5u) == 2u) {
+            // One or two reduced dims (nearly every reduction after merging):
+            // the offset follows r by additions, with no division per element
+            // (software rasterisers divide one lane at a time), and a sum
+            // takes four elements per iteration in one expression (SwiftShader
+            // blends every loop variable with the lane mask on each store).
+            // The same elements in the same order as one at a time.
+            let st = stepper(lanes);
+            var at = vec2<u32>(base + reduced_offset(r), r);
+            if (pm(5u) == 2u) {
+                at.y = r % pm(25u);
+            }
             if (KIND == 0u) {
-                acc = acc + v;
-            } else if (wins(v, r, acc, acci)) {
-                acc = v;
-                acci = r;
+                for (; r + 3u * lanes < hi; r = r + 4u * lanes) {
+                    let at1 = advance(at, st);
+                    let at2 = advance(at1, st);
+                    let at3 = advance(at2, st);
+                    acc = (((acc + X[at.x]) + X[at1.x]) + X[at2.x]) + X[at3.x];
+                    at = advance(at3, st);
+                }
+            }
+            for (; r < hi; r = r + lanes) {
+                let v = X[at.x];
+                if (KIND == 0u) {
+                    acc = acc + v;
+                } else if (wins(v, r, acc, acci)) {
+                    acc = v;
+                    acci = r;
+                }
+                at = advance(at, st);
+            }
+        } else {
+            for (; r < hi; r = r + lanes) {
+                let v = X[base + reduced_offset(r)];
+                if (KIND == 0u) {
+                    acc = acc + v;
+                } else if (wins(v, r, acc, acci)) {
+                    acc = v;
+                    acci = r;
+                }
             }
         }
     }

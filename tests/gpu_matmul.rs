@@ -127,6 +127,27 @@ fn unrolled_k_gives_the_same_bits() {
     }
 }
 
+/// K past 65,535: lavapipe runs at most 65,535 loop iterations per
+/// invocation and then moves on silently (this gave 65,533 and stale rows for
+/// 70,000 before), so the blocked kernel unrolls K 4x there when it must, and
+/// a K beyond even that is an error naming matmul and the adapter, never a
+/// wrong product. Sums of ones are exact in f32 up to 2^24.
+#[test]
+fn inner_dimension_past_65535() {
+    let Some(dev) = gpu() else { return };
+    for k in [70_000, 140_001, 262_000] {
+        let a = Tensor::ones(&[2, k], DType::F32).unwrap().to(&dev).unwrap();
+        let b = Tensor::ones(&[k, 3], DType::F32).unwrap().to(&dev).unwrap();
+        match a.matmul(&b) {
+            Ok(c) => assert_eq!(c.to_vec::<f32>().unwrap(), vec![k as f32; 6], "[2, {k}] x [{k}, 3] of ones"),
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(k > 200_000 && msg.contains("matmul") && msg.contains("llvmpipe"), "K = {k}: {msg}");
+            }
+        }
+    }
+}
+
 #[test]
 fn batched_with_broadcast_batch_dims() {
     let Some(dev) = gpu() else { return };

@@ -52,8 +52,22 @@ fn close(what: &str, got: &Tensor, want: &Tensor, scale: &Tensor) {
 }
 
 /// Compares every reduction of `view(x)` on both devices over each axis set
-/// (with and without keepdim), and argmax/argmin along each axis and overall.
+/// (with and without keepdim), and argmax/argmin along each axis and overall,
+/// in both kernel modes: a workgroup tree per output (real GPUs) and one
+/// thread per output or part (software adapters, `row_kernels`). A lock keeps
+/// other tests of this file from switching the mode meanwhile.
 fn check(dev: &Device, name: &str, x: &Tensor, view: impl Fn(&Tensor) -> Result<Tensor>, axis_sets: &[&[isize]]) {
+    static MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _lock = MODE.lock().unwrap_or_else(|e| e.into_inner());
+    let Device::Gpu(g) = dev else { unreachable!("a GPU test") };
+    for serial in [false, true] {
+        g.context().set_row_kernels(serial);
+        check_mode(dev, &format!("{name} (serial {serial})"), x, &view, axis_sets);
+    }
+    g.context().set_row_kernels(g.context().row_kernels_default());
+}
+
+fn check_mode(dev: &Device, name: &str, x: &Tensor, view: impl Fn(&Tensor) -> Result<Tensor>, axis_sets: &[&[isize]]) {
     let c = view(x).unwrap();
     let g = view(&x.to(dev).unwrap()).unwrap();
     for &axes in axis_sets {
@@ -147,6 +161,15 @@ fn large_rows_many_short_rows_and_columns() {
     // Positive data: a long sum that cannot hide errors in cancellation.
     let pos = long.abs().unwrap();
     check(&dev, "100k positive", &pos, |t| Ok(t.clone()), &[&[0]]);
+    // Two unmergeable reduced dims, long enough that every lane takes many
+    // steps and its inner index wraps many times (the kernel follows the
+    // offset by additions): a convolution's bias gradient, over (N, H, W) of
+    // [N, C, H, W], and the same over a permuted view. Positive data, so a
+    // wrong element cannot cancel out.
+    let act = data(&[16, 3, 26, 26], 14, 0).abs().unwrap();
+    check(&dev, "conv bias gradient", &act, |t| Ok(t.clone()), &[&[0, 2, 3]]);
+    check(&dev, "conv bias gradient, permuted", &act, |t| t.permute(&[0, 2, 3, 1]), &[&[0, 1, 2]]);
+    check(&dev, "inner size 7, odd strides", &data(&[40, 5, 7], 15, 0).abs().unwrap(), |t| Ok(t.clone()), &[&[0, 2]]);
 }
 
 /// More outputs than one grid dimension holds (70,000 workgroups of one output each).

@@ -189,7 +189,7 @@ pub fn matmul_with(
         return Ok(out);
     }
     let kernel = Kernel::for_device(ctx.info.device_type);
-    let block = Block::for_product(m, n).unrolled(ctx.matmul_unroll());
+    let block = Block::for_product(m, n).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
     let [tm, tn] = match kernel {
         Kernel::Tiled => [TILE, TILE],
         Kernel::Blocked => block.tile(),
@@ -215,6 +215,34 @@ pub fn matmul_with(
     };
     ctx.dispatch_grid(&pipeline, &params, &buffers, grid);
     Ok(out)
+}
+
+/// Loop iterations the blocked kernel needs besides its K loop (the row
+/// stores; the budget below is for the whole invocation).
+const OTHER_ITERATIONS: usize = 64;
+
+/// The K unrolling of the blocked kernel for an [m, k] x [k, n] product: the
+/// adapter's (`GpuContext::matmul_unroll`), or 4 where that keeps an
+/// invocation within the adapter's loop budget. lavapipe runs at most 65,535
+/// loop iterations per invocation, all loops together (llvmpipe's guard
+/// against endless loops), and then silently moves on: K = 70,000 gave
+/// 65,533 instead of 70,000. A product even 4x unrolling cannot fit is an
+/// error naming the adapter, not a wrong result.
+fn unroll_for(ctx: &super::GpuContext, kernel: Kernel, m: usize, k: usize, n: usize) -> Result<usize> {
+    let unroll = ctx.matmul_unroll();
+    let (Kernel::Blocked, Some(budget)) = (kernel, ctx.loop_budget()) else { return Ok(unroll) };
+    let fits = |steps: usize| k / steps + OTHER_ITERATIONS <= budget;
+    match [unroll, 4].into_iter().find(|&steps| fits(steps)) {
+        Some(steps) => Ok(steps),
+        None => Err(Error::shape(
+            "matmul",
+            format!(
+                "[{m}, {k}] x [{k}, {n}]: an inner dimension of {k} needs more loop iterations than the adapter '{}' runs per invocation ({budget}); at most {} on this adapter",
+                ctx.info.name,
+                4 * (budget - OTHER_ITERATIONS)
+            ),
+        )),
+    }
 }
 
 /// The pipeline key of the blocked kernel with block `b`.

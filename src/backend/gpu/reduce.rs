@@ -89,10 +89,40 @@ fn outputs_per_group(outputs: usize, k: usize, column: bool) -> u32 {
     g.trailing_zeros()
 }
 
+/// Software adapters reduce one output (or one part of a split output) per
+/// thread, with no tree through workgroup memory: SwiftShader runs a
+/// workgroup's threads as coroutines over SIMD lanes and switches all of them
+/// at every barrier, which made a convolution's bias gradient ([64, 8, 26, 26]
+/// over N, H, W) cost 57-67 ms. Long reductions over few outputs split into
+/// parts of at least `SERIAL_CHUNK` elements, up to `SERIAL_PARTS` parts in all.
+const SERIAL_CHUNK: usize = 256;
+const SERIAL_PARTS: usize = 256;
+/// Elements one thread reduces alone at most; longer parts use the tree.
+/// lavapipe ends any loop after 65,535 iterations (llvmpipe's guard against
+/// endless loops), which cut a serial argmax over 150,000 elements short.
+const SERIAL_MAX: usize = 16_384;
+
+/// `splits_for` when each thread reduces a part alone (`SERIAL_CHUNK`).
+fn serial_splits(outputs: usize, k: usize) -> usize {
+    (k / SERIAL_CHUNK).min(SERIAL_PARTS.div_ceil(outputs.max(1))).max(1)
+}
+
 /// The dispatch reducing `axes` of `layout`; with `split`, long reductions
 /// over few outputs may write `splits` partials per output instead (sum,
-/// max and min only: their partials combine with the same reduction).
-fn plan(op: &'static str, layout: &Layout, axes: &[usize], split: bool) -> Result<Plan> {
+/// max and min only: their partials combine with the same reduction). With
+/// `serial` (software adapters, `GpuContext::row_kernels`), one thread per
+/// output or part.
+fn plan(op: &'static str, layout: &Layout, axes: &[usize], split: bool, serial: bool) -> Result<Plan> {
+    if serial {
+        let p = plan_with(op, layout, axes, split, true)?;
+        if p.params[1].div_ceil(p.params[6].max(1)) as usize <= SERIAL_MAX {
+            return Ok(p);
+        }
+    }
+    plan_with(op, layout, axes, split, false)
+}
+
+fn plan_with(op: &'static str, layout: &Layout, axes: &[usize], split: bool, serial: bool) -> Result<Plan> {
     let nd = layout.shape.len();
     if let Some(&a) = axes.iter().find(|&&a| a >= nd) {
         return Err(Error::shape(op, format!("axis {a} is out of range for shape {:?}", layout.shape)));
@@ -112,13 +142,18 @@ fn plan(op: &'static str, layout: &Layout, axes: &[usize], split: bool) -> Resul
     let (rs, rst) = side(op, "reduced", layout, axes)?;
     // coalesce leaves one dim of size 1 when a side is empty.
     let column = outputs > 1 && kst.last() == Some(&1) && rst.last() != Some(&1);
-    let mut lg = outputs_per_group(outputs, k, column);
-    let mut splits = if split { splits_for(outputs.div_ceil(1 << lg), k) } else { 1 };
+    let one_lane = WORKGROUP.trailing_zeros();
+    let mut lg = if serial { one_lane } else { outputs_per_group(outputs, k, column) };
+    let mut splits = match (split, serial) {
+        (false, _) => 1,
+        (true, true) => serial_splits(outputs, k),
+        (true, false) => splits_for(outputs.div_ceil(1 << lg), k),
+    };
     let chunk = k.div_ceil(splits).max(1);
     if splits > 1 {
         // Every part is a long row of its own; no part is empty.
         splits = k.div_ceil(chunk);
-        lg = outputs_per_group(outputs * splits, chunk, false);
+        lg = if serial { one_lane } else { outputs_per_group(outputs * splits, chunk, false) };
     }
     let mut m = vec![0u32; 40];
     m[0] = (outputs * splits) as u32;
@@ -191,8 +226,9 @@ fn run(
     }
     let arg = matches!(mode, Mode::ArgMax | Mode::ArgMin);
     // Argmax partials would need their indices too: arg reductions run in one pass.
-    let p = plan(op, layout, axes, !arg)?;
     let ctx = x.ctx().clone();
+    let serial = ctx.row_kernels();
+    let p = plan(op, layout, axes, !arg, serial)?;
     let out = GpuBuffer::new(&ctx, op, if arg { DType::I32 } else { DType::F32 }, p.outputs)?;
     if p.outputs == 0 {
         return Ok(out);
@@ -222,7 +258,7 @@ fn run(
     // (one queue, in order, so no later user can overwrite them early).
     let partial = GpuBuffer::new(&ctx, op, DType::F32, p.outputs * p.splits)?;
     ctx.dispatch(&pipeline, &p.params, &[x.raw(), partial.raw()], p.workgroups);
-    let p2 = plan(op, &Layout::contiguous(&[p.outputs, p.splits]), &[1], false)?;
+    let p2 = plan(op, &Layout::contiguous(&[p.outputs, p.splits]), &[1], false, serial)?;
     last(&p2.params, &partial, p2.workgroups)?;
     Ok(out)
 }
@@ -273,28 +309,44 @@ mod tests {
     #[test]
     fn plans_merge_dims_and_permute_reduced_axes_last() {
         // [4, 5, 6] contiguous, reducing axis 1: kept [4, 6] strides [30, 1], reduced [5] stride 6.
-        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[1], true).unwrap();
+        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[1], true, false).unwrap();
         assert_eq!(&p.params[..6], &[24, 5, 0, p.params[3], 2, 1]);
         assert_eq!(&p.params[8..10], &[4, 6]);
         assert_eq!(&p.params[16..18], &[30, 1]);
         assert_eq!((p.params[24], p.params[32]), (5, 6));
         // All axes of a contiguous block merge into one reduced dim; no kept dims remain.
-        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[0, 1, 2], true).unwrap();
+        let p = plan("sum", &Layout::contiguous(&[4, 5, 6]), &[0, 1, 2], true, false).unwrap();
         assert_eq!((p.params[0], p.params[1], p.params[5], p.params[24], p.params[32]), (1, 120, 1, 120, 1));
         assert_eq!(p.workgroups, 1);
-        assert!(plan("sum", &Layout::contiguous(&[4, 5]), &[2], true).is_err());
+        assert!(plan("sum", &Layout::contiguous(&[4, 5]), &[2], true, false).is_err());
         assert_eq!(p.splits, 1);
     }
 
     #[test]
     fn long_reductions_over_few_outputs_split() {
-        let p = plan("sum", &Layout::contiguous(&[1_000_000]), &[0], true).unwrap();
+        let p = plan("sum", &Layout::contiguous(&[1_000_000]), &[0], true, false).unwrap();
         let (splits, chunk) = (p.params[6] as usize, p.params[7] as usize);
         assert!(splits > 100 && splits == p.splits && splits <= 256, "{splits}");
         assert!(splits * chunk >= 1_000_000 && (splits - 1) * chunk < 1_000_000);
         assert_eq!((p.params[0] as usize, p.outputs), (splits, 1));
         // Not for arg reductions, nor when there are enough outputs to fill the GPU.
-        assert_eq!(plan("argmax", &Layout::contiguous(&[1_000_000]), &[0], false).unwrap().splits, 1);
-        assert_eq!(plan("sum", &Layout::contiguous(&[1024, 8192]), &[1], true).unwrap().splits, 1);
+        assert_eq!(plan("argmax", &Layout::contiguous(&[1_000_000]), &[0], false, false).unwrap().splits, 1);
+        assert_eq!(plan("sum", &Layout::contiguous(&[1024, 8192]), &[1], true, false).unwrap().splits, 1);
+    }
+
+    #[test]
+    fn software_adapters_reduce_one_part_per_thread() {
+        // A convolution's bias gradient: 8 outputs of 43,264 elements, 32 parts each.
+        let x = Layout::contiguous(&[64, 8, 26 * 26]);
+        let p = plan("sum", &x, &[0, 2], true, true).unwrap();
+        assert_eq!((p.params[3], p.splits, p.params[0]), (8, 32, 256));
+        assert!(p.params[7] as usize >= SERIAL_CHUNK);
+        // Short rows are not split; arg reductions never are.
+        assert_eq!(plan("sum", &Layout::contiguous(&[1000, 300]), &[1], true, true).unwrap().splits, 1);
+        let p = plan("argmax", &Layout::contiguous(&[10_000]), &[0], false, true).unwrap();
+        assert_eq!((p.params[3], p.splits), (8, 1));
+        // Past SERIAL_MAX elements per thread, the tree (one workgroup here).
+        let p = plan("argmax", &Layout::contiguous(&[1_000_000]), &[0], false, true).unwrap();
+        assert_eq!((p.params[3], p.splits), (0, 1));
     }
 }

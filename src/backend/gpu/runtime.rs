@@ -256,6 +256,13 @@ impl GpuContext {
         self.matmul_unroll.load(Ordering::Relaxed)
     }
 
+    /// The most loop iterations one invocation may run on this adapter, all
+    /// loops together, where it has such a limit: lavapipe (llvmpipe) ends
+    /// loops after 65,535 iterations per invocation and carries on silently.
+    pub(crate) fn loop_budget(&self) -> Option<usize> {
+        self.info.name.contains("llvmpipe").then_some(65_535)
+    }
+
     /// Sets `matmul_unroll` from now on (1 or 4; anything else is 1). Both
     /// compute the same sums in the same order; tests run both.
     #[doc(hidden)]
