@@ -98,8 +98,9 @@ fn outputs_per_group(outputs: usize, k: usize, column: bool) -> u32 {
 const SERIAL_CHUNK: usize = 256;
 const SERIAL_PARTS: usize = 256;
 /// Elements one thread reduces alone at most; longer parts use the tree.
-/// lavapipe ends any loop after 65,535 iterations (llvmpipe's guard against
-/// endless loops), which cut a serial argmax over 150,000 elements short.
+/// It keeps each thread well inside lavapipe's budget of 65,535 loop
+/// iterations per invocation (`GpuContext::loop_budget`), which cut a serial
+/// argmax over 150,000 elements short, and bounds one thread's work anywhere.
 const SERIAL_MAX: usize = 16_384;
 
 /// `splits_for` when each thread reduces a part alone (`SERIAL_CHUNK`).
