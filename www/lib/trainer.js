@@ -269,12 +269,11 @@ export class Trainer {
             break;
           }
           await flushing;
-          // A pause during the evaluation abandons it: the pause evaluates where it stopped.
-          if (this.step % EVAL_EVERY < LOG_EVERY && (await this.evaluate({ interruptible: true }))) {
-            await this.checkpoint();
-          } else if (performance.now() - this.checkpointedAt >= CHECKPOINT_MS) {
-            await this.checkpoint();
-          }
+          // A pause during the evaluation abandons it: the pause evaluates
+          // and checkpoints where it stopped (a Reset needs neither).
+          const evaluated = this.step % EVAL_EVERY < LOG_EVERY && (await this.evaluate({ stopping }));
+          if (this.stopRequested) break;
+          if (evaluated || performance.now() - this.checkpointedAt >= CHECKPOINT_MS) await this.checkpoint();
           timing = new StepWindow(performance.now());
         }
         await yieldToQueue();
@@ -375,10 +374,13 @@ export class Trainer {
   /**
    * Loss, accuracy and every prediction on the held-out test set. The chunks
    * are computed one at a time with a yield between them, so a pause or a
-   * call gets in (the CNN takes most of a second on the cpu); with
-   * `interruptible`, a pause requested meanwhile abandons it (null).
+   * call gets in (the CNN takes most of a second on the cpu). With
+   * `stopping` (a promise that settles when a pause or Reset is asked for),
+   * such a request abandons it (null), also while its readback waits for the
+   * GPU: on a software adapter that is every chunk's forward pass (about 160
+   * ms for the MLP on SwiftShader), which a Reset must not wait for.
    */
-  async evaluate({ interruptible = false } = {}) {
+  async evaluate({ stopping = null } = {}) {
     if (this.testCache && this.testCache.model !== this.config.model) this.dropTestCache();
     const chunks = this.testChunks();
     const parts = [];
@@ -392,7 +394,7 @@ export class Trainer {
         ),
       );
       await yieldToQueue();
-      if (interruptible && this.stopRequested) {
+      if (stopping && this.stopRequested) {
         skiff.dispose(parts.flat());
         return null;
       }
@@ -404,8 +406,12 @@ export class Trainer {
       skiff.cat(parts.map(([, p]) => p)),
     ]);
     skiff.dispose(parts.flat());
-    const [floatValues, predValues] = await Promise.all([floats.data(), predictions.data()]);
-    skiff.dispose([floats, predictions]);
+    const reading = Promise.all([floats.data(), predictions.data()]);
+    // The tensors go once their readbacks are done, whoever still waits for them.
+    reading.finally(() => skiff.dispose([floats, predictions])).catch(() => {});
+    const abandoned = stopping && (await Promise.race([reading.then(() => false), stopping.then(() => true)]));
+    if (abandoned) return null;
+    const [floatValues, predValues] = await reading;
     const { test } = this.data;
     let correct = 0;
     for (let i = 0; i < test.count; i++) if (predValues[i] === test.labels[i]) correct += 1;
