@@ -122,7 +122,69 @@ fn unrolled_k_gives_the_same_bits() {
     let kernels = g.compiled_kernels();
     if kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:")) {
         for steps in ["u1", "u4"] {
-            assert!(kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.ends_with(steps)), "{kernels:?}");
+            assert!(kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.contains(steps)), "{kernels:?}");
+        }
+    }
+}
+
+/// The blocked kernel's vec4 loads (`gm::Loads`, on by default) read the
+/// same elements as one load per element, so they give the same bits, with
+/// K unrolled or not: row-major operands (A along K, B across N), transposed
+/// views (A across M, B along K), edges that end inside a vec4 (M = 17 of a
+/// 20-row view, N = 30 of 32 columns, K = 9 of 12: the unrolled loop, then
+/// one step), offsets and strides off the vec4 grid (one load per element),
+/// and a broadcast batch. On an adapter that runs the tiled kernel the
+/// setting changes nothing.
+#[test]
+fn vec4_loads_give_the_same_bits() {
+    let Some(dev) = gpu() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
+    let ctx = g.context();
+    let (unroll, vec4) = (ctx.matmul_unroll(), ctx.matmul_vec4());
+    manual_seed(4);
+    let t = |x: &Tensor| x.transpose(-1, -2).unwrap();
+    let r = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
+    let cases: Vec<(&str, Tensor, Tensor)> = vec![
+        ("row-major", r(&[17, 12]), r(&[12, 32])),
+        (
+            "row-major, K = 9 of 12, N = 30 of 32",
+            r(&[17, 12]).narrow(1, 0, 9).unwrap(),
+            r(&[12, 32]).narrow(0, 0, 9).unwrap().narrow(1, 0, 30).unwrap(),
+        ),
+        ("transposed A, M = 17 of 20", t(&r(&[12, 20])).narrow(0, 0, 17).unwrap(), r(&[12, 8])),
+        ("transposed B, K = 9 of 12", r(&[5, 9]), t(&r(&[40, 12])).narrow(0, 0, 9).unwrap()),
+        ("both transposed", t(&r(&[16, 24])), t(&r(&[36, 16]))),
+        ("offsets off the grid", r(&[16, 16]).narrow(1, 1, 12).unwrap(), r(&[12, 12]).narrow(1, 1, 8).unwrap()),
+        ("strides off the grid", r(&[16, 10]), r(&[10, 6])),
+        ("broadcast batch", r(&[1, 8, 12]).expand(&[3, 8, 12]).unwrap(), r(&[3, 12, 16])),
+    ];
+    for (what, a, b) in &cases {
+        for steps in [1, 4] {
+            ctx.set_matmul_unroll(steps);
+            let product = |on| {
+                ctx.set_matmul_vec4(on);
+                a.matmul(b).unwrap().to_vec::<f32>().unwrap()
+            };
+            let (scalar, vector) = (product(false), product(true));
+            let same =
+                scalar.len() == vector.len() && scalar.iter().zip(&vector).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{what}, K unrolled {steps}x: vec4 loads differ from scalar ones");
+        }
+        let want = a.to(&Device::Cpu).unwrap().matmul(&b.to(&Device::Cpu).unwrap()).unwrap().to_vec::<f32>().unwrap();
+        let got = a.matmul(b).unwrap().to_vec::<f32>().unwrap();
+        let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        assert!(want.iter().zip(&got).all(|(x, y)| (x - y).abs() <= 1e-4 * scale), "{what}: against the cpu");
+    }
+    ctx.set_matmul_unroll(unroll);
+    ctx.set_matmul_vec4(vec4);
+    // Every load mode ran, where the blocked kernel runs.
+    let kernels = g.compiled_kernels();
+    if kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:")) {
+        for modes in ["u4kx", "u1sx", "u1xx", "u4xx", "u4sk", "u4xk", "u4ss"] {
+            assert!(
+                kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.ends_with(modes)),
+                "{modes}: {kernels:?}"
+            );
         }
     }
 }

@@ -44,11 +44,65 @@ pub struct Block {
     pub cols: usize,
     pub lanes: usize,
     pub unroll: usize,
+    /// How the kernel reads A and B (`Loads`).
+    pub a: Loads,
+    pub b: Loads,
+}
+
+/// How the blocked kernel reads an operand. A software adapter pays per load
+/// instruction (lavapipe loops over the lanes of each, SwiftShader checks
+/// each against the buffer's bounds), so where an operand's contiguous axis
+/// lines up with vec4s the kernel binds it as `array<vec4<f32>>` and reads
+/// four elements per load: 4x fewer loads in the K loop when both operands
+/// qualify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Loads {
+    /// One element per load, through the strides (any layout).
+    Scalar,
+    /// Four consecutive steps of K per load: the operand is contiguous along
+    /// K (A row-major, B a transposed view). Needs `unroll` 4.
+    AlongK,
+    /// Four rows of A (or columns of B) at one step of K per load: the
+    /// operand is contiguous along M (A a transposed view) or N (B row-major).
+    Across,
+}
+
+impl Loads {
+    /// The mode for an operand whose element (outer, k) sits at
+    /// `offset + outer * s_outer + k * s_k` plus multiples of its `batch`
+    /// strides: vec4 loads need a unit stride along one axis and the offset,
+    /// the other stride and every batch stride on a vec4 boundary. `AlongK`
+    /// also needs K unrolled 4x (each unrolled iteration starts on a multiple
+    /// of 4; the remainder loop reads single elements). The last vec4 of a
+    /// row or column may reach past the operand's edge, but never past its
+    /// buffer (sizes are multiples of 256 bytes): those lanes feed only
+    /// elements of C that are never stored.
+    fn for_operand(offset: usize, s_outer: usize, s_k: usize, batch: &[usize], unroll: usize) -> Loads {
+        let aligned = |v: usize| v % 4 == 0;
+        if !aligned(offset) || !batch.iter().all(|&s| aligned(s)) {
+            Loads::Scalar
+        } else if s_outer == 1 && aligned(s_k) {
+            Loads::Across
+        } else if s_k == 1 && aligned(s_outer) && unroll == 4 {
+            Loads::AlongK
+        } else {
+            Loads::Scalar
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Loads::Scalar => "s",
+            Loads::AlongK => "k",
+            Loads::Across => "x",
+        }
+    }
 }
 
 impl Block {
     /// The largest block, for products that fill it.
-    pub const FULL: Block = Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES, unroll: 1 };
+    pub const FULL: Block =
+        Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
 
     /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
     /// rows and of 8, 16 or 32 columns that covers it, and as many lanes
@@ -61,7 +115,7 @@ impl Block {
         let rows = [4, 8].into_iter().find(|&r| m <= r).unwrap_or(BLOCK[0]);
         let cols = [8, 16].into_iter().find(|&c| n <= c).unwrap_or(BLOCK[1]);
         let lanes = n.div_ceil(cols).next_power_of_two().min(BLOCK_LANES);
-        Block { rows, cols, lanes, unroll: 1 }
+        Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar }
     }
 
     /// This block with `steps` steps of K per loop iteration.
@@ -69,19 +123,30 @@ impl Block {
         Block { unroll: steps, ..self }
     }
 
+    /// This block reading A and B as `a` and `b` say.
+    pub fn loading(self, a: Loads, b: Loads) -> Block {
+        Block { a, b, ..self }
+    }
+
     /// Rows and columns of the output tile one workgroup computes.
     pub fn tile(self) -> [usize; 2] {
         [self.rows, self.cols * self.lanes]
     }
 
-    /// Every block `for_product` can pick (for validation).
+    /// Every block `for_product` and `Loads::for_operand` can pick (for validation).
     pub fn all() -> Vec<Block> {
+        use Loads::{Across, AlongK, Scalar};
         let mut all = Vec::new();
         for rows in [4, 8, 16] {
             for cols in [8, 16, 32] {
                 for lanes in [1, 2, 4, 8] {
                     for unroll in [1, 4] {
-                        all.push(Block { rows, cols, lanes, unroll });
+                        let loads: &[Loads] = if unroll == 4 { &[Scalar, AlongK, Across] } else { &[Scalar, Across] };
+                        for &a in loads {
+                            for &b in loads {
+                                all.push(Block { rows, cols, lanes, unroll, a, b });
+                            }
+                        }
                     }
                 }
             }
@@ -90,7 +155,7 @@ impl Block {
     }
 
     fn key(self) -> String {
-        format!("{}x{}x{}u{}", self.rows, self.cols, self.lanes, self.unroll)
+        format!("{}x{}x{}u{}{}{}", self.rows, self.cols, self.lanes, self.unroll, self.a.key(), self.b.key())
     }
 }
 /// Batch dims the kernel indexes (after merging contiguous ones).
@@ -189,7 +254,14 @@ pub fn matmul_with(
         return Ok(out);
     }
     let kernel = Kernel::for_device(ctx.info.device_type);
-    let block = Block::for_product(m, n).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
+    let mut block = Block::for_product(m, n).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
+    if kernel == Kernel::Blocked && ctx.matmul_vec4() {
+        let u = block.unroll;
+        let (sa, sb) = (batch_strides(la, batch), batch_strides(lb, batch));
+        let (ra, ca, rb, cb) = (la.strides[r - 2], la.strides[r - 1], lb.strides[r - 2], lb.strides[r - 1]);
+        block =
+            block.loading(Loads::for_operand(la.offset, ra, ca, &sa, u), Loads::for_operand(lb.offset, cb, rb, &sb, u));
+    }
     let [tm, tn] = match kernel {
         Kernel::Tiled => [TILE, TILE],
         Kernel::Blocked => block.tile(),
@@ -327,8 +399,12 @@ fn params(la: &Layout, lb: &Layout, batch: &[usize], [m, k, n]: [usize; 3], [tm,
 /// are never stored); invocations wholly outside C return at once (no
 /// barriers, so that is allowed), which also spares their loads.
 fn blocked_kernel(b: Block) -> String {
-    let Block { rows, cols, lanes, unroll } = b;
+    let Block { rows, cols, lanes, unroll, a, b } = b;
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
+    assert!(unroll == 4 || (a != Loads::AlongK && b != Loads::AlongK), "AlongK loads need K unrolled 4x");
+    assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
+    let ty = |l: Loads| if l == Loads::Scalar { "f32" } else { "vec4<f32>" };
+    let (ta, tb) = (ty(a), ty(b));
     let q = cols / 4;
     let (tm, tn) = (rows, cols * lanes);
     let mut s = String::new();
@@ -336,12 +412,13 @@ fn blocked_kernel(b: Block) -> String {
     let _ = write!(
         w,
         "// Generated by src/backend/gpu/matmul.rs (blocked_kernel): {rows}x{cols} register blocks,
-// {lanes} invocations per workgroup along N, tile {tm}x{tn}, K unrolled {unroll}x. Parameters as in shaders/matmul.wgsl.
+// {lanes} invocations per workgroup along N, tile {tm}x{tn}, K unrolled {unroll}x, loads of A {a:?}
+// and of B {b:?}. Parameters as in shaders/matmul.wgsl.
 const TM: u32 = {tm}u;
 const TN: u32 = {tn}u;
 
-@group(0) @binding(1) var<storage, read> A: array<f32>;
-@group(0) @binding(2) var<storage, read> B: array<f32>;
+@group(0) @binding(1) var<storage, read> A: array<{ta}>;
+@group(0) @binding(2) var<storage, read> B: array<{tb}>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 
 @compute @workgroup_size({lanes}, 1, 1)
@@ -379,11 +456,29 @@ fn main(
     let csb = pm(11u);
 "
     );
+    // Element offsets of the block's rows of A and columns of B (clamped
+    // into range: out-of-range lanes are computed but never stored). Across
+    // reads groups of 4 rows (columns) from the group's first, clamped to the
+    // last group start inside the operand.
+    let _ = writeln!(w, "    let m4 = (M - 1u) & ~3u;");
+    let _ = writeln!(w, "    let n4 = (N - 1u) & ~3u;");
     for i in 0..rows {
-        let _ = writeln!(w, "    let ra{i} = oa + min(row0 + {i}u, M - 1u) * rsa;");
+        if a == Loads::Across {
+            if i % 4 == 0 {
+                let _ = writeln!(w, "    let ra{i} = oa + min(row0 + {i}u, m4) * rsa;");
+            }
+        } else {
+            let _ = writeln!(w, "    let ra{i} = oa + min(row0 + {i}u, M - 1u) * rsa;");
+        }
     }
     for c in 0..cols {
-        let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, N - 1u) * csb;");
+        if b == Loads::Across {
+            if c % 4 == 0 {
+                let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, n4) * csb;");
+            }
+        } else {
+            let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, N - 1u) * csb;");
+        }
     }
     for i in 0..rows {
         for j in 0..q {
@@ -396,12 +491,52 @@ fn main(
         // nested fmas (the same sums in the same order as one step at a
         // time); the loop below finishes the rest of K.
         let _ = writeln!(w, "    for (; k + {unroll}u <= K; k = k + {unroll}u) {{");
+        if b == Loads::AlongK {
+            // Column c's four steps in one load; b{j}_{u} gathers columns
+            // 4j..4j+3 at step u (free on software adapters, which keep a
+            // vec4 as four SIMD registers across invocations).
+            for c in 0..cols {
+                let _ = writeln!(w, "        let bk{c} = B[(cb{c} + k) >> 2u];");
+            }
+            for u in 0..unroll {
+                for j in 0..q {
+                    let (c0, c1, c2, c3) = (4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3);
+                    let _ = writeln!(
+                        w,
+                        "        let b{j}_{u} = vec4<f32>(bk{c0}[{u}], bk{c1}[{u}], bk{c2}[{u}], bk{c3}[{u}]);"
+                    );
+                }
+            }
+        } else {
+            for u in 0..unroll {
+                b_step_loads(w, b, q, &format!("_{u}"), &format!("(k + {u}u)"));
+            }
+        }
         for u in 0..unroll {
-            k_step_loads(w, q, &format!("_{u}"), &format!("(k + {u}u)"));
+            let _ = writeln!(w, "        let ka_{u} = (k + {u}u) * csa;");
         }
         for i in 0..rows {
-            for u in 0..unroll {
-                let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(A[ra{i} + ka_{u}]);");
+            match a {
+                Loads::AlongK => {
+                    let _ = writeln!(w, "        let ak{i} = A[(ra{i} + k) >> 2u];");
+                    for u in 0..unroll {
+                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ak{i}[{u}]);");
+                    }
+                }
+                Loads::Across => {
+                    for u in 0..unroll {
+                        if i % 4 == 0 {
+                            let _ = writeln!(w, "        let ag{i}_{u} = A[(ra{i} + ka_{u}) >> 2u];");
+                        }
+                        let (g, t) = (i - i % 4, i % 4);
+                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ag{g}_{u}[{t}]);");
+                    }
+                }
+                Loads::Scalar => {
+                    for u in 0..unroll {
+                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(A[ra{i} + ka_{u}]);");
+                    }
+                }
             }
             for j in 0..q {
                 let sum = (0..unroll).fold(format!("acc{i}_{j}"), |acc, u| format!("fma(a{i}_{u}, b{j}_{u}, {acc})"));
@@ -410,10 +545,23 @@ fn main(
         }
         let _ = writeln!(w, "    }}");
     }
+    // One step at a time: all of K, or the rest after the unrolled loop
+    // (where AlongK operands are read one element at a time).
     let _ = writeln!(w, "    for (; k < K; k = k + 1u) {{");
-    k_step_loads(w, q, "", "k");
+    b_step_loads(w, b, q, "", "k");
+    let _ = writeln!(w, "        let ka = k * csa;");
     for i in 0..rows {
-        let _ = writeln!(w, "        let a{i} = vec4<f32>(A[ra{i} + ka]);");
+        let a_i = match a {
+            Loads::Scalar => format!("A[ra{i} + ka]"),
+            Loads::AlongK => format!("A[(ra{i} + ka) >> 2u][(ra{i} + ka) & 3u]"),
+            Loads::Across => {
+                if i % 4 == 0 {
+                    let _ = writeln!(w, "        let ag{i} = A[(ra{i} + ka) >> 2u];");
+                }
+                format!("ag{}[{}]", i - i % 4, i % 4)
+            }
+        };
+        let _ = writeln!(w, "        let a{i} = vec4<f32>({a_i});");
         for j in 0..q {
             let _ = writeln!(w, "        acc{i}_{j} = fma(a{i}, b{j}, acc{i}_{j});");
         }
@@ -440,17 +588,29 @@ fn main(
     s
 }
 
-/// The blocked kernel's loads for step `k` (a WGSL expression) of K: the
-/// row offset `ka{suffix}` into A and the `q` vec4s `b{j}{suffix}` of B's row.
-fn k_step_loads(w: &mut String, q: usize, suffix: &str, k: &str) {
-    let _ = writeln!(w, "        let ka{suffix} = {k} * csa;");
+/// The blocked kernel's loads of B for step `k` (a WGSL expression) of K:
+/// the `q` vec4s `b{j}{suffix}` of B's row, one load each (`Across`) or one
+/// per element (`Scalar`; an `AlongK` operand reads element i as
+/// `B[i >> 2][i & 3]`).
+fn b_step_loads(w: &mut String, b: Loads, q: usize, suffix: &str, k: &str) {
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");
     for j in 0..q {
         let c = 4 * j;
-        let (c1, c2, c3) = (c + 1, c + 2, c + 3);
+        if b == Loads::Across {
+            let _ = writeln!(w, "        let b{j}{suffix} = B[(cb{c} + kb{suffix}) >> 2u];");
+            continue;
+        }
+        let at = |c: usize| match b {
+            Loads::AlongK => format!("B[(cb{c} + kb{suffix}) >> 2u][(cb{c} + kb{suffix}) & 3u]"),
+            _ => format!("B[cb{c} + kb{suffix}]"),
+        };
         let _ = writeln!(
             w,
-            "        let b{j}{suffix} = vec4<f32>(B[cb{c} + kb{suffix}], B[cb{c1} + kb{suffix}], B[cb{c2} + kb{suffix}], B[cb{c3} + kb{suffix}]);"
+            "        let b{j}{suffix} = vec4<f32>({}, {}, {}, {});",
+            at(c),
+            at(c + 1),
+            at(c + 2),
+            at(c + 3)
         );
     }
 }
@@ -473,7 +633,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocked_kernel, blocked_source, grid3, Block, BLOCK, BLOCK_LANES};
+    use super::{blocked_kernel, blocked_source, grid3, Block, Loads, BLOCK, BLOCK_LANES};
 
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
@@ -497,12 +657,12 @@ mod tests {
         check(&format!(
             "{}\n{}{store}",
             super::PRELUDE,
-            blocked_kernel(Block { rows: 1, cols: 4, lanes: 1, unroll: 4 })
+            blocked_kernel(Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::AlongK })
         ));
         check(&format!(
             "{}\n{}{store}",
             super::PRELUDE,
-            blocked_kernel(Block { rows: 3, cols: 8, lanes: 64, unroll: 2 })
+            blocked_kernel(Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across })
         ));
     }
 
@@ -510,10 +670,10 @@ mod tests {
     fn small_products_get_small_blocks() {
         let b = |m, n| Block::for_product(m, n);
         assert_eq!(b(256, 784), Block::FULL);
-        assert_eq!(b(8, 9), Block { rows: 8, cols: 16, lanes: 1, unroll: 1 });
-        assert_eq!(b(16, 72), Block { rows: 16, cols: 32, lanes: 4, unroll: 1 });
-        assert_eq!(b(1, 4), Block { rows: 4, cols: 8, lanes: 1, unroll: 1 });
-        assert_eq!(b(72, 121), Block { rows: 16, cols: 32, lanes: 4, unroll: 1 });
+        assert_eq!(b(8, 9), Block { rows: 8, cols: 16, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(16, 72), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(1, 4), Block { rows: 4, cols: 8, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(72, 121), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
         assert_eq!(b(64, 1000), Block::FULL);
         for m in 1..40 {
             for n in 1..300 {
@@ -524,6 +684,28 @@ mod tests {
                 assert!((tm >= m || tm == BLOCK[0]) && (tn >= n || blk.lanes == BLOCK_LANES), "{m}x{n}: {blk:?}");
             }
         }
+    }
+
+    /// vec4 loads only where the contiguous axis, the offset, the other
+    /// stride and the batch strides all line up (and K is unrolled for AlongK).
+    #[test]
+    fn vec4_loads_need_aligned_layouts() {
+        use Loads::{Across, AlongK, Scalar};
+        let mode =
+            |offset, s_outer, s_k, batch: &[usize], unroll| Loads::for_operand(offset, s_outer, s_k, batch, unroll);
+        // A [m, k] row-major (k fast), B [k, n] row-major (n fast).
+        assert_eq!(mode(0, 784, 1, &[], 4), AlongK);
+        assert_eq!(mode(0, 784, 1, &[], 1), Scalar);
+        assert_eq!(mode(0, 1, 128, &[], 1), Across);
+        assert_eq!(mode(0, 1, 128, &[], 4), Across);
+        // Misaligned: odd strides, offsets or batch strides.
+        assert_eq!(mode(0, 10, 1, &[], 4), Scalar);
+        assert_eq!(mode(0, 1, 10, &[], 4), Scalar);
+        assert_eq!(mode(2, 784, 1, &[], 4), Scalar);
+        assert_eq!(mode(0, 1, 128, &[128 * 6, 6], 1), Scalar);
+        assert_eq!(mode(0, 1, 128, &[128 * 64, 0], 1), Across);
+        // Neither axis contiguous.
+        assert_eq!(mode(0, 8, 16, &[], 4), Scalar);
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub struct GpuContext {
     /// How many steps of K the blocked matmul takes per loop iteration (see
     /// `matmul::Block::unroll`).
     matmul_unroll: AtomicUsize,
+    /// Whether the blocked matmul reads aligned operands four elements per
+    /// load (see `matmul::Loads`).
+    matmul_vec4: AtomicBool,
 }
 
 /// The blocked matmul's K unrolling for an adapter: 4 on software adapters
@@ -225,6 +228,7 @@ impl GpuContext {
             out_of_memory,
             row_kernels: AtomicBool::new(row_kernels),
             matmul_unroll: AtomicUsize::new(matmul_unroll),
+            matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
         })
     }
 
@@ -268,6 +272,20 @@ impl GpuContext {
     #[doc(hidden)]
     pub fn set_matmul_unroll(&self, steps: usize) {
         self.matmul_unroll.store(if steps == 4 { 4 } else { 1 }, Ordering::Relaxed);
+    }
+
+    /// Whether the blocked matmul reads aligned operands as vec4s (on unless
+    /// `SKIFF_GPU_MATMUL_VEC4=0`; see `matmul::Loads`).
+    #[doc(hidden)]
+    pub fn matmul_vec4(&self) -> bool {
+        self.matmul_vec4.load(Ordering::Relaxed)
+    }
+
+    /// Sets `matmul_vec4` from now on. Both read the same elements and
+    /// compute the same sums in the same order; tests run both.
+    #[doc(hidden)]
+    pub fn set_matmul_vec4(&self, on: bool) {
+        self.matmul_vec4.store(on, Ordering::Relaxed);
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
