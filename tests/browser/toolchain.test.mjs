@@ -56,16 +56,23 @@ test('an installed target is left alone', () => {
 });
 
 test('wasm-bindgen-cli of another version: the pinned one is installed into .tools/, announced', () => {
-  const r = run('ensure_wasm_bindgen', {
-    'wasm-bindgen': 'echo "wasm-bindgen 0.2.100"',
-    cargo: 'exit 0',
-  });
-  assert.equal(r.status, 0, r.stderr);
-  assert.ok(
-    r.calls.includes(`cargo install wasm-bindgen-cli --version 0.2.130 --root ${path.join(REPO, '.tools')}`),
-    r.calls.join('\n'),
-  );
-  assert.match(r.stderr, /setup: installing wasm-bindgen-cli 0\.2\.130 into \.tools\//);
+  // A checkout of its own: this one's .tools/ may already hold the pinned
+  // wasm-bindgen (npm test installs it there on a fresh machine).
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-checkout-'));
+  try {
+    const r = run(`TOOLCHAIN_ROOT=${JSON.stringify(root)} ensure_wasm_bindgen`, {
+      'wasm-bindgen': 'echo "wasm-bindgen 0.2.100"',
+      cargo: 'exit 0',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(
+      r.calls.includes(`cargo install wasm-bindgen-cli --version 0.2.130 --root ${path.join(root, '.tools')}`),
+      r.calls.join('\n'),
+    );
+    assert.match(r.stderr, /setup: installing wasm-bindgen-cli 0\.2\.130 into \.tools\//);
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 });
 
 test('the pinned wasm-bindgen-cli on PATH is used as it is', () => {
