@@ -53,14 +53,16 @@ pub struct Block {
 /// instruction (lavapipe loops over the lanes of each, SwiftShader checks
 /// each against the buffer's bounds), so where an operand's contiguous axis
 /// lines up with vec4s the kernel binds it as `array<vec4<f32>>` and reads
-/// four elements per load: 4x fewer loads in the K loop when both operands
-/// qualify.
+/// four elements per load. Only the largest block (`BLOCK`) has these
+/// variants: each is a pipeline to build (about 0.25 s on SwiftShader), and
+/// the products that fill it are the ones whose time is loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Loads {
     /// One element per load, through the strides (any layout).
     Scalar,
-    /// Four consecutive steps of K per load: the operand is contiguous along
-    /// K (A row-major, B a transposed view). Needs `unroll` 4.
+    /// Four consecutive steps of K per load: A is contiguous along K
+    /// (row-major). Needs `unroll` 4. (For B, a transposed view, it measured
+    /// no faster than `Scalar`, so B never reads this way.)
     AlongK,
     /// Four rows of A (or columns of B) at one step of K per load: the
     /// operand is contiguous along M (A a transposed view) or N (B row-major).
@@ -71,19 +73,20 @@ impl Loads {
     /// The mode for an operand whose element (outer, k) sits at
     /// `offset + outer * s_outer + k * s_k` plus multiples of its `batch`
     /// strides: vec4 loads need a unit stride along one axis and the offset,
-    /// the other stride and every batch stride on a vec4 boundary. `AlongK`
-    /// also needs K unrolled 4x (each unrolled iteration starts on a multiple
-    /// of 4; the remainder loop reads single elements). The last vec4 of a
+    /// the other stride and every batch stride on a vec4 boundary; `AlongK`
+    /// only where `along_k` allows it (A with K unrolled 4x: each unrolled
+    /// iteration starts on a multiple of 4; the remainder loop reads single
+    /// elements). The last vec4 of a
     /// row or column may reach past the operand's edge, but never past its
     /// buffer (sizes are multiples of 256 bytes): those lanes feed only
     /// elements of C that are never stored.
-    fn for_operand(offset: usize, s_outer: usize, s_k: usize, batch: &[usize], unroll: usize) -> Loads {
+    fn for_operand(offset: usize, s_outer: usize, s_k: usize, batch: &[usize], along_k: bool) -> Loads {
         let aligned = |v: usize| v % 4 == 0;
         if !aligned(offset) || !batch.iter().all(|&s| aligned(s)) {
             Loads::Scalar
         } else if s_outer == 1 && aligned(s_k) {
             Loads::Across
-        } else if s_k == 1 && aligned(s_outer) && unroll == 4 {
+        } else if s_k == 1 && aligned(s_outer) && along_k {
             Loads::AlongK
         } else {
             Loads::Scalar
@@ -133,7 +136,7 @@ impl Block {
         [self.rows, self.cols * self.lanes]
     }
 
-    /// Every block `for_product` and `Loads::for_operand` can pick (for validation).
+    /// Every block `for_product` and `Block::loads_for` can pick (for validation).
     pub fn all() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let mut all = Vec::new();
@@ -141,10 +144,17 @@ impl Block {
             for cols in [8, 16, 32] {
                 for lanes in [1, 2, 4, 8] {
                     for unroll in [1, 4] {
-                        let loads: &[Loads] = if unroll == 4 { &[Scalar, AlongK, Across] } else { &[Scalar, Across] };
-                        for &a in loads {
-                            for &b in loads {
-                                all.push(Block { rows, cols, lanes, unroll, a, b });
+                        let block = Block { rows, cols, lanes, unroll, a: Scalar, b: Scalar };
+                        all.push(block);
+                        if [rows, cols] != BLOCK {
+                            continue;
+                        }
+                        let a_loads: &[Loads] = if unroll == 4 { &[Scalar, AlongK, Across] } else { &[Scalar, Across] };
+                        for &a in a_loads {
+                            for b in [Scalar, Across] {
+                                if (a, b) != (Scalar, Scalar) {
+                                    all.push(block.loading(a, b));
+                                }
                             }
                         }
                     }
@@ -152,6 +162,19 @@ impl Block {
             }
         }
         all
+    }
+
+    /// This block with the loads the operands' layouts allow (`Loads`): the
+    /// largest block only, others read one element per load.
+    fn loads_for(self, la: &Layout, lb: &Layout, batch: &[usize]) -> Block {
+        let r = la.shape.len();
+        if [self.rows, self.cols] != BLOCK {
+            return self;
+        }
+        let (sa, sb) = (batch_strides(la, batch), batch_strides(lb, batch));
+        let a = Loads::for_operand(la.offset, la.strides[r - 2], la.strides[r - 1], &sa, self.unroll == 4);
+        let b = Loads::for_operand(lb.offset, lb.strides[r - 1], lb.strides[r - 2], &sb, false);
+        self.loading(a, b)
     }
 
     fn key(self) -> String {
@@ -256,11 +279,7 @@ pub fn matmul_with(
     let kernel = Kernel::for_device(ctx.info.device_type);
     let mut block = Block::for_product(m, n).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
-        let u = block.unroll;
-        let (sa, sb) = (batch_strides(la, batch), batch_strides(lb, batch));
-        let (ra, ca, rb, cb) = (la.strides[r - 2], la.strides[r - 1], lb.strides[r - 2], lb.strides[r - 1]);
-        block =
-            block.loading(Loads::for_operand(la.offset, ra, ca, &sa, u), Loads::for_operand(lb.offset, cb, rb, &sb, u));
+        block = block.loads_for(la, lb, batch);
     }
     let [tm, tn] = match kernel {
         Kernel::Tiled => [TILE, TILE],
@@ -401,7 +420,8 @@ fn params(la: &Layout, lb: &Layout, batch: &[usize], [m, k, n]: [usize; 3], [tm,
 fn blocked_kernel(b: Block) -> String {
     let Block { rows, cols, lanes, unroll, a, b } = b;
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
-    assert!(unroll == 4 || (a != Loads::AlongK && b != Loads::AlongK), "AlongK loads need K unrolled 4x");
+    assert!(unroll == 4 || a != Loads::AlongK, "AlongK loads need K unrolled 4x");
+    assert!(b != Loads::AlongK, "B never reads AlongK");
     assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
     let ty = |l: Loads| if l == Loads::Scalar { "f32" } else { "vec4<f32>" };
     let (ta, tb) = (ty(a), ty(b));
@@ -491,26 +511,8 @@ fn main(
         // nested fmas (the same sums in the same order as one step at a
         // time); the loop below finishes the rest of K.
         let _ = writeln!(w, "    for (; k + {unroll}u <= K; k = k + {unroll}u) {{");
-        if b == Loads::AlongK {
-            // Column c's four steps in one load; b{j}_{u} gathers columns
-            // 4j..4j+3 at step u (free on software adapters, which keep a
-            // vec4 as four SIMD registers across invocations).
-            for c in 0..cols {
-                let _ = writeln!(w, "        let bk{c} = B[(cb{c} + k) >> 2u];");
-            }
-            for u in 0..unroll {
-                for j in 0..q {
-                    let (c0, c1, c2, c3) = (4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3);
-                    let _ = writeln!(
-                        w,
-                        "        let b{j}_{u} = vec4<f32>(bk{c0}[{u}], bk{c1}[{u}], bk{c2}[{u}], bk{c3}[{u}]);"
-                    );
-                }
-            }
-        } else {
-            for u in 0..unroll {
-                b_step_loads(w, b, q, &format!("_{u}"), &format!("(k + {u}u)"));
-            }
+        for u in 0..unroll {
+            b_step_loads(w, b, q, &format!("_{u}"), &format!("(k + {u}u)"));
         }
         for u in 0..unroll {
             let _ = writeln!(w, "        let ka_{u} = (k + {u}u) * csa;");
@@ -590,8 +592,7 @@ fn main(
 
 /// The blocked kernel's loads of B for step `k` (a WGSL expression) of K:
 /// the `q` vec4s `b{j}{suffix}` of B's row, one load each (`Across`) or one
-/// per element (`Scalar`; an `AlongK` operand reads element i as
-/// `B[i >> 2][i & 3]`).
+/// per element (`Scalar`).
 fn b_step_loads(w: &mut String, b: Loads, q: usize, suffix: &str, k: &str) {
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");
     for j in 0..q {
@@ -600,10 +601,7 @@ fn b_step_loads(w: &mut String, b: Loads, q: usize, suffix: &str, k: &str) {
             let _ = writeln!(w, "        let b{j}{suffix} = B[(cb{c} + kb{suffix}) >> 2u];");
             continue;
         }
-        let at = |c: usize| match b {
-            Loads::AlongK => format!("B[(cb{c} + kb{suffix}) >> 2u][(cb{c} + kb{suffix}) & 3u]"),
-            _ => format!("B[cb{c} + kb{suffix}]"),
-        };
+        let at = |c: usize| format!("B[cb{c} + kb{suffix}]");
         let _ = writeln!(
             w,
             "        let b{j}{suffix} = vec4<f32>({}, {}, {}, {});",
@@ -633,7 +631,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocked_kernel, blocked_source, grid3, Block, Loads, BLOCK, BLOCK_LANES};
+    use super::{blocked_kernel, blocked_source, grid3, Block, Layout, Loads, BLOCK, BLOCK_LANES};
 
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
@@ -657,7 +655,7 @@ mod tests {
         check(&format!(
             "{}\n{}{store}",
             super::PRELUDE,
-            blocked_kernel(Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::AlongK })
+            blocked_kernel(Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across })
         ));
         check(&format!(
             "{}\n{}{store}",
@@ -691,21 +689,27 @@ mod tests {
     #[test]
     fn vec4_loads_need_aligned_layouts() {
         use Loads::{Across, AlongK, Scalar};
-        let mode =
-            |offset, s_outer, s_k, batch: &[usize], unroll| Loads::for_operand(offset, s_outer, s_k, batch, unroll);
+        let mode = Loads::for_operand;
         // A [m, k] row-major (k fast), B [k, n] row-major (n fast).
-        assert_eq!(mode(0, 784, 1, &[], 4), AlongK);
-        assert_eq!(mode(0, 784, 1, &[], 1), Scalar);
-        assert_eq!(mode(0, 1, 128, &[], 1), Across);
-        assert_eq!(mode(0, 1, 128, &[], 4), Across);
+        assert_eq!(mode(0, 784, 1, &[], true), AlongK);
+        assert_eq!(mode(0, 784, 1, &[], false), Scalar);
+        assert_eq!(mode(0, 1, 128, &[], false), Across);
+        assert_eq!(mode(0, 1, 128, &[], true), Across);
         // Misaligned: odd strides, offsets or batch strides.
-        assert_eq!(mode(0, 10, 1, &[], 4), Scalar);
-        assert_eq!(mode(0, 1, 10, &[], 4), Scalar);
-        assert_eq!(mode(2, 784, 1, &[], 4), Scalar);
-        assert_eq!(mode(0, 1, 128, &[128 * 6, 6], 1), Scalar);
-        assert_eq!(mode(0, 1, 128, &[128 * 64, 0], 1), Across);
+        assert_eq!(mode(0, 10, 1, &[], true), Scalar);
+        assert_eq!(mode(0, 1, 10, &[], true), Scalar);
+        assert_eq!(mode(2, 784, 1, &[], true), Scalar);
+        assert_eq!(mode(0, 1, 128, &[128 * 6, 6], false), Scalar);
+        assert_eq!(mode(0, 1, 128, &[128 * 64, 0], false), Across);
         // Neither axis contiguous.
-        assert_eq!(mode(0, 8, 16, &[], 4), Scalar);
+        assert_eq!(mode(0, 8, 16, &[], true), Scalar);
+        // Only the largest block has vec4 variants.
+        let l = |shape: &[usize]| Layout::contiguous(shape);
+        let full = Block::for_product(64, 64).unrolled(4).loads_for(&l(&[64, 64]), &l(&[64, 64]), &[]);
+        assert_eq!((full.a, full.b), (AlongK, Across));
+        let small = Block::for_product(8, 64).unrolled(4).loads_for(&l(&[8, 64]), &l(&[64, 64]), &[]);
+        assert_eq!((small.a, small.b), (Scalar, Scalar));
+        assert!(Block::all().contains(&full));
     }
 
     #[test]
