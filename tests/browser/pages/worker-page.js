@@ -37,11 +37,13 @@ export async function trainWhileDrawing(steps) {
       midway = w.call('predict', { points: POINTS }).then((r) => ({ ...r, beforeTrainEnded: !trainDone }));
     }
   });
+  const t0 = performance.now();
   const result = await w.call('train', { steps, every: 10 });
+  const trainMs = performance.now() - t0;
   trainDone = true;
   drawing = false;
   stop();
-  return { result, metrics, frames: frames.length, midway: await midway };
+  return { result, metrics, frames: frames.length, trainMs, midway: await midway };
 }
 
 /** The worker's weights loaded into a model on the page: its predictions against the worker's. */
