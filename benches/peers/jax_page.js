@@ -192,3 +192,35 @@ export async function bench(kind, mode, { batch = 64, steps = 10, warmup = 3 } =
     if (mode === 'jit') step.dispose();
   }
 }
+
+/**
+ * GFLOP/s of an n x n by n x n f32 product in jax-js, timed as skiff's
+ * benches/browser/bench.js times its own: `reps` products per run, each
+ * summed into one scalar that is read back at the end of the run; the median
+ * of `runs` runs after `warmup` (the first one compiles the kernels).
+ */
+export async function matmul(n, reps, { runs = 5, warmup = 2 } = {}) {
+  const [ka, kb] = [...random.split(random.key(2), 2)];
+  const a = random.normal(ka, [n, n]);
+  const b = random.normal(kb, [n, n]);
+  const once = async () => {
+    let acc = np.zeros([]);
+    for (let i = 0; i < reps; i++) acc = acc.add(np.matmul(a.ref, b.ref).sum());
+    await acc.data();
+  };
+  try {
+    for (let i = 0; i < warmup; i++) await once();
+    const times = [];
+    for (let r = 0; r < runs; r++) {
+      const t0 = performance.now();
+      await once();
+      times.push(performance.now() - t0);
+    }
+    const ms = median(times);
+    return { n, reps, device: jax.defaultDevice(), ms, gflops: (2 * n * n * n * reps) / (ms / 1000) / 1e9 };
+  } finally {
+    a.dispose();
+    b.dispose();
+  }
+}
+

@@ -15,6 +15,10 @@
 //
 //   node benches/peers/jax_steps.mjs [mlp|cnn] [webgpu|wasm] [steps]
 //   node benches/peers/jax_steps.mjs cnn webgpu 5
+//   node benches/peers/jax_steps.mjs matmul webgpu
+//
+// `matmul` times 256^3 and 512^3 f32 products instead (GFLOP/s), as skiff's
+// benches/browser/bench.js `matmul` does: the same-run peer of its figure.
 //
 // Defaults: mlp, webgpu, 20 timed steps for the MLP and 5 for the CNN (a few
 // hundred ms per step on SwiftShader), after 3 warm-up steps eager and 5
@@ -37,13 +41,13 @@ import path from 'node:path';
 import { PASSES, loadSuite, openSession } from '../../tests/browser/lib/browser.mjs';
 
 const JAX_VERSION = '0.1.25';
-const KINDS = ['mlp', 'cnn'];
+const KINDS = ['mlp', 'cnn', 'matmul'];
 const DEVICES = ['webgpu', 'wasm'];
-const DEFAULT_STEPS = { mlp: 20, cnn: 5 };
+const DEFAULT_STEPS = { mlp: 20, cnn: 5, matmul: 1 };
 const WARMUP = { eager: 3, jit: 5 };
 
 const [kind = 'mlp', device = 'webgpu', stepsArg] = process.argv.slice(2);
-const usage = 'usage: node benches/peers/jax_steps.mjs [mlp|cnn] [webgpu|wasm] [steps]';
+const usage = 'usage: node benches/peers/jax_steps.mjs [mlp|cnn|matmul] [webgpu|wasm] [steps]';
 if (!KINDS.includes(kind)) throw new Error(`unknown model ${kind}: ${usage}`);
 if (!DEVICES.includes(device)) throw new Error(`unknown device ${device}: ${usage}`);
 const steps = stepsArg === undefined ? DEFAULT_STEPS[kind] : Number(stepsArg);
@@ -87,7 +91,15 @@ try {
     const threads = info.sharedArrayBuffer ? `SharedArrayBuffer present, up to ${info.hardwareConcurrency} threads` : 'single-threaded (no SharedArrayBuffer: page not cross-origin isolated)';
     console.log(`jax-js ${JAX_VERSION} wasm backend: ${threads}`);
   }
-  for (const mode of ['eager', 'jit']) {
+  if (kind === 'matmul') {
+    // bench.js's sizes and products per run on WebGPU (benches/browser/run.mjs).
+    for (const [n, reps] of [[256, 2], [512, 1]]) {
+      const r = await s.call('matmul', n, reps);
+      if (r.device !== device) throw new Error(`jax-js ran on ${r.device}, not ${device}`);
+      console.log(`jax-js ${JAX_VERSION} matmul ${n}^3 ${device}: ${r.gflops.toFixed(2)} GFLOP/s (${r.ms.toFixed(1)} ms for ${reps})`);
+    }
+  }
+  for (const mode of kind === 'matmul' ? [] : ['eager', 'jit']) {
     const r = await s.call('bench', kind, mode, { batch: 64, steps, warmup: WARMUP[mode] });
     if (r.device !== device) throw new Error(`jax-js ran on ${r.device}, not ${device}`);
     const f = (v, d = 1) => v.toFixed(d);
