@@ -76,10 +76,9 @@ impl Loads {
     /// the other stride and every batch stride on a vec4 boundary; `AlongK`
     /// only where `along_k` allows it (A with K unrolled 4x: each unrolled
     /// iteration starts on a multiple of 4; the remainder loop reads single
-    /// elements). The last vec4 of a
-    /// row or column may reach past the operand's edge, but never past its
-    /// buffer (sizes are multiples of 256 bytes): those lanes feed only
-    /// elements of C that are never stored.
+    /// elements). The last vec4 of a row or column may reach past the
+    /// operand's edge, but never past its buffer (sizes are multiples of 256
+    /// bytes): those lanes feed only elements of C that are never stored.
     fn for_operand(offset: usize, s_outer: usize, s_k: usize, batch: &[usize], along_k: bool) -> Loads {
         let aligned = |v: usize| v % 4 == 0;
         if !aligned(offset) || !batch.iter().all(|&s| aligned(s)) {
