@@ -2,7 +2,11 @@
 # `npm run build`: compiles skiff for wasm32 with the `web` feature and runs
 # wasm-bindgen, writing the package's generated half to pkg/ (git-ignored):
 #   skiff.js, skiff.d.ts, skiff_bg.wasm   the wasm-bindgen output
-#   skiff_bg.wasm.base64.js               the .wasm inlined, for web/dev.js
+#   skiff_relaxed_bg.wasm                 the same module built with relaxed
+#                                         SIMD (fused multiply-add in the
+#                                         GEMM); the entry points load it
+#                                         where the engine validates it
+#   *.wasm.base64.js                      each .wasm inlined, for web/dev.js
 #   node.cjs                              web/node.js bundled for require()
 # Installs what is missing first (scripts/lib/toolchain.sh): the wasm32 target
 # and wasm-bindgen-cli. SKIFF_WASM_PROFILE=dev gives a fast unoptimised build.
@@ -34,12 +38,32 @@ wasm="${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$dir/skiff.wasm"
 # Not --quiet: cargo's progress is what a first `npm start` shows while it waits.
 # Switching features recompiles skiff (the cdylib's file name carries no hash),
 # so npm test builds the test package first and the published one last.
-cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown --features "$features" --crate-type cdylib
+build() {
+  cargo rustc --lib --profile "$profile" --target wasm32-unknown-unknown --features "$features" --crate-type cdylib
+}
+build
+# The relaxed-SIMD build, in a target folder of its own: RUSTFLAGS (which
+# replace .cargo/config.toml's) would otherwise rebuild every crate each time.
+relaxed_target="${CARGO_TARGET_DIR:-target}/relaxed-simd"
+relaxed_wasm="$relaxed_target/wasm32-unknown-unknown/$dir/skiff.wasm"
+CARGO_TARGET_DIR="$relaxed_target" RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" build
 rm -rf "$out"
 # --weak-refs: wasm-bindgen registers every Tensor handle with a
 # FinalizationRegistry, the safety net that frees forgotten tensors.
-wasm-bindgen --target web --weak-refs --out-dir "$out" --out-name skiff "$wasm"
+bindgen() { wasm-bindgen --target web --weak-refs --out-dir "$1" --out-name skiff "$2"; }
+bindgen "$out" "$wasm"
+relaxed_out=$(mktemp -d)
+trap 'rm -rf "$relaxed_out"' EXIT
+bindgen "$relaxed_out" "$relaxed_wasm"
+# One glue serves both modules: the builds differ in instructions only.
+if ! cmp -s "$out/skiff.js" "$relaxed_out/skiff.js"; then
+  echo "build: the relaxed-SIMD build's JS glue differs from the baseline's; one skiff.js cannot load both" >&2
+  exit 1
+fi
+cp "$relaxed_out/skiff_bg.wasm" "$out/skiff_relaxed_bg.wasm"
 node scripts/lib/package-extras.mjs "$out"
-bytes=$(wc -c <"$out/skiff_bg.wasm")
-gz=$(gzip -9 -c "$out/skiff_bg.wasm" | wc -c)
-echo "build: $out/skiff_bg.wasm (features $features) $((bytes / 1024)) KiB, $((gz / 1024)) KiB gzipped"
+for name in skiff_bg skiff_relaxed_bg; do
+  bytes=$(wc -c <"$out/$name.wasm")
+  gz=$(gzip -9 -c "$out/$name.wasm" | wc -c)
+  echo "build: $out/$name.wasm (features $features) $((bytes / 1024)) KiB, $((gz / 1024)) KiB gzipped"
+done

@@ -128,25 +128,40 @@ async function probeWebgpu() {
  * back to the cpu (null otherwise). `wasm` says where the .wasm is when the
  * entry point's default (next to the package's files) does not hold: a URL,
  * a Response, the bytes or a compiled WebAssembly.Module (see web/load.js).
+ * Otherwise the entry point loads the relaxed-SIMD build where the engine
+ * runs it (`relaxedSimd`: false insists on the SIMD128 baseline, true on the
+ * relaxed build); `wasmSimd` in the result says which one runs.
  */
 export async function init(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options) || ArrayBuffer.isView(options) || isHandle(options)) {
     throw fail('init', 'argument', `options must be an object like { device: 'auto' }, got ${describe(options)}`);
   }
-  checkOptions('init', options, ['device', 'wasm']);
+  checkOptions('init', options, ['device', 'wasm', 'relaxedSimd']);
   const device = options.device ?? 'auto';
   if (!['auto', 'webgpu', 'cpu'].includes(device)) {
     throw fail('init', 'argument', `device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
+  const { relaxedSimd } = options;
+  if (relaxedSimd !== undefined && options.wasm !== undefined) {
+    throw fail(
+      'init',
+      'argument',
+      "relaxedSimd picks one of the package's two .wasm builds; a `wasm` given is loaded as it is (leave relaxedSimd out)",
+    );
+  }
   if (!loaded) {
     if (!loadWasm) throw fail('init', 'value', 'no wasm loader (import skiff from its package entry)');
     // A failed load (a wrong URL) may be retried with another `wasm`.
-    loaded = loadWasm(options.wasm).catch((e) => {
+    loaded = loadWasm(options.wasm, relaxedSimd).catch((e) => {
       loaded = null;
       throw e;
     });
   }
   await loaded;
+  // The module is loaded once: a later init cannot swap the build.
+  if (relaxedSimd !== undefined && (raw.wasmSimd() === 'relaxed') !== relaxedSimd) {
+    throw fail('init', 'value', `relaxedSimd: ${relaxedSimd}, but an earlier init() loaded the ${raw.wasmSimd()} build, which stays`);
+  }
   const finish = (info, reason) => setBackend({ ...info, reason });
   if (device === 'cpu') return finish(await raw.initBackend('cpu'), null);
   const probe = await probeWebgpu();

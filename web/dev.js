@@ -7,12 +7,17 @@
 // configuration. Production builds resolve web/index.js, which fetches the
 // .wasm as a separate, cacheable asset.
 import initWasm from '../pkg/skiff.js';
-import wasmBase64 from '../pkg/skiff_bg.wasm.base64.js';
 import { _setLoader } from './api.js';
-import { decodeBase64, wasmSource } from './load.js';
+import { chooseRelaxedSimd, decodeBase64, wasmSource } from './load.js';
 
-_setLoader(async (source) =>
-  initWasm({ module_or_path: source === undefined ? decodeBase64(wasmBase64) : await wasmSource(source) }),
+// Imported when needed: a page downloads one of the two inlined builds.
+const inlined = async (relaxed) =>
+  (relaxed ? await import('../pkg/skiff_relaxed_bg.wasm.base64.js') : await import('../pkg/skiff_bg.wasm.base64.js')).default;
+
+_setLoader(async (source, relaxedSimd) =>
+  initWasm({
+    module_or_path: source === undefined ? decodeBase64(await inlined(chooseRelaxedSimd(relaxedSimd))) : await wasmSource(source),
+  }),
 );
 
 export * from './api.js';

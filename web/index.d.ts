@@ -225,6 +225,11 @@ export interface BackendInfo {
   adapter: AdapterInfo | null;
   /** Why 'auto' fell back to the cpu (no navigator.gpu, no adapter, device request failed); null otherwise. */
   reason: string | null;
+  /**
+   * Which .wasm build runs: 'relaxed' (compiled with relaxed SIMD: the cpu GEMM uses fused
+   * multiply-add, about 1.3x faster) or 'simd128' (the baseline every engine runs).
+   */
+  wasmSimd: 'relaxed' | 'simd128';
 }
 
 export interface InitOptions {
@@ -237,6 +242,13 @@ export interface InitOptions {
    * development servers; read from disk in Node).
    */
   wasm?: string | URL | Request | Response | Promise<Response> | ArrayBuffer | ArrayBufferView | WebAssembly.Module;
+  /**
+   * Which of the package's two .wasm builds to load (not with `wasm`, which is loaded as given;
+   * only the first init loads one). Omitted: the relaxed-SIMD build where the engine runs relaxed
+   * SIMD (Chrome and Edge 114+), else the SIMD128 baseline. false: always the baseline; true: the
+   * relaxed build, an error where the engine lacks relaxed SIMD.
+   */
+  relaxedSimd?: boolean;
 }
 
 /** Loads the wasm module and picks the backend. Call once before anything else. */

@@ -5,13 +5,15 @@
 // importing this file fetches it from node_modules.
 import initWasm from '../pkg/skiff.js';
 import { _setLoader } from './api.js';
-import { fetchWasm, wasmSource } from './load.js';
+import { chooseRelaxedSimd, fetchWasm, wasmSource } from './load.js';
 
-_setLoader(async (source) =>
+// Both URLs are written out whole: bundlers emit only the assets they can see.
+const build = (relaxed) =>
+  relaxed ? new URL('../pkg/skiff_relaxed_bg.wasm', import.meta.url) : new URL('../pkg/skiff_bg.wasm', import.meta.url);
+
+_setLoader(async (source, relaxedSimd) =>
   initWasm({
-    module_or_path: await (source === undefined
-      ? fetchWasm(new URL('../pkg/skiff_bg.wasm', import.meta.url))
-      : wasmSource(source)),
+    module_or_path: await (source === undefined ? fetchWasm(build(chooseRelaxedSimd(relaxedSimd))) : wasmSource(source)),
   }),
 );
 

@@ -5,7 +5,48 @@
 /** `\0asm`: the first four bytes of every WebAssembly binary. */
 const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 
-import { fail } from './checks.js';
+import { describe, fail } from './checks.js';
+
+/**
+ * The smallest module with a relaxed-SIMD instruction: one function that
+ * returns `f32x4.relaxed_madd` of three zero vectors. WebAssembly.validate
+ * accepts it exactly where the engine has relaxed SIMD.
+ */
+function relaxedSimdProbe() {
+  const zeros = [0xfd, 0x0c, ...new Array(16).fill(0)]; // v128.const 0
+  const body = [0x00, ...zeros, ...zeros, ...zeros, 0xfd, 0x85, 0x02, 0x0b]; // no locals; relaxed_madd; end
+  return new Uint8Array([
+    ...MAGIC, 0x01, 0x00, 0x00, 0x00, // version 1
+    0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // types: () -> v128
+    0x03, 0x02, 0x01, 0x00, // one function of type 0
+    0x0a, body.length + 2, 0x01, body.length, ...body, // its code
+  ]);
+}
+
+/** Whether this engine runs relaxed SIMD (Chrome and Edge from 114; not Node 20, Firefox or Safari today). */
+export function hasRelaxedSimd() {
+  try {
+    return WebAssembly.validate(relaxedSimdProbe());
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Which of the package's two .wasm builds an entry point loads: the one
+ * built with relaxed SIMD (`true`) or the SIMD128 baseline. `relaxedSimd` is
+ * init's option: undefined picks what the engine runs; true insists.
+ */
+export function chooseRelaxedSimd(relaxedSimd) {
+  if (relaxedSimd === undefined) return hasRelaxedSimd();
+  if (typeof relaxedSimd !== 'boolean') {
+    throw fail('init', 'argument', `relaxedSimd must be a boolean, got ${describe(relaxedSimd)}`);
+  }
+  if (relaxedSimd && !hasRelaxedSimd()) {
+    throw loadError('relaxedSimd: true, but this engine has no relaxed SIMD (WebAssembly.validate refused f32x4.relaxed_madd)');
+  }
+  return relaxedSimd;
+}
 
 /**
  * An init error whose message starts with the op, like every skiff error:

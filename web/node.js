@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import initWasm from '../pkg/skiff.js';
 import { _setLoader } from './api.js';
-import { checkWasmBytes, fetchWasm, loadError, wasmSource } from './load.js';
+import { checkWasmBytes, chooseRelaxedSimd, fetchWasm, loadError, wasmSource } from './load.js';
 
 /** A path or file: URL is read from disk; http(s) is fetched. */
 async function readWasm(where) {
@@ -21,10 +21,13 @@ async function readWasm(where) {
   return checkWasmBytes(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), file);
 }
 
-_setLoader(async (source) =>
+/** One of the package's two builds (see web/index.js). */
+const build = (relaxed) => new URL(relaxed ? '../pkg/skiff_relaxed_bg.wasm' : '../pkg/skiff_bg.wasm', import.meta.url);
+
+_setLoader(async (source, relaxedSimd) =>
   initWasm({
     module_or_path: await (source === undefined
-      ? readWasm(new URL('../pkg/skiff_bg.wasm', import.meta.url))
+      ? readWasm(build(chooseRelaxedSimd(relaxedSimd)))
       : wasmSource(source, readWasm)),
   }),
 );

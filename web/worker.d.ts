@@ -35,6 +35,8 @@ export interface WorkerStartOptions {
   device?: InitOptions['device'];
   /** Where the worker finds the .wasm, as a URL (a string or URL: it is sent to the worker). */
   wasm?: string | URL;
+  /** init()'s choice of the package's .wasm build in the worker (see InitOptions). */
+  relaxedSimd?: boolean;
   /** The worker's name (devtools), when `worker` is a URL. */
   name?: string;
 }

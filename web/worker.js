@@ -139,7 +139,7 @@ export function serve(skiff, handlers, scope = globalThis) {
 
 // ---- the page side ------------------------------------------------------
 
-const START_OPTIONS = ['device', 'wasm', 'name'];
+const START_OPTIONS = ['device', 'wasm', 'relaxedSimd', 'name'];
 
 /**
  * A worker that serves skiff (see serve()), seen from the page: call its
@@ -148,7 +148,7 @@ const START_OPTIONS = ['device', 'wasm', 'name'];
 export class SkiffWorker {
   /**
    * Starts `worker` (a Worker, or the URL of a module worker script that
-   * calls serve()) and runs init() in it with `options` ({ device, wasm };
+   * calls serve()) and runs init() in it with `options` ({ device, wasm, relaxedSimd };
    * `name` names a worker made from a URL). Resolves once skiff is ready
    * there; `backend` is what init() chose in the worker.
    */

@@ -6,8 +6,9 @@ import * as sk from '/web/index.js';
 
 export { jitStep } from './jit.js';
 
-export async function setup(device) {
-  return sk.init({ device });
+/** init() on `device`; `relaxedSimd` picks the .wasm build (undefined: the engine's best). */
+export async function setup(device, relaxedSimd) {
+  return sk.init({ device, relaxedSimd });
 }
 
 /**

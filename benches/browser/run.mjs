@@ -27,12 +27,14 @@ const JIT_PLAN = {
 assertBuilt({ wrapper: true });
 const rows = [];
 const jitRows = [];
-for (const pass of [PASSES.cpu, PASSES.webgpu]) {
+// The cpu fallback twice: the relaxed-SIMD build Chromium loads by default, and the
+// SIMD128 baseline other engines load (init({ relaxedSimd: false })).
+for (const [pass, relaxedSimd] of [[PASSES.cpu, undefined], [PASSES.cpu, false], [PASSES.webgpu, undefined]]) {
   const s = await openSession(pass);
   try {
     await loadSuite(s, '/benches/browser/bench.js');
-    const info = await s.call('setup', pass.gpu ? 'webgpu' : 'cpu');
-    const name = pass.gpu ? `webgpu (${info.adapter?.name ?? '?'})` : 'cpu fallback (wasm)';
+    const info = await s.call('setup', pass.gpu ? 'webgpu' : 'cpu', relaxedSimd);
+    const name = pass.gpu ? `webgpu (${info.adapter?.name ?? '?'})` : `cpu fallback (wasm, ${info.wasmSimd})`;
     if (groups.includes('ops')) {
       const perOp = await s.call('perOp', pass.gpu ? 300 : 2000);
       const gemm = await s.call('matmul', pass.gpu ? 256 : 512, pass.gpu ? 2 : 8);

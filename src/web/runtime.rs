@@ -72,7 +72,18 @@ pub async fn init_backend(
         }
     };
     set_default(&device);
-    Ok(object(&[("device", args::device_name(&device).into()), ("adapter", adapter_info(&device))]))
+    Ok(object(&[
+        ("device", args::device_name(&device).into()),
+        ("adapter", adapter_info(&device)),
+        ("wasmSimd", wasm_simd().into()),
+    ]))
+}
+
+/// Which of the package's two builds this module is: 'relaxed' (compiled
+/// with relaxed SIMD: the cpu GEMM fuses multiply and add) or 'simd128'.
+#[wasm_bindgen(js_name = wasmSimd, unchecked_return_type = "'relaxed' | 'simd128'")]
+pub fn wasm_simd() -> String {
+    if cfg!(target_feature = "relaxed-simd") { "relaxed" } else { "simd128" }.to_string()
 }
 
 /// `{ name, vendor, architecture, backend, deviceType, driver }` of a GPU, else null.

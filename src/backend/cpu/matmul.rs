@@ -1,23 +1,45 @@
-//! Batched GEMM on strided operands, over ndarray views, through two GEMMs:
+//! Batched GEMM on strided operands, over ndarray views, through three GEMMs:
 //!
-//! - `gemm` (single-threaded) on wasm32, where its SIMD128 micro-kernels
-//!   measured 22-23 GFLOP/s at 512-1024 in V8 against 20-21 for
-//!   matrixmultiply's auto-vectorised fallback, and 3-4x more at 64 (see
+//! - on wasm32, f32 products go to skiff's own SIMD128 GEMM (sgemm.rs: 41
+//!   GFLOP/s at 480^3 in V8, 52 with relaxed SIMD, against 29 for `gemm`);
+//! - `gemm` (single-threaded) for f64 on wasm32, where its SIMD128
+//!   micro-kernels beat matrixmultiply's scalar fallback (see
 //!   benches/README.md); and natively where it measured faster (see
 //!   `Engine::for_product`);
 //! - natively otherwise `ndarray::linalg::general_mat_mul`, which calls
 //!   `matrixmultiply`, multi-threaded through its `threading` feature.
 //!
 //! Strided operands (transposed views from backward rules) need no copy:
-//! both GEMMs pack them themselves.
+//! all three GEMMs pack them themselves.
 
 use crate::shape::{Dims, Layout};
 use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
 
 /// Element types with a GEMM.
-pub trait Gemm: super::Elem + LinalgScalar {}
-impl Gemm for f32 {}
+pub trait Gemm: super::Elem + LinalgScalar {
+    /// `c = a b` with skiff's own SIMD GEMM where this type has one here
+    /// (f32 on wasm32); false, and `c` untouched, where it has none.
+    fn own_gemm(a: &ArrayView2<Self>, b: &ArrayView2<Self>, c: &mut ArrayViewMut2<Self>) -> bool {
+        let _ = (a, b, c);
+        false
+    }
+}
 impl Gemm for f64 {}
+#[cfg(not(target_arch = "wasm32"))]
+impl Gemm for f32 {}
+#[cfg(target_arch = "wasm32")]
+impl Gemm for f32 {
+    fn own_gemm(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut ArrayViewMut2<f32>) -> bool {
+        use super::sgemm::{sgemm, Operand};
+        let operand = |v: &ArrayView2<f32>| Operand { ptr: v.as_ptr(), rows: v.strides()[0], cols: v.strides()[1] };
+        let ((m, k), n) = (a.dim(), b.ncols());
+        let c = c.as_slice_mut().expect("the product's chunk is contiguous");
+        // SAFETY: the operands are views of these shapes over live buffers,
+        // and `c` (a fresh output) overlaps neither.
+        unsafe { sgemm(m, k, n, operand(a), operand(b), c) };
+        true
+    }
+}
 
 /// Which GEMM multiplies an (m x k) by (k x n) product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +49,9 @@ enum Engine {
     /// `matrixmultiply` through ndarray (native only).
     #[cfg(not(target_arch = "wasm32"))]
     MatrixMultiply,
+    /// skiff's own SIMD GEMM where the type has one, else `gemm` (wasm32 only).
+    #[cfg(target_arch = "wasm32")]
+    Own,
 }
 
 impl Engine {
@@ -41,9 +66,21 @@ impl Engine {
     ///   1.35, [784, 64]^T x [64, 256] 1.35.
     ///
     /// `row_major` says both operands have unit-stride rows.
+    ///
+    /// On wasm32, skiff's own GEMM from 16 rows and 64 columns: it packs `b`
+    /// whole, which fewer rows do not repay, and pads `n` to 12s. In V8
+    /// (GFLOP/s, gemm / own with relaxed SIMD / own without): 16x72x121 23 /
+    /// 31 / 25, 64x10x128 20 / 28 / 23, 64x784x256 29 / 44 / 33; below the
+    /// bounds 16x784x32 31 / 23 / 20, 64x128x10 22 / 15 / 12, 1x784x256 14 /
+    /// 7 / 6.
     fn for_product(m: usize, k: usize, n: usize, row_major: bool) -> Engine {
         #[cfg(target_arch = "wasm32")]
-        let _ = (m, k, n, row_major);
+        {
+            let _ = (k, row_major);
+            if m >= 16 && n >= 64 {
+                return Engine::Own;
+            }
+        }
         #[cfg(not(target_arch = "wasm32"))]
         if m.min(n) >= 10 && !(row_major && m * k * n < 1 << 24) {
             return Engine::MatrixMultiply;
@@ -58,6 +95,10 @@ fn gemm<T: Gemm>(engine: Engine, a: ArrayView2<T>, b: ArrayView2<T>, mut c: Arra
     match engine {
         #[cfg(not(target_arch = "wasm32"))]
         Engine::MatrixMultiply => ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c),
+        #[cfg(target_arch = "wasm32")]
+        Engine::Own if T::own_gemm(&a, &b, &mut c) => {}
+        #[cfg(target_arch = "wasm32")]
+        Engine::Own => gemm(Engine::Gemm, a, b, c),
         Engine::Gemm => {
             let ((m, k), n) = (a.dim(), b.ncols());
             let (sa, sb) = (a.strides(), b.strides());

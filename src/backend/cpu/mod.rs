@@ -15,3 +15,5 @@ pub mod reduce;
 pub mod room;
 pub mod run;
 mod run_index;
+#[cfg(any(target_arch = "wasm32", test))]
+mod sgemm;
