@@ -24,6 +24,8 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
     after(() => s?.close());
 
     test('the worker runs init() with its own device', T, () => {
+      // Chromium validates relaxed SIMD, so the worker loads that build by default.
+      assert.equal(backend.wasmSimd, 'relaxed');
       if (pass.gpu) {
         assert.equal(backend.device, 'webgpu');
         assert.match(JSON.stringify(backend.adapter).toLowerCase(), /swiftshader/);
@@ -100,6 +102,8 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
       assert.equal(e.throws.kind, 'device-lost');
       assert.match(e.throws.message, /worker-throws\.js.*failed/);
       assert.equal(e.after.probs.length, 5, 'the worker answers after the errors');
+      assert.equal(e.baselineSimd, 'simd128', 'SkiffWorker.start passes relaxedSimd to the worker');
+      assert.equal(e.baselineTrained, 5, 'and it trains there');
       assert.deepEqual([e.terminated.op, e.terminated.kind], ['SkiffWorker.call', 'value']);
       assert.match(e.terminated.message, /^SkiffWorker\.call: hang: the worker .*worker-train\.js.* was terminated/);
       assert.match(e.later.message, /^SkiffWorker\.call: predict: .*was terminated/);

@@ -124,6 +124,11 @@ export async function errors(pass) {
   };
   // The worker still answers after all that.
   out.after = await w.call('predict', { points: POINTS });
+  // relaxedSimd reaches the worker's init: a second worker on the SIMD128 baseline.
+  const baseline = await SkiffWorker.start(workerUrl('worker-train.js', pass), { device: 'cpu', relaxedSimd: false });
+  out.baselineSimd = baseline.backend.wasmSimd;
+  out.baselineTrained = (await baseline.call('train', { steps: 5 })).done;
+  baseline.terminate();
   // terminate(): a call in flight rejects, and so does any later call.
   const hanging = caught(() => w.call('hang'));
   w.terminate();
