@@ -142,6 +142,9 @@ export async function init(options = {}) {
     throw fail('init', 'argument', `device must be 'auto', 'webgpu' or 'cpu', got ${describe(device)}`);
   }
   const { relaxedSimd } = options;
+  if (relaxedSimd !== undefined && typeof relaxedSimd !== 'boolean') {
+    throw fail('init', 'argument', `relaxedSimd must be a boolean, got ${describe(relaxedSimd)}`);
+  }
   if (relaxedSimd !== undefined && options.wasm !== undefined) {
     throw fail(
       'init',

@@ -5,7 +5,7 @@
 /** `\0asm`: the first four bytes of every WebAssembly binary. */
 const MAGIC = [0x00, 0x61, 0x73, 0x6d];
 
-import { describe, fail } from './checks.js';
+import { fail } from './checks.js';
 
 /**
  * The smallest module with a relaxed-SIMD instruction: one function that
@@ -23,7 +23,7 @@ function relaxedSimdProbe() {
   ]);
 }
 
-/** Whether this engine runs relaxed SIMD (Chrome and Edge from 114; not Node 20, Firefox or Safari today). */
+/** Whether this engine runs relaxed SIMD (Chrome and Edge from 114; Node 20 only with --experimental-wasm-relaxed-simd). */
 export function hasRelaxedSimd() {
   try {
     return WebAssembly.validate(relaxedSimdProbe());
@@ -35,13 +35,11 @@ export function hasRelaxedSimd() {
 /**
  * Which of the package's two .wasm builds an entry point loads: the one
  * built with relaxed SIMD (`true`) or the SIMD128 baseline. `relaxedSimd` is
- * init's option: undefined picks what the engine runs; true insists.
+ * init's option (checked there to be a boolean or undefined): undefined
+ * picks what the engine runs; true insists.
  */
 export function chooseRelaxedSimd(relaxedSimd) {
   if (relaxedSimd === undefined) return hasRelaxedSimd();
-  if (typeof relaxedSimd !== 'boolean') {
-    throw fail('init', 'argument', `relaxedSimd must be a boolean, got ${describe(relaxedSimd)}`);
-  }
   if (relaxedSimd && !hasRelaxedSimd()) {
     throw loadError('relaxedSimd: true, but this engine has no relaxed SIMD (WebAssembly.validate refused f32x4.relaxed_madd)');
   }

@@ -37,13 +37,19 @@ test('Chromium loads the relaxed-SIMD build, or the baseline on request; both mu
           () => 'resolved',
           (e) => `${e.kind} ${e.message}`,
         );
-        return { wasmSimd: info.wasmSimd, same: skiff.backendInfo().wasmSimd, swap, products: await checkProducts(skiff) };
+        // A wrong type is an argument error, loaded or not.
+        const bad = await skiff.init({ device: 'cpu', relaxedSimd: 1 }).then(
+          () => 'resolved',
+          (e) => `${e.kind} ${e.message}`,
+        );
+        return { wasmSimd: info.wasmSimd, same: skiff.backendInfo().wasmSimd, swap, bad, products: await checkProducts(skiff) };
       }, relaxedSimd);
       s.checkErrors();
       const want = relaxedSimd === false ? 'simd128' : 'relaxed';
       assert.equal(r.wasmSimd, want, `relaxedSimd: ${relaxedSimd}`);
       assert.equal(r.same, want);
       assert.match(r.swap, /^value init: relaxedSimd: (true|false), but an earlier init\(\) loaded the (relaxed|simd128) build, which stays$/);
+      assert.equal(r.bad, 'argument init: relaxedSimd must be a boolean, got the number 1');
       assertProducts(r.products, want);
     } finally {
       await s.close();
