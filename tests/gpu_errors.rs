@@ -1,5 +1,6 @@
 //! GPU failure modes surface as `Error`s, never panics: buffers beyond the
-//! adapter's limits, and a lost device (reported on the next op).
+//! adapter's limits, and a lost device (reported on the next op). Also what
+//! the device enables at creation (shader-f16).
 
 mod common;
 
@@ -19,6 +20,18 @@ fn a_buffer_beyond_the_adapter_limit_is_an_error_naming_size_and_limit() {
     // The device is still usable afterwards.
     let ok = Tensor::ones(&[4], DType::F32).unwrap().to(&dev).unwrap().mul_scalar(3.0).unwrap();
     assert_eq!(ok.to_vec::<f32>().unwrap(), vec![3.0; 4]);
+}
+
+#[test]
+fn the_device_enables_shader_f16_where_the_adapter_has_it() {
+    let Some(dev) = gpu() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!() };
+    // lavapipe (CI's adapter) exposes SHADER_F16; the device must have asked for it.
+    if g.name().contains("llvmpipe") {
+        assert!(g.shader_f16(), "lavapipe's device was opened without shader-f16");
+    }
+    // A private device reports the same: the request does not depend on the shared one.
+    assert_eq!(GpuDevice::open().unwrap().shader_f16(), g.shader_f16());
 }
 
 #[test]

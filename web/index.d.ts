@@ -216,6 +216,8 @@ export interface AdapterInfo {
   deviceType: string;
   driver: string;
   driverInfo: string;
+  /** Whether the device runs half-precision shaders (WebGPU's 'shader-f16'; SwiftShader has none). */
+  shaderF16: boolean;
 }
 
 export interface BackendInfo {

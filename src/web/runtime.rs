@@ -100,6 +100,7 @@ fn adapter_info(device: &Device) -> JsValue {
                 ("deviceType", format!("{:?}", i.device_type).into()),
                 ("driver", i.driver.as_str().into()),
                 ("driverInfo", i.driver_info.as_str().into()),
+                ("shaderF16", g.shader_f16().into()),
             ])
         }
     }

@@ -29,6 +29,8 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
       if (pass.gpu) {
         assert.equal(backend.device, 'webgpu');
         assert.match(JSON.stringify(backend.adapter).toLowerCase(), /swiftshader/);
+        // SwiftShader has no half-precision shaders; the device says so.
+        assert.equal(backend.adapter.shaderF16, false);
       } else {
         assert.equal(backend.device, 'cpu');
         assert.match(backend.reason, /webgpu|navigator\.gpu/i, `the worker says why it fell back: ${backend.reason}`);

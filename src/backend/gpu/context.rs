@@ -39,10 +39,14 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
     let info = adapter.get_info();
     let mut limits = adapter.limits();
     adjust(&mut limits);
+    // Half-precision shaders wherever the adapter has them (lavapipe and most
+    // real GPUs; not SwiftShader): the f16 kernels need the device to enable
+    // them at creation.
+    let features = adapter.features() & wgpu::Features::SHADER_F16;
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("skiff"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             ..Default::default()
         })

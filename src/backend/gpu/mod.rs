@@ -55,6 +55,11 @@ impl GpuDevice {
     pub fn limits(&self) -> &wgpu::Limits {
         &self.0.limits
     }
+    /// Whether the device runs half-precision shaders (WebGPU's `shader-f16`,
+    /// enabled at creation wherever the adapter has it).
+    pub fn shader_f16(&self) -> bool {
+        self.0.device.features().contains(wgpu::Features::SHADER_F16)
+    }
     pub fn counters(&self) -> GpuCounters {
         self.0.counters()
     }
