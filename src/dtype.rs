@@ -1,6 +1,8 @@
 //! Element types. F32 is the working dtype everywhere; F64 exists on the cpu
-//! backend for gradient checking; I32 carries indices and class labels; Bool
-//! carries masks (stored as one byte per element).
+//! backend for gradient checking; F16 is storage for mixed precision (on a
+//! GPU only where the adapter has `shader-f16`; kernels compute in f32);
+//! I32 carries indices and class labels; Bool carries masks (stored as one
+//! byte per element).
 
 use std::fmt;
 
@@ -31,20 +33,22 @@ use std::fmt;
 pub enum DType {
     F32,
     F64,
+    F16,
     I32,
     Bool,
 }
 
 impl DType {
-    /// True for F32 and F64: the dtypes that can carry gradients.
+    /// True for F32, F64 and F16: the dtypes that can carry gradients.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16)
     }
     /// Bytes per element in storage.
     pub fn size_in_bytes(self) -> usize {
         match self {
             DType::F32 | DType::I32 => 4,
             DType::F64 => 8,
+            DType::F16 => 2,
             DType::Bool => 1,
         }
     }
@@ -53,6 +57,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F16 => "f16",
             DType::I32 => "i32",
             DType::Bool => "bool",
         }

@@ -38,6 +38,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
     match t.dtype() {
         DType::F32 => t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits() as u64).collect(),
         DType::F64 => t.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).collect(),
+        DType::F16 => t.to_vec::<skiff::f16>().unwrap().iter().map(|v| v.to_bits() as u64).collect(),
         DType::I32 => t.to_vec::<i32>().unwrap().iter().map(|&v| v as u32 as u64).collect(),
         DType::Bool => t.to_vec::<u8>().unwrap().iter().map(|&v| v as u64).collect(),
     }
@@ -65,6 +66,10 @@ fn creations() -> Vec<(&'static str, Make)> {
         ("full f32", |d| Tensor::full_on(&[3, 4], -2.5, DType::F32, d)),
         ("zeros i32", |d| Tensor::zeros_on(&[7], DType::I32, d)),
         ("ones bool", |d| Tensor::ones_on(&[2, 2], DType::Bool, d)),
+        // f16: made in f32 and rounded once, on either device (lavapipe has shader-f16).
+        ("randn f16", |d| Tensor::randn_on(&[3, 700], DType::F16, d)),
+        ("arange f16", |d| Tensor::arange_on(0.1, 7.3, 0.1, DType::F16, d)),
+        ("full f16", |d| Tensor::full_on(&[3, 4], 0.1, DType::F16, d)),
     ]
 }
 
@@ -72,7 +77,11 @@ fn creations() -> Vec<(&'static str, Make)> {
 fn every_creation_on_the_gpu_matches_the_cpu_bit_for_bit() {
     let _g = rng_lock();
     let Some(gpu) = common::gpu() else { return };
+    let Device::Gpu(g) = &gpu else { unreachable!() };
     for (name, make) in creations() {
+        if name.ends_with("f16") && !g.shader_f16() {
+            continue;
+        }
         manual_seed(2024);
         let cpu = make(&Device::Cpu).unwrap();
         manual_seed(2024);

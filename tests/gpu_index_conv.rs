@@ -86,6 +86,7 @@ fn assert_same(what: &str, cpu: &Tensor, gpu: &Tensor) {
         }
         DType::I32 => assert_eq!(cpu.to_vec::<i32>().unwrap(), gpu.to_vec::<i32>().unwrap(), "{what}"),
         DType::Bool => assert_eq!(cpu.to_vec::<u8>().unwrap(), gpu.to_vec::<u8>().unwrap(), "{what}"),
+        DType::F16 => assert_eq!(cpu.to_vec::<skiff::f16>().unwrap(), gpu.to_vec::<skiff::f16>().unwrap(), "{what}"),
         DType::F64 => unreachable!("f64 does not reach the GPU"),
     }
 }

@@ -122,9 +122,15 @@ fn a_file_written_by_the_safetensors_crate_loads() {
         "safetensors",
         &["tensor \"x\": I64 value 2147483648 does not fit in i32"],
     );
-    let half = vec![0u8; 4];
+    // f16 as PyTorch writes it (little-endian IEEE half): 1.0, -2.0.
+    let half = vec![0x00u8, 0x3c, 0x00, 0xc0];
     let bytes = safetensors::serialize([("h", TensorView::new(StDtype::F16, vec![2], &half).unwrap())], None).unwrap();
-    let facts = ["tensor \"h\" has dtype F16", "skiff reads F32, F64, I32, I64 (narrowed) and BOOL"];
+    let back = st::from_bytes(&bytes, &Device::Cpu).unwrap();
+    assert_eq!(back[0].1.dtype(), DType::F16);
+    assert_eq!(back[0].1.to_f64_vec().unwrap(), vec![1.0, -2.0]);
+    let bf16 = vec![0u8; 4];
+    let bytes = safetensors::serialize([("b", TensorView::new(StDtype::BF16, vec![2], &bf16).unwrap())], None).unwrap();
+    let facts = ["tensor \"b\" has dtype BF16", "skiff reads F32, F64, F16, I32, I64 (narrowed) and BOOL"];
     expect_err(st::from_bytes(&bytes, &Device::Cpu), Kind::DType, "safetensors", &facts);
 }
 

@@ -14,6 +14,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
     match t.dtype() {
         DType::F32 => t.to_vec::<f32>().unwrap().into_iter().map(|v| v.to_bits() as u64).collect(),
         DType::F64 => t.to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect(),
+        DType::F16 => t.to_vec::<skiff::f16>().unwrap().into_iter().map(|v| v.to_bits() as u64).collect(),
         DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(|v| v as u64).collect(),
         DType::Bool => t.to_vec::<u8>().unwrap().into_iter().map(u64::from).collect(),
     }

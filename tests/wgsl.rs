@@ -19,10 +19,10 @@ const MAX_UNIFORM_BUFFERS_PER_STAGE: usize = 12;
 /// Parses and validates one source; the error says what naga (or the limit check) found.
 fn check(source: &str) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    // Capabilities::default() is the WebGPU baseline: no optional features.
-    Validator::new(ValidationFlags::all(), Capabilities::default())
-        .validate(&module)
-        .map_err(|e| e.emit_to_string(source))?;
+    // Capabilities::default() is the WebGPU baseline: no optional features;
+    // a kernel with f16 values (only built where the device has shader-f16) says so first.
+    let caps = if source.starts_with("enable f16;") { Capabilities::SHADER_FLOAT16 } else { Capabilities::default() };
+    Validator::new(ValidationFlags::all(), caps).validate(&module).map_err(|e| e.emit_to_string(source))?;
     webgpu_limits(&module)
 }
 

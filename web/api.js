@@ -194,7 +194,7 @@ export function backendInfo() {
 
 // ---- creation --------------------------------------------------------------
 
-const DTYPES = ['float32', 'float64', 'int32', 'bool'];
+const DTYPES = ['float32', 'float64', 'float16', 'int32', 'bool'];
 
 // As the Rust bindings (src/web/args.rs): at most 64 dims, and no more
 // elements than one tensor may hold on wasm32 (2^28, 1 GiB of float32).
@@ -243,6 +243,7 @@ function flatten(data) {
 function typed(flat, dtype) {
   switch (dtype) {
     case 'float32':
+    case 'float16': // converted by fromData's dtype option
       return Float32Array.from(flat, Number);
     case 'float64':
       return Float64Array.from(flat, Number);
@@ -278,7 +279,7 @@ export function tensor(data, options = {}) {
   } else if (typeof data === 'number' || typeof data === 'boolean' || Array.isArray(data)) {
     const { shape: inferred, flat } = flatten(data);
     const kind = dtype ?? (flat.length > 0 && flat.every((v) => typeof v === 'boolean') ? 'bool' : 'float32');
-    t = raw.Tensor.fromData(typed(flat, kind), shape ?? inferred, { device });
+    t = raw.Tensor.fromData(typed(flat, kind), shape ?? inferred, { device, dtype: kind === 'float16' ? kind : undefined });
   } else {
     const what = data instanceof raw.Tensor ? 'a Tensor (use t.handle() or t.clone())' : describe(data);
     throw fail('tensor', 'argument', `data must be a number, a (nested) array or a typed array, got ${what}`);

@@ -56,7 +56,7 @@ export type Nested<T> = T | Nested<T>[];
 /** One element of a tensor of dtype D in `array()`: booleans for bool tensors, numbers otherwise. */
 export type ElementOf<D extends DType> = D extends 'bool' ? boolean : number;
 /** The floating-point dtypes (arithmetic, reductions and activations take these only). */
-export type FloatDType = 'float32' | 'float64';
+export type FloatDType = 'float32' | 'float64' | 'float16';
 
 declare module '../pkg/skiff.js' {
   // Tensor<D> (pkg/skiff.d.ts, generated) carries its dtype D: `data()` of a

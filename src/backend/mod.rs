@@ -9,6 +9,7 @@
 pub mod cpu;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+mod half;
 pub mod replay;
 pub(crate) mod run;
 
@@ -99,12 +100,12 @@ impl Buffer {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Bytes the buffer holds on its device (GPU elements are 4 bytes each).
+    /// Bytes the buffer holds on its device (GPU elements are 4 bytes each, f16 2).
     pub fn bytes(&self) -> usize {
         match self {
             Buffer::Cpu(b) => b.len() * b.dtype().size_in_bytes(),
             #[cfg(feature = "gpu")]
-            Buffer::Gpu(b) => b.len * 4,
+            Buffer::Gpu(b) => b.len * gpu::element_bytes(b.dtype),
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{Buffer, CpuBuffer, Storage};
 use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
@@ -75,6 +76,13 @@ fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<(
 /// of `out_shape`, on the backend that holds the first input.
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
     check_arity(op, spec, inputs)?;
+    if super::half::involved(spec, inputs, &[]) {
+        return super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape));
+    }
+    run_on_backend(op, spec, inputs, out_shape)
+}
+
+fn run_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
     match inputs[0].buffer {
         Buffer::Cpu(_) => super::cpu::run::run(op, spec, inputs, out_shape).map(Buffer::Cpu),
         #[cfg(feature = "gpu")]
@@ -99,6 +107,12 @@ pub fn room(op: &'static str, device: &Device, n: usize, dtype: crate::dtype::DT
 /// `out_shape` on `device`.
 pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &[usize]) -> Result<Buffer> {
     check_arity(op, spec, &[])?;
+    // f16 fills, sequences and draws are made in f32 and rounded once (`half`).
+    if let Some(wide) = super::half::widened_creation(spec) {
+        let made = create(op, &wide, device, out_shape)?;
+        let all = Layout::contiguous(&[made.len()]);
+        return run(op, &KernelSpec::Cast { to: DType::F16 }, &[View::new(&made, &all)], &all.shape);
+    }
     match device {
         Device::Cpu => super::cpu::run::create(op, spec, out_shape).map(Buffer::Cpu),
         #[cfg(feature = "gpu")]
@@ -125,10 +139,17 @@ pub fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) -> Result<()> 
 /// into `outputs`, on the backend that holds the first output.
 pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
     check_arity(op, spec, inputs)?;
-    let Some(first) = outputs.first() else {
+    if outputs.is_empty() {
         return Err(Error::value(op, format!("internal: kernel {} writes no output", spec.name())));
-    };
-    match first.buffer {
+    }
+    if super::half::involved(spec, inputs, outputs) {
+        return super::half::run_into(op, inputs, outputs, |i, o| run_into_on_backend(op, spec, i, o));
+    }
+    run_into_on_backend(op, spec, inputs, outputs)
+}
+
+fn run_into_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+    match outputs[0].buffer {
         Buffer::Cpu(_) => super::cpu::run::run_into(op, spec, inputs, outputs),
         #[cfg(feature = "gpu")]
         Buffer::Gpu(_) => super::gpu::run::run_into(op, spec, inputs, outputs),

@@ -53,6 +53,9 @@ fn tensor_bytes(name: &str, t: &Tensor) -> Result<(StDtype, Vec<u8>)> {
     Ok(match t.dtype() {
         DType::F32 => (StDtype::F32, t.to_vec::<f32>().map_err(err)?.iter().flat_map(|v| v.to_le_bytes()).collect()),
         DType::F64 => (StDtype::F64, t.to_vec::<f64>().map_err(err)?.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        DType::F16 => {
+            (StDtype::F16, t.to_vec::<half::f16>().map_err(err)?.iter().flat_map(|v| v.to_le_bytes()).collect())
+        }
         DType::I32 => (StDtype::I32, t.to_vec::<i32>().map_err(err)?.iter().flat_map(|v| v.to_le_bytes()).collect()),
         DType::Bool => (StDtype::BOOL, t.to_vec::<u8>().map_err(err)?.into_iter().map(|b| (b != 0) as u8).collect()),
     })
@@ -136,6 +139,9 @@ fn view_to_tensor(name: &str, view: &TensorView<'_>, device: &Device) -> Result<
             data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
             shape,
         )?,
+        StDtype::F16 => {
+            Tensor::from_vec(data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect(), shape)?
+        }
         StDtype::I32 => Tensor::from_vec(
             data.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
             shape,
@@ -154,7 +160,7 @@ fn view_to_tensor(name: &str, view: &TensorView<'_>, device: &Device) -> Result<
         other => {
             return Err(Error::dtype(
                 OP,
-                format!("tensor {name:?} has dtype {other:?}; skiff reads F32, F64, I32, I64 (narrowed) and BOOL"),
+                format!("tensor {name:?} has dtype {other:?}; skiff reads F32, F64, F16, I32, I64 (narrowed) and BOOL"),
             ))
         }
     };

@@ -158,7 +158,7 @@ impl FusedElementwise {
                     _ => return Err(format!("step {j} reads {a}, which does not exist before it")),
                 });
             }
-            let float = |d: DType| matches!(d, DType::F32 | DType::F64);
+            let float = |d: DType| d.is_float();
             let gives = match (&step.op, dts.as_slice()) {
                 (FusedOp::Unary { .. }, [x]) if float(*x) => Some(*x),
                 (FusedOp::Binary { .. }, [a, b]) if float(*a) && a == b => Some(*a),

@@ -302,7 +302,7 @@ pub fn value_for(op: &'static str, name: &str, value: f64, dtype: DType) -> Resu
 /// `mask.eq(2)`), as PyTorch promotes.
 pub fn compare_number(x: &Tensor, c: f64, f: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let exact = match x.dtype() {
-        DType::F32 | DType::F64 => true,
+        DType::F32 | DType::F64 | DType::F16 => true,
         DType::I32 => c.fract() == 0.0 && c.abs() <= i32::MAX as f64,
         DType::Bool => false,
     };

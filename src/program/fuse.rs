@@ -103,8 +103,13 @@ impl<'p> Facts<'p> {
         }
     }
 
+    /// An elementwise kernel without f16 values: eager rounds an f16 result
+    /// after every op (`backend::half`), which a fused kernel would not.
     fn fusable(&self, i: usize) -> bool {
-        self.run(i).is_some_and(|(spec, ..)| step_op(spec).is_some())
+        let f16 = |v: ValueId| self.program.values[v].dtype == crate::dtype::DType::F16;
+        self.run(i).is_some_and(|(spec, inputs, out, _)| {
+            step_op(spec).is_some() && !f16(out) && !inputs.iter().any(|a| f16(a.value))
+        })
     }
 
     /// Whether writing `w` in place may change what reading `r` sees.

@@ -34,7 +34,7 @@ fn random_float(op: &'static str, dtype: DType) -> Result<()> {
 /// floats (NaN included) and for bool (nonzero is true, as in PyTorch).
 fn representable(op: &'static str, what: &str, value: f64, dtype: DType) -> Result<()> {
     let ok = match dtype {
-        DType::F32 | DType::F64 | DType::Bool => true,
+        DType::F32 | DType::F64 | DType::F16 | DType::Bool => true,
         DType::I32 => value.fract() == 0.0 && value >= i32::MIN as f64 && value <= i32::MAX as f64,
     };
     if ok {

@@ -29,10 +29,12 @@
 
 mod compare;
 mod cpu;
+mod half;
 mod parity;
 
 pub use compare::{compare_values, expect_output};
 pub use cpu::check_cpu;
+pub use half::{check_half, REFERENCE_F16};
 pub use parity::{check_gpu_parity, compare_gpu, parity_tolerance};
 
 use crate::ops::{cases_of, registry, Case, OpDef, OpKind, Sample};
@@ -94,6 +96,10 @@ pub enum Check {
     GpuSecondOrder,
     /// The GPU run failed with the expected dtype error (no f64 on the GPU).
     GpuDtypeError,
+    /// The f16 forward matches the reference (`half.rs`).
+    HalfForward,
+    /// f16 gradients match the same graph's f32 ones.
+    HalfGradients,
 }
 
 impl Check {
@@ -106,6 +112,8 @@ impl Check {
             Check::GpuGradients => "gpu gradients",
             Check::GpuSecondOrder => "gpu second order",
             Check::GpuDtypeError => "gpu dtype error",
+            Check::HalfForward => "f16 forward",
+            Check::HalfGradients => "f16 gradients",
         }
     }
 }

@@ -421,17 +421,18 @@ pub fn pair(op: &str, name: &str, v: &JsValue) -> JsResult<[usize; 2]> {
     }
 }
 
-/// A dtype name: 'float32' | 'float64' | 'int32' | 'bool' (and skiff's short names).
+/// A dtype name: 'float32' | 'float64' | 'float16' | 'int32' | 'bool' (and skiff's short names).
 pub fn dtype(op: &str, v: &JsValue) -> JsResult<DType> {
     match v.as_string().as_deref() {
         Some("float32" | "f32") => Ok(DType::F32),
         Some("float64" | "f64") => Ok(DType::F64),
+        Some("float16" | "f16") => Ok(DType::F16),
         Some("int32" | "i32") => Ok(DType::I32),
         Some("bool") => Ok(DType::Bool),
         _ => Err(js_error(
             op,
             Kind::Argument,
-            format!("dtype must be one of 'float32', 'float64', 'int32', 'bool', got {}", describe(v)),
+            format!("dtype must be one of 'float32', 'float64', 'float16', 'int32', 'bool', got {}", describe(v)),
         )),
     }
 }
@@ -441,6 +442,7 @@ pub fn dtype_name(d: DType) -> &'static str {
     match d {
         DType::F32 => "float32",
         DType::F64 => "float64",
+        DType::F16 => "float16",
         DType::I32 => "int32",
         DType::Bool => "bool",
     }

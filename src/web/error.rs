@@ -167,6 +167,8 @@ const JS_WORDS: &[(&str, &str)] = &[
     ("f32", "float32"),
     ("F32", "'float32'"),
     ("F64", "'float64'"),
+    ("F16", "'float16'"),
+    ("f16", "float16"),
     ("I32", "'int32'"),
     ("f64", "float64"),
     ("i32", "int32"),
@@ -192,7 +194,8 @@ fn js_words(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len());
     let mut rest = msg;
     while !rest.is_empty() {
-        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        // A hyphen joins: "shader-f16" (a WebGPU feature) is one word, not "f16".
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
         let in_word = rest.starts_with(word);
         let split = rest.find(|c: char| word(c) != in_word).unwrap_or(rest.len());
         let (run, tail) = rest.split_at(split);
@@ -263,6 +266,7 @@ mod tests {
         // Whole words only: a kernel or key that contains one is left alone.
         assert_eq!(js_words("reduce_f32 running_mean f64x"), "reduce_f32 running_mean f64x");
         assert_eq!(js_words("pass allow_unused=true, f64."), "pass allowUnused=true, float64.");
+        assert_eq!(js_words("f16 tensors need shader-f16"), "float16 tensors need shader-f16");
         assert_eq!(js_words("convert with to_dtype(F32) first"), "convert with toDtype('float32') first");
         assert_eq!(js_words(""), "");
     }

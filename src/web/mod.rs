@@ -53,12 +53,12 @@ use std::rc::{Rc, Weak};
 // parameter to the class declaration, which wasm-bindgen cannot write.
 #[wasm_bindgen::prelude::wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
-/** Element types: 32/64-bit floats, 32-bit integers (indices, labels), bool masks. */
-export type DType = 'float32' | 'float64' | 'int32' | 'bool';
+/** Element types: 32/64/16-bit floats (float64 on the cpu only; float16 on the cpu and on GPUs with shader-f16), 32-bit integers (indices, labels), bool masks. */
+export type DType = 'float32' | 'float64' | 'float16' | 'int32' | 'bool';
 /** Where a tensor lives: the WebAssembly cpu backend or the WebGPU device. */
 export type DeviceName = 'cpu' | 'webgpu';
-/** What `data()` resolves to for a tensor of dtype D (a bool tensor's values are 0 or 1). */
-export type DataOf<D extends DType> = D extends 'float32'
+/** What `data()` resolves to for a tensor of dtype D (a bool tensor's values are 0 or 1; float16 values widen exactly to a Float32Array). */
+export type DataOf<D extends DType> = D extends 'float32' | 'float16'
   ? Float32Array
   : D extends 'float64'
     ? Float64Array

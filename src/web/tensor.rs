@@ -316,7 +316,8 @@ impl JsTensor {
     }
 
     /// The elements in row-major order, read without blocking: a
-    /// Float32Array, Float64Array, Int32Array, or Uint8Array for bool.
+    /// Float32Array (float16 values too, exactly: not every engine has
+    /// Float16Array), Float64Array, Int32Array, or Uint8Array for bool.
     #[wasm_bindgen(unchecked_return_type = "Promise<DataOf<D>>")]
     pub fn data(&self) -> JsResult<js_sys::Promise> {
         let t = self.get("data")?;
@@ -325,6 +326,7 @@ impl JsTensor {
             Ok(match host {
                 CpuBuffer::F32(v) => Float32Array::from(&v[..]).into(),
                 CpuBuffer::F64(v) => Float64Array::from(&v[..]).into(),
+                CpuBuffer::F16(v) => Float32Array::from(&v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>()[..]).into(),
                 CpuBuffer::I32(v) => Int32Array::from(&v[..]).into(),
                 CpuBuffer::Bool(v) => Uint8Array::from(&v[..]).into(),
             })

@@ -13,6 +13,8 @@ use ndarray::{
 pub enum CpuBuffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
+    /// Storage only: kernels read it widened to f32 (`backend::half`).
+    F16(Vec<half::f16>),
     I32(Vec<i32>),
     Bool(Vec<u8>),
 }
@@ -67,6 +69,7 @@ macro_rules! impl_elem {
 }
 impl_elem!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
 impl_elem!(f64, F64, |x: f64| x, |v: f64| v);
+impl_elem!(half::f16, F16, f64::from, half::f16::from_f64);
 impl_elem!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
 impl_elem!(u8, Bool, |x: u8| x as f64, |v: f64| (v != 0.0) as u8);
 
@@ -84,6 +87,11 @@ macro_rules! with_cpu_buffer {
             $crate::backend::cpu::CpuBuffer::F64($v) => {
                 #[allow(dead_code)]
                 type $T = f64;
+                $body
+            }
+            $crate::backend::cpu::CpuBuffer::F16($v) => {
+                #[allow(dead_code)]
+                type $T = half::f16;
                 $body
             }
             $crate::backend::cpu::CpuBuffer::I32($v) => {
@@ -105,6 +113,7 @@ impl CpuBuffer {
         match self {
             CpuBuffer::F32(_) => DType::F32,
             CpuBuffer::F64(_) => DType::F64,
+            CpuBuffer::F16(_) => DType::F16,
             CpuBuffer::I32(_) => DType::I32,
             CpuBuffer::Bool(_) => DType::Bool,
         }
@@ -121,6 +130,7 @@ impl CpuBuffer {
         match dtype {
             DType::F32 => CpuBuffer::F32(take_filled(n, value as f32)),
             DType::F64 => CpuBuffer::F64(take_filled(n, value)),
+            DType::F16 => CpuBuffer::F16(take_filled(n, half::f16::from_f64(value))),
             DType::I32 => CpuBuffer::I32(take_filled(n, value as i32)),
             DType::Bool => CpuBuffer::Bool(take_filled(n, (value != 0.0) as u8)),
         }

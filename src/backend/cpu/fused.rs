@@ -37,6 +37,7 @@ struct Source<'a> {
 enum Chunk<'a> {
     F32(&'a [f32]),
     F64(&'a [f64]),
+    F16(&'a [half::f16]),
     I32(&'a [i32]),
     Bool(&'a [u8]),
 }
@@ -45,6 +46,7 @@ enum Chunk<'a> {
 enum ChunkMut<'a> {
     F32(&'a mut [f32]),
     F64(&'a mut [f64]),
+    F16(&'a mut [half::f16]),
     I32(&'a mut [i32]),
     Bool(&'a mut [u8]),
 }
@@ -53,6 +55,7 @@ fn chunk(b: &CpuBuffer, start: usize, len: usize) -> Chunk<'_> {
     match b {
         CpuBuffer::F32(v) => Chunk::F32(&v[start..start + len]),
         CpuBuffer::F64(v) => Chunk::F64(&v[start..start + len]),
+        CpuBuffer::F16(v) => Chunk::F16(&v[start..start + len]),
         CpuBuffer::I32(v) => Chunk::I32(&v[start..start + len]),
         CpuBuffer::Bool(v) => Chunk::Bool(&v[start..start + len]),
     }
@@ -62,6 +65,7 @@ fn chunk_mut(b: &mut CpuBuffer, start: usize, len: usize) -> ChunkMut<'_> {
     match b {
         CpuBuffer::F32(v) => ChunkMut::F32(&mut v[start..start + len]),
         CpuBuffer::F64(v) => ChunkMut::F64(&mut v[start..start + len]),
+        CpuBuffer::F16(v) => ChunkMut::F16(&mut v[start..start + len]),
         CpuBuffer::I32(v) => ChunkMut::I32(&mut v[start..start + len]),
         CpuBuffer::Bool(v) => ChunkMut::Bool(&mut v[start..start + len]),
     }
@@ -72,6 +76,7 @@ fn take(dtype: DType, n: usize) -> CpuBuffer {
     match dtype {
         DType::F32 => CpuBuffer::F32(pool::take(n)),
         DType::F64 => CpuBuffer::F64(pool::take(n)),
+        DType::F16 => CpuBuffer::F16(pool::take(n)),
         DType::I32 => CpuBuffer::I32(pool::take(n)),
         DType::Bool => CpuBuffer::Bool(pool::take(n)),
     }
@@ -145,6 +150,7 @@ fn gather_chunk(s: &Source, start: usize, dst: &mut CpuBuffer, len: usize) {
     match (s.buf, dst) {
         (CpuBuffer::F32(v), CpuBuffer::F32(d)) => gather(v, shape, strides, off, start, &mut d[..len]),
         (CpuBuffer::F64(v), CpuBuffer::F64(d)) => gather(v, shape, strides, off, start, &mut d[..len]),
+        (CpuBuffer::F16(v), CpuBuffer::F16(d)) => gather(v, shape, strides, off, start, &mut d[..len]),
         (CpuBuffer::I32(v), CpuBuffer::I32(d)) => gather(v, shape, strides, off, start, &mut d[..len]),
         (CpuBuffer::Bool(v), CpuBuffer::Bool(d)) => gather(v, shape, strides, off, start, &mut d[..len]),
         _ => unreachable!("scratch buffers are made with their input's dtype"),
@@ -226,6 +232,7 @@ fn select(c: &[u8], a: &Chunk, b: &Chunk, out: ChunkMut) -> bool {
     match (a, b, out) {
         (Chunk::F32(a), Chunk::F32(b), ChunkMut::F32(o)) => pick(c, a, b, o),
         (Chunk::F64(a), Chunk::F64(b), ChunkMut::F64(o)) => pick(c, a, b, o),
+        (Chunk::F16(a), Chunk::F16(b), ChunkMut::F16(o)) => pick(c, a, b, o),
         (Chunk::I32(a), Chunk::I32(b), ChunkMut::I32(o)) => pick(c, a, b, o),
         (Chunk::Bool(a), Chunk::Bool(b), ChunkMut::Bool(o)) => pick(c, a, b, o),
         _ => return false,
@@ -237,6 +244,7 @@ fn copy(x: &Chunk, out: ChunkMut) -> bool {
     match (x, out) {
         (Chunk::F32(x), ChunkMut::F32(o)) => o.copy_from_slice(x),
         (Chunk::F64(x), ChunkMut::F64(o)) => o.copy_from_slice(x),
+        (Chunk::F16(x), ChunkMut::F16(o)) => o.copy_from_slice(x),
         (Chunk::I32(x), ChunkMut::I32(o)) => o.copy_from_slice(x),
         (Chunk::Bool(x), ChunkMut::Bool(o)) => o.copy_from_slice(x),
         _ => return false,
@@ -255,6 +263,7 @@ fn cast(x: &Chunk, out: ChunkMut) {
         match out {
             ChunkMut::F32(o) => to(x, o),
             ChunkMut::F64(o) => to(x, o),
+            ChunkMut::F16(o) => to(x, o),
             ChunkMut::I32(o) => to(x, o),
             ChunkMut::Bool(o) => to(x, o),
         }
@@ -262,6 +271,7 @@ fn cast(x: &Chunk, out: ChunkMut) {
     match x {
         Chunk::F32(x) => from(x, out),
         Chunk::F64(x) => from(x, out),
+        Chunk::F16(x) => from(x, out),
         Chunk::I32(x) => from(x, out),
         Chunk::Bool(x) => from(x, out),
     }

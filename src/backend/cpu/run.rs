@@ -22,6 +22,7 @@ fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {
     match dtype {
         DType::F32 => CpuBuffer::F32(k::cast(v, l)),
         DType::F64 => CpuBuffer::F64(k::cast(v, l)),
+        DType::F16 => CpuBuffer::F16(k::cast(v, l)),
         DType::I32 => CpuBuffer::I32(k::cast(v, l)),
         DType::Bool => CpuBuffer::Bool(k::cast(v, l)),
     }
@@ -156,6 +157,7 @@ pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &
             match (d, s) {
                 (CpuBuffer::F32(d), CpuBuffer::F32(s)) => scatter_strided(d, ld, &s[off..off + n]),
                 (CpuBuffer::F64(d), CpuBuffer::F64(s)) => scatter_strided(d, ld, &s[off..off + n]),
+                (CpuBuffer::F16(d), CpuBuffer::F16(s)) => scatter_strided(d, ld, &s[off..off + n]),
                 (CpuBuffer::I32(d), CpuBuffer::I32(s)) => scatter_strided(d, ld, &s[off..off + n]),
                 (CpuBuffer::Bool(d), CpuBuffer::Bool(s)) => scatter_strided(d, ld, &s[off..off + n]),
                 _ => return Err(mismatch(op, spec)),

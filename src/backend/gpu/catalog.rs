@@ -34,6 +34,15 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
             all.extend(variants(format!("cast:{}:{}", dt.name(), to.name()), cast_template(dt, to)));
         }
     }
+    // f16 moves natively only through casts and copies (`backend::half`);
+    // these need `shader-f16`, so they start with `enable f16;`.
+    for dt in GPU_DTYPES {
+        all.extend(variants(format!("cast:f16:{}", dt.name()), cast_template(DType::F16, dt)));
+        all.extend(variants(format!("cast:{}:f16", dt.name()), cast_template(dt, DType::F16)));
+    }
+    all.extend(variants("cast:f16:f16".to_string(), cast_template(DType::F16, DType::F16)));
+    all.extend(variants("copy_into:f16".to_string(), copy_into_template(DType::F16)));
+    all.extend(variants("fill:f16".to_string(), fill_template(DType::F16)));
     all.extend(reduce::sources());
     all.push(("matmul:f32".to_string(), matmul::source()));
     all.extend(matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b), matmul::blocked_source(b))));

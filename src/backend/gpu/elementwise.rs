@@ -14,7 +14,7 @@ fn f32_bits(v: f64) -> u32 {
 
 fn scalar_bits(v: f64, dtype: DType) -> u32 {
     match dtype {
-        DType::F32 | DType::F64 => f32_bits(v),
+        DType::F32 | DType::F64 | DType::F16 => f32_bits(v),
         DType::I32 => (v as i32) as u32,
         DType::Bool => (v != 0.0) as u32,
     }
@@ -114,6 +114,7 @@ fn device_bytes(src: &CpuBuffer, layout: &Layout) -> Result<(DType, Vec<u8>)> {
             let w: Vec<u32> = gather_strided(v, layout).into_iter().map(u32::from).collect();
             (DType::Bool, bytemuck::cast_slice(&w).to_vec())
         }
+        CpuBuffer::F16(v) => (DType::F16, bytemuck::cast_slice(&gather_strided(v, layout)).to_vec()),
         CpuBuffer::F64(_) => {
             return Err(Error::dtype("to", "f64 tensors live on the cpu only; convert with to_dtype(F32) first"))
         }
@@ -149,13 +150,14 @@ pub fn start_download(x: &GpuBuffer, layout: &Layout) -> Result<super::readback:
         contiguous = cast("to_vec", x, layout, x.dtype)?;
         &contiguous
     };
-    super::readback::Readback::start(x.ctx(), buf.raw(), (layout.numel() * 4) as u64)
+    super::readback::Readback::start(x.ctx(), buf.raw(), (layout.numel() * super::element_bytes(x.dtype)) as u64)
 }
 
 /// Host elements of `dtype` from the bytes of a readback.
 pub fn decode(bytes: &[u8], dtype: DType) -> CpuBuffer {
     match dtype {
         DType::F32 | DType::F64 => CpuBuffer::F32(bytemuck::pod_collect_to_vec(bytes)),
+        DType::F16 => CpuBuffer::F16(bytemuck::pod_collect_to_vec(bytes)),
         DType::I32 => CpuBuffer::I32(bytemuck::pod_collect_to_vec(bytes)),
         DType::Bool => {
             CpuBuffer::Bool(bytemuck::pod_collect_to_vec::<u8, u32>(bytes).into_iter().map(|v| v as u8).collect())
@@ -202,6 +204,7 @@ pub(crate) fn convert(from: DType, to: DType) -> String {
         // PyTorch), and drivers may fold `!=` on floats as an ordered compare.
         (_, DType::Bool) => format!("select(0u, 1u, !(x == {f}(0)))"),
         (DType::F32 | DType::F64, DType::I32) => "to_i32_(x)".into(),
+        (DType::F16, DType::I32) => "to_i32_(f32(x))".into(),
         _ => format!("{t}(x)"),
     }
 }
@@ -213,6 +216,7 @@ pub(crate) fn cast_template(from: DType, to: DType) -> Template {
 pub(crate) fn fill_template(dt: DType) -> Template {
     let expr = match dt {
         DType::F32 | DType::F64 => "pf(10u)",
+        DType::F16 => "f16(pf(10u))",
         DType::I32 => "pi(10u)",
         DType::Bool => "pm(10u)",
     };

@@ -13,6 +13,10 @@ pub const PRELUDE: &str = include_str!("../../../shaders/prelude.wgsl");
 pub const MATH: &str = include_str!("../../../shaders/math.wgsl");
 pub const ELEMENTWISE: &str = include_str!("../../../shaders/elementwise.wgsl");
 
+/// The directive a shader with f16 values starts with (only built on
+/// devices with `shader-f16`: `GpuBuffer::new` refuses f16 elsewhere).
+pub const ENABLE_F16: &str = "enable f16;\n";
+
 /// Dims the strided indexing supports per operand (after merging contiguous dims).
 pub const MAX_RANK: usize = 8;
 
@@ -170,7 +174,8 @@ impl Template {
             .replace("{LANES}", lanes_code.trim_end())
             .replace("{OUT_INDEX}", &out_index)
             .replace("{EXPR}", &self.expr);
-        format!("{PRELUDE}\n{body}")
+        let f16 = self.out == DType::F16 || self.inputs.iter().any(|x| x.dtype == DType::F16);
+        format!("{}{PRELUDE}\n{body}", if f16 { ENABLE_F16 } else { "" })
     }
 }
 

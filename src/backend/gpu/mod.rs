@@ -179,7 +179,7 @@ pub struct GpuBuffer {
     /// The pool's size class it returns to; 0 for a view of a program's
     /// arena buffer (`replay`), which the program keeps.
     class: u64,
-    /// Elements (each 4 bytes).
+    /// Elements (4 bytes each, f16 2: `element_bytes`).
     pub len: usize,
     pub dtype: DType,
 }
@@ -189,10 +189,21 @@ impl GpuBuffer {
         if dtype == DType::F64 {
             return Err(Error::dtype(op, "f64 tensors live on the cpu only; convert with to_dtype(F32) first"));
         }
-        if let Some(buf) = replay::take_output(ctx.id, (len * 4) as u64) {
+        if dtype == DType::F16 && !ctx.device.features().contains(wgpu::Features::SHADER_F16) {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "f16 tensors need the adapter feature shader-f16, which {} does not have; keep f32 there \
+                     (autocast falls back to f32 by itself)",
+                    ctx.info.name
+                ),
+            ));
+        }
+        let bytes = (len * element_bytes(dtype)).div_ceil(4) as u64 * 4;
+        if let Some(buf) = replay::take_output(ctx.id, bytes) {
             return Ok(GpuBuffer::arena_view(ctx, buf, dtype, len));
         }
-        let (buf, class) = ctx.alloc(op, (len * 4) as u64)?;
+        let (buf, class) = ctx.alloc(op, bytes)?;
         Ok(GpuBuffer { ctx: ctx.clone(), buf: Some(buf), class, len, dtype })
     }
     /// A buffer over (part of) a program's arena buffer `buf`: never pooled.
@@ -224,10 +235,20 @@ impl fmt::Debug for GpuBuffer {
     }
 }
 
+/// Bytes per element in device memory: f16 2, every other dtype 4 (bool
+/// masks are u32; f64 never reaches a device).
+pub fn element_bytes(dtype: DType) -> usize {
+    match dtype {
+        DType::F16 => 2,
+        _ => 4,
+    }
+}
+
 /// The WGSL element type for a dtype.
 pub fn wgsl_type(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 | DType::F64 => "f32",
+        DType::F16 => "f16",
         DType::I32 => "i32",
         DType::Bool => "u32",
     }

@@ -114,6 +114,29 @@ pub(crate) fn note_opaque(ctx: u64) {
     })
 }
 
+/// Runs `f` (the f16 conversions around a kernel, `backend::half`) with the
+/// arena buffer offered for the current result set aside, so only the
+/// rounded result allocated after `f` takes it. Such an instruction is never
+/// prebuilt: its widened temporaries are new buffers every run.
+pub(crate) fn without_output<R>(f: impl FnOnce() -> R) -> R {
+    let held = ACTIVE.with(|a| {
+        a.borrow_mut().as_mut().map(|i| {
+            i.opaque = true;
+            i.output.take()
+        })
+    });
+    let r = f();
+    if let Some(held) = held {
+        ACTIVE.with(|a| {
+            if let Some(i) = a.borrow_mut().as_mut() {
+                i.output = held;
+                i.opaque = true;
+            }
+        });
+    }
+    r
+}
+
 /// Called by `GpuBuffer::new`: the arena buffer offered for this result, if any
 /// (the first allocation of a kernel is its result).
 pub(crate) fn take_output(ctx: u64, bytes: u64) -> Option<wgpu::Buffer> {

@@ -75,7 +75,7 @@ impl Host {
     /// The values of `t` (read back from any device).
     pub fn from_tensor(t: &Tensor) -> Result<Host> {
         let kind = match t.dtype() {
-            DType::F32 | DType::F64 => Kind::Float,
+            DType::F32 | DType::F64 | DType::F16 => Kind::Float,
             DType::I32 => Kind::I32,
             DType::Bool => Kind::Bool,
         };

@@ -92,6 +92,7 @@ fn piece(host: &CpuBuffer, off: usize, shape: &[usize]) -> Result<Tensor> {
     match host {
         CpuBuffer::F32(v) => Tensor::from_vec(v.get(r).ok_or_else(short)?.to_vec(), shape),
         CpuBuffer::F64(v) => Tensor::from_vec(v.get(r).ok_or_else(short)?.to_vec(), shape),
+        CpuBuffer::F16(v) => Tensor::from_vec(v.get(r).ok_or_else(short)?.to_vec(), shape),
         CpuBuffer::I32(v) => Tensor::from_vec(v.get(r).ok_or_else(short)?.to_vec(), shape),
         CpuBuffer::Bool(v) => Tensor::from_vec(v.get(r).ok_or_else(short)?.to_vec(), shape),
     }

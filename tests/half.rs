@@ -1,0 +1,211 @@
+//! DType::F16: storage in half the bytes, kernels in f32 with one rounding
+//! per op (`backend::half`), on the cpu and on GPUs with shader-f16
+//! (lavapipe has it). The registry-wide check is tests/half_registry.rs.
+
+mod common;
+
+use skiff::nn::{Layer, Linear};
+use skiff::{f16, jit, DType, Device, Tensor};
+
+fn h(v: &[f32]) -> Vec<f16> {
+    v.iter().map(|&x| f16::from_f32(x)).collect()
+}
+
+fn f16_tensor(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(h(v), shape).unwrap()
+}
+
+/// Deterministic values in about [-2, 2), already representable in f16.
+fn values(n: usize, salt: u32) -> Vec<f32> {
+    (0..n as u32).map(|i| f16::from_f32(((i * 37 + salt * 11) % 64) as f32 / 16.0 - 2.0).to_f32()).collect()
+}
+
+fn bits(t: &Tensor) -> Vec<u16> {
+    t.to_vec::<f16>().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
+fn gpu_with_f16() -> Option<Device> {
+    let dev = common::gpu()?;
+    let Device::Gpu(g) = &dev else { return None };
+    if !g.shader_f16() {
+        eprintln!("SKIPPED: {} has no shader-f16", g.name());
+        return None;
+    }
+    Some(dev)
+}
+
+#[test]
+fn casts_round_to_nearest_even_and_overflow_to_infinity() {
+    let x = Tensor::from_vec(vec![1.0f32, 1.0 + 1.0 / 4096.0, 65504.0, 65520.0, -1e-8, 0.1], &[6]).unwrap();
+    let y = x.to_dtype(DType::F16).unwrap();
+    assert_eq!(y.dtype(), DType::F16);
+    let got = y.to_vec::<f16>().unwrap();
+    // 1 + 2^-12 is halfway between 1 and the next f16 (2^-10 apart): ties go to even (1).
+    assert_eq!(&got[..3], &[f16::ONE, f16::ONE, f16::MAX]);
+    assert!(got[3].is_infinite(), "65520 rounds past f16::MAX: {}", got[3]);
+    assert_eq!(got[4].to_bits(), f16::NEG_ZERO.to_bits());
+    assert_eq!(got[5], f16::from_f32(0.1));
+    let back = y.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(back[5], f16::from_f32(0.1).to_f32());
+    assert_eq!(y.to_dtype(DType::I32).unwrap().to_vec::<i32>().unwrap()[..3], [1, 1, 65504]);
+}
+
+#[test]
+fn an_op_rounds_its_f32_result_once() {
+    let (a, b) = (values(24, 1), values(24, 2));
+    let (x, y) = (f16_tensor(&a, &[4, 6]), f16_tensor(&b, &[4, 6]));
+    let mul = x.mul(&y).unwrap();
+    assert_eq!(mul.dtype(), DType::F16);
+    let want: Vec<f16> = a.iter().zip(&b).map(|(p, q)| f16::from_f32(p * q)).collect();
+    assert_eq!(mul.to_vec::<f16>().unwrap(), want);
+    let e = x.exp().unwrap().to_vec::<f16>().unwrap();
+    assert_eq!(e, a.iter().map(|v| f16::from_f32(v.exp())).collect::<Vec<_>>());
+    // A product accumulates in f32 and rounds once: [4, 6] x [6, 4].
+    let p = x.matmul(&y.transpose(0, 1).unwrap()).unwrap();
+    for i in 0..4 {
+        for j in 0..4 {
+            let dot: f32 = (0..6).map(|k| a[i * 6 + k] * b[j * 6 + k]).sum();
+            let got = p.to_vec::<f16>().unwrap()[i * 4 + j].to_f32();
+            // f32 summation order may differ from this loop's: one f16 step at most.
+            assert!((got - dot).abs() <= dot.abs() * 2f32.powi(-10), "({i}, {j}): {got} vs {dot}");
+        }
+    }
+    // A sum of 4096 ones is exact in f32: f16 accumulation would stall at 2048.
+    let ones = Tensor::ones(&[4096], DType::F16).unwrap();
+    assert_eq!(ones.sum_all().unwrap().to_vec::<f16>().unwrap(), vec![f16::from_f32(4096.0)]);
+    // Comparisons give masks, argmax positions: not rounded.
+    assert_eq!(x.gt(&y).unwrap().dtype(), DType::Bool);
+    assert_eq!(x.argmax(Some(1), false).unwrap().dtype(), DType::I32);
+}
+
+#[test]
+fn f16_leaves_get_f16_gradients() {
+    let a = values(12, 3);
+    let x = f16_tensor(&a, &[3, 4]).requires_grad_(true).unwrap();
+    let loss = x.mul(&x).unwrap().sum_all().unwrap();
+    assert_eq!(loss.dtype(), DType::F16);
+    loss.backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.dtype(), DType::F16);
+    assert_eq!(g.to_vec::<f16>().unwrap(), a.iter().map(|v| f16::from_f32(2.0 * v)).collect::<Vec<_>>());
+}
+
+#[test]
+fn in_place_updates_write_back_into_f16_storage() {
+    let x = f16_tensor(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let alias = x.clone();
+    x.add_scalar_(0.5).unwrap();
+    assert_eq!(alias.to_vec::<f16>().unwrap(), h(&[1.5, 2.5, 3.5, 4.5]));
+    // A strided view written in place leaves the other elements as they were.
+    let m = f16_tensor(&values(6, 4), &[2, 3]);
+    let before = m.to_vec::<f16>().unwrap();
+    m.narrow(1, 1, 1).unwrap().mul_scalar_(2.0).unwrap();
+    let after = m.to_vec::<f16>().unwrap();
+    for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+        let want = if i % 3 == 1 { f16::from_f32(b.to_f32() * 2.0) } else { *b };
+        assert_eq!(*a, want, "element {i}");
+    }
+}
+
+#[test]
+fn f16_layers_train_with_sgd() {
+    skiff::manual_seed(3);
+    let layer = Linear::new(4, 2).unwrap();
+    layer.to_dtype(DType::F16).unwrap();
+    let x = f16_tensor(&values(8, 5), &[2, 4]);
+    let config = skiff::optim::SgdConfig { lr: 0.1, ..Default::default() };
+    let mut opt = skiff::optim::Sgd::new(layer.parameters(), config).unwrap();
+    let loss = |layer: &Linear| layer.forward(&x).unwrap().pow_scalar(2.0).unwrap().mean(&[], false).unwrap();
+    let first = loss(&layer).to_dtype(DType::F32).unwrap().item().unwrap();
+    for _ in 0..20 {
+        use skiff::optim::Optimizer;
+        opt.zero_grad();
+        loss(&layer).backward().unwrap();
+        opt.step().unwrap();
+    }
+    let last = loss(&layer).to_dtype(DType::F32).unwrap().item().unwrap();
+    assert!(last < first * 0.5, "loss {first} -> {last}");
+    assert!(layer.parameters().iter().all(|p| p.dtype() == DType::F16));
+}
+
+#[test]
+fn safetensors_keep_f16_bits() {
+    let x = f16_tensor(&[0.1, -2.5, 65504.0], &[3]);
+    let bytes = skiff::io::safetensors::to_bytes(&[("x".into(), x.clone())]).unwrap();
+    let back = skiff::io::safetensors::from_bytes(&bytes, &Device::Cpu).unwrap();
+    assert_eq!(back[0].1.dtype(), DType::F16);
+    assert_eq!(bits(&back[0].1), bits(&x));
+}
+
+#[test]
+fn a_compiled_f16_function_gives_eager_bits() {
+    let f = |xs: &[Tensor]| -> skiff::Result<Vec<Tensor>> {
+        let y = xs[0].mul(&xs[1])?.add_scalar(1.0)?.relu()?.matmul(&xs[1].transpose(0, 1)?)?;
+        Ok(vec![y.softmax(1)?])
+    };
+    let inputs = |salt| vec![f16_tensor(&values(12, salt), &[3, 4]), f16_tensor(&values(12, salt + 1), &[3, 4])];
+    let mut step = jit::compile(f);
+    for salt in 0..3 {
+        let xs = inputs(salt);
+        let got = step.call(&xs).unwrap();
+        assert_eq!(bits(&got[0]), bits(&f(&xs).unwrap()[0]), "call {salt}");
+    }
+    assert_eq!(step.replays(), 2);
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn the_gpu_stores_f16_in_half_the_bytes_and_matches_the_cpu() {
+    let Some(dev) = gpu_with_f16() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!() };
+    let (a, b) = (values(4096, 6), values(4096, 7));
+    let (x, y) = (f16_tensor(&a, &[64, 64]), f16_tensor(&b, &[64, 64]));
+    g.synchronize().unwrap();
+    let live = g.counters().bytes_live;
+    let (xg, yg) = (x.to(&dev).unwrap(), y.to(&dev).unwrap());
+    g.synchronize().unwrap();
+    assert_eq!(g.counters().bytes_live - live, 2 * 4096 * 2, "two 4096-element f16 buffers");
+    assert_eq!(bits(&xg), bits(&x), "upload and download keep the bits");
+    // Exact f32 ops rounded once agree to the bit; others within one f16 step.
+    assert_eq!(bits(&xg.mul(&yg).unwrap()), bits(&x.mul(&y).unwrap()));
+    assert_eq!(
+        bits(&xg.transpose(0, 1).unwrap().add(&yg).unwrap()),
+        bits(&x.transpose(0, 1).unwrap().add(&y).unwrap())
+    );
+    let close = |g: &Tensor, c: &Tensor| {
+        let (g, c) = (g.to_f64_vec().unwrap(), c.to_f64_vec().unwrap());
+        for (i, (p, q)) in g.iter().zip(&c).enumerate() {
+            assert!((p - q).abs() <= 1e-3 * q.abs().max(1.0), "element {i}: gpu {p} vs cpu {q}");
+        }
+    };
+    close(&xg.matmul(&yg).unwrap(), &x.matmul(&y).unwrap());
+    close(&xg.sum(&[1], false).unwrap(), &x.sum(&[1], false).unwrap());
+    close(&xg.tanh().unwrap(), &x.tanh().unwrap());
+    // In place on the device.
+    let z = xg.clone();
+    z.add_scalar_(1.0).unwrap();
+    assert_eq!(bits(&xg), bits(&x.add_scalar(1.0).unwrap()));
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn a_compiled_f16_function_replays_on_the_gpu_as_eager() {
+    let Some(dev) = gpu_with_f16() else { return };
+    let f = |xs: &[Tensor]| -> skiff::Result<Vec<Tensor>> {
+        let h = xs[0].matmul(&xs[1])?.relu()?.mul_scalar(0.5)?;
+        Ok(vec![h.sum(&[1], false)?, h])
+    };
+    let inputs =
+        |salt| [values(64, salt), values(64, salt + 1)].map(|v| f16_tensor(&v, &[8, 8]).to(&dev).unwrap()).to_vec();
+    let mut step = jit::compile(f);
+    for salt in 0..3 {
+        let xs = inputs(salt);
+        let got = step.call(&xs).unwrap();
+        let want = f(&xs).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.dtype(), DType::F16);
+            assert_eq!(bits(g), bits(w), "call {salt}");
+        }
+    }
+    assert_eq!(step.replays(), 2);
+}
