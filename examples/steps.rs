@@ -7,12 +7,16 @@
 //!     cargo build --release --example steps
 //!     farm-bench --vs 'python benches/peers/torch_steps.py mlp 400' -- target/release/examples/steps mlp compiled 400
 //!
-//! Arguments: `mlp|cnn`, `eager|compiled`, the step count (after 3 warm-up
-//! steps), and `cpu` (the default) or `gpu` (the first adapter: lavapipe here).
+//! Arguments: `mlp|cnn`, `eager|compiled|amp` (amp: eager under
+//! `amp::autocast` with a `GradScaler`), the step count (after 3 warm-up
+//! steps), and `cpu` (the default) or `gpu` (the first adapter: lavapipe
+//! here). On a GPU it also prints the device memory the run allocated (the
+//! buffer pool's high-water mark: parameters, optimizer state, activations).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
+use skiff::amp::{autocast, GradScaler, GradScalerConfig};
 use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{jit, manual_seed, DType, Device, Reduction, Result, Tensor};
@@ -45,10 +49,20 @@ fn main() -> Result<()> {
     let opt = RefCell::new(Adam::new(net.parameters(), AdamConfig::default())?);
     let x = Tensor::randn(&shape, DType::F32)?.to(&device)?;
     let y = Tensor::randint(0, if name == "tiny" { 2 } else { 10 }, &[64])?.to(&device)?;
+    let scaler = RefCell::new(GradScaler::new(GradScalerConfig::default())?);
     let step = |i: &[Tensor]| -> Result<Vec<Tensor>> {
         let mut opt = opt.borrow_mut();
         opt.zero_grad();
-        let loss = net.forward(&i[0])?.cross_entropy(&i[1], Reduction::Mean, 0.0)?;
+        let forward = || net.forward(&i[0])?.cross_entropy(&i[1], Reduction::Mean, 0.0);
+        if mode == "amp" {
+            let loss = autocast(forward)?;
+            let mut scaler = scaler.borrow_mut();
+            scaler.scale(&loss)?.backward()?;
+            scaler.step(&mut *opt)?;
+            scaler.update()?;
+            return Ok(vec![loss.detach()]);
+        }
+        let loss = forward()?;
         loss.backward()?;
         opt.step()?;
         Ok(vec![loss.detach()])
@@ -67,6 +81,13 @@ fn main() -> Result<()> {
     }
     let ms = start.elapsed().as_secs_f64() * 1e3 / steps as f64;
     let kernels: Vec<usize> = compiled.programs().iter().map(|t| t.program().kernels()).collect();
-    println!("{name} {mode}: {ms:.3} ms/step, loss {}, compiled kernels per step {kernels:?}", loss[0].item()?);
+    let memory = match &device {
+        #[cfg(feature = "gpu")]
+        Device::Gpu(g) => {
+            format!(", device memory allocated {:.2} MiB", g.counters().bytes_allocated as f64 / 1048576.0)
+        }
+        _ => String::new(),
+    };
+    println!("{name} {mode}: {ms:.3} ms/step, loss {}, compiled kernels per step {kernels:?}{memory}", loss[0].item()?);
     Ok(())
 }

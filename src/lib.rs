@@ -91,6 +91,7 @@
 //! # }
 //! ```
 
+pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod device;
@@ -116,9 +117,9 @@ pub use autograd::{enable_grad, grad, no_grad, BackwardOptions, Function, Functi
 pub use backend::empty_cache;
 pub use device::Device;
 pub use dtype::DType;
+pub use error::{Error, Result};
 /// The f16 element type (from the `half` crate): `to_vec::<f16>()`, `from_vec(Vec<f16>, ..)`.
 pub use half::f16;
-pub use error::{Error, Result};
 pub use ops::composite::Reduction;
 pub use random::manual_seed;
 pub use tensor::Tensor;

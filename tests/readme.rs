@@ -42,6 +42,26 @@ fn the_readme_mnist_snippet_is_an_excerpt_of_the_example() {
 }
 
 #[test]
+fn the_readme_amp_snippet_is_an_excerpt_of_the_grad_scaler_doc_test() {
+    let readme = read("README.md");
+    let docs: Vec<String> = read("src/amp/scaler.rs")
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("///").map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()))
+        .collect();
+    let snippet = excerpt_of(&readme, "src/amp/scaler.rs");
+    let mut lines = docs.iter();
+    let mut checked = 0;
+    for line in snippet.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        assert!(
+            lines.any(|l| l == line),
+            "README.md's amp snippet line {line:?} is not in GradScaler's doc example after the lines before it"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 15, "the snippet shows the setup and the loop ({checked} lines)");
+}
+
+#[test]
 fn the_readme_example_is_the_crate_doc_example() {
     let readme = read("README.md");
     let lib = read("src/lib.rs");

@@ -21,6 +21,7 @@ export const Loss = raw.Loss;
 export const Optimizer = raw.Optimizer;
 export const LrScheduler = raw.LrScheduler;
 export const InferenceModel = raw.InferenceModel;
+export const GradScaler = raw.GradScaler;
 export { SkiffError };
 
 let loadWasm = null;
@@ -361,7 +362,7 @@ raw.FunctionCtx.prototype.saveForBackward = function save(...ts) {
 
 // Calls on a freed handle name the member called (checks.js).
 nameFreedCalls(raw.Tensor, '');
-for (const cls of [raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle, raw.InferenceModel]) {
+for (const cls of [raw.Module, raw.Loss, raw.Optimizer, raw.LrScheduler, raw.FunctionCtx, raw.HookHandle, raw.ModuleHookHandle, raw.InferenceModel, raw.GradScaler]) {
   nameFreedCalls(cls, cls.name);
 }
 
@@ -469,6 +470,36 @@ export const noGrad = (fn) => withGrad(false, fn);
 /** Runs fn with recording on, even inside noGrad. */
 export const enableGrad = (fn) => withGrad(true, fn);
 export const isGradEnabled = (...a) => raw.isGradEnabled(...a);
+
+let autocastFallbackSaid = false;
+
+/**
+ * Runs fn (sync or async) with autocast on: products and convolutions in
+ * float16, reductions, softmax, losses and normalisation in float32 (PyTorch's
+ * torch.autocast). On a WebGPU adapter without shader-f16 it computes in
+ * float32 and says so once on the console (backendInfo().autocast says why).
+ */
+export function autocast(fn) {
+  if (typeof fn !== 'function') throw fail('autocast', 'argument', `expects a function, got ${describe(fn)}`);
+  ready('autocast');
+  const info = backend()?.autocast;
+  if (info?.dtype === 'float32' && !autocastFallbackSaid) {
+    autocastFallbackSaid = true;
+    console.warn(`skiff: ${info.reason}`);
+  }
+  const was = raw.setAutocastEnabled(true);
+  let result;
+  try {
+    result = fn();
+  } catch (e) {
+    raw.setAutocastEnabled(was);
+    throw e;
+  }
+  if (isPromise(result)) return result.finally(() => raw.setAutocastEnabled(was));
+  raw.setAutocastEnabled(was);
+  return result;
+}
+export const isAutocastEnabled = (...a) => raw.isAutocastEnabled(...a);
 export const setGradEnabled = (...a) => raw.setGradEnabled(...a);
 
 // ---- autodiff ------------------------------------------------------------------

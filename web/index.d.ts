@@ -8,6 +8,7 @@
 import type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup } from '../pkg/skiff.js';
 import {
   FunctionCtx,
+  GradScaler,
   HookHandle,
   InferenceModel,
   Loss,
@@ -34,7 +35,7 @@ import {
   stack,
 } from '../pkg/skiff.js';
 
-export { FunctionCtx, HookHandle, InferenceModel, Loss, LrScheduler, Module, ModuleHookHandle, Optimizer, Tensor };
+export { FunctionCtx, GradScaler, HookHandle, InferenceModel, Loss, LrScheduler, Module, ModuleHookHandle, Optimizer, Tensor };
 export { clipGradNorm, clipGradValue, loadInferenceModel, loadSafetensors, saveSafetensors, stack };
 export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup };
 
@@ -232,6 +233,11 @@ export interface BackendInfo {
    * multiply-add, about 1.3x faster) or 'simd128' (the baseline every engine runs).
    */
   wasmSimd: 'relaxed' | 'simd128';
+  /**
+   * What autocast runs its float16 ops in on this device: 'float16', or 'float32' on a
+   * WebGPU adapter without shader-f16 (then `reason` says so).
+   */
+  autocast: { dtype: 'float16' | 'float32'; reason: string | null };
 }
 
 export interface InitOptions {
@@ -342,6 +348,13 @@ export function enableGrad<T>(fn: () => T): T;
 export function isGradEnabled(): boolean;
 /** Sets grad mode; returns the previous setting. */
 export function setGradEnabled(on: boolean): boolean;
+/**
+ * Runs fn with autocast on (PyTorch's torch.autocast): matmul and conv2d in float16,
+ * reductions, softmax, losses and normalisation in float32, mixed float16/float32
+ * arithmetic in float32. A promise fn keeps it on until it settles.
+ */
+export function autocast<T>(fn: () => T): T;
+export function isAutocastEnabled(): boolean;
 
 export interface GradOptions {
   gradOutputs?: Tensor | Tensor[];

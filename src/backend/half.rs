@@ -75,7 +75,7 @@ pub(crate) fn run_into(
     kernel: impl FnOnce(&[View], &mut [ViewMut]) -> Result<()>,
 ) -> Result<()> {
     without_arena_output(|| {
-        let widened_in = widen_all(op, inputs.iter().map(|v| &*v.buffer))?;
+        let widened_in = widen_all(op, inputs.iter().map(|v| v.buffer))?;
         let views: Vec<View> =
             inputs.iter().zip(&widened_in).map(|(v, w)| View::new(w.as_ref().unwrap_or(v.buffer), v.layout)).collect();
         let mut widened_out = widen_all(op, outputs.iter().map(|v| &*v.buffer))?;

@@ -88,7 +88,8 @@ impl Layer for Linear {
         }
         let y = x.matmul(&w.transpose(0, 1)?)?;
         match &self.bias {
-            Some(b) => y.add(&b.get()),
+            // Under autocast the bias joins the f16 product in f16, as PyTorch's linear does.
+            Some(b) => y.add(&crate::amp::like(&y, &b.get())?),
             None => Ok(y),
         }
     }

@@ -206,6 +206,8 @@ fn tie_weights(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
 
 /// Runs a binary row: placement/dtype/broadcast checks, kernel, record.
 pub(crate) fn binary(def: &'static BinaryDef, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    // Under autocast mixed f16 and f32 operands compute in f32 (`amp`).
+    let (a, b) = &crate::amp::promote(a, b)?;
     let name = def.op.name;
     same_device(name, &[a, b])?;
     expect_float(name, a)?;

@@ -80,6 +80,9 @@ fn check_pair(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
 impl Tensor {
     /// exp(x) / sum(exp(x)) along `axis`, shifted by the (detached) max for stability.
     pub fn softmax(&self, axis: isize) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::widened(self)? {
+            return wide.softmax(axis);
+        }
         super::as_op("softmax", || {
             expect_float("softmax", self)?;
             let ax = normalize_axis("softmax", axis, self.shape())? as isize;
@@ -91,6 +94,9 @@ impl Tensor {
 
     /// log(softmax(x)) along `axis`, computed as x - logsumexp(x) (stable).
     pub fn log_softmax(&self, axis: isize) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::widened(self)? {
+            return wide.log_softmax(axis);
+        }
         super::as_op("log_softmax", || {
             expect_float("log_softmax", self)?;
             let ax = normalize_axis("log_softmax", axis, self.shape())? as isize;
@@ -102,6 +108,9 @@ impl Tensor {
     /// PyTorch's label smoothing: the target puts `1 - s` on the label and
     /// `s / C` on every class. Mean reduction averages over the batch.
     pub fn cross_entropy(&self, labels: &Tensor, reduction: Reduction, label_smoothing: f64) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::widened(self)? {
+            return wide.cross_entropy(labels, reduction, label_smoothing);
+        }
         super::as_op("cross_entropy", || {
             let op = "cross_entropy";
             check_class_inputs(op, self, labels)?;
@@ -120,6 +129,9 @@ impl Tensor {
 
     /// Negative log-likelihood of `[N, C]` log-probabilities at `[N]` i32 labels.
     pub fn nll_loss(&self, labels: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::widened(self)? {
+            return wide.nll_loss(labels, reduction);
+        }
         super::as_op("nll_loss", || {
             check_class_inputs("nll_loss", self, labels)?;
             reduce(picked_nll(self, labels)?, reduction)
@@ -128,6 +140,9 @@ impl Tensor {
 
     /// (self - target)^2, reduced. The shapes must match.
     pub fn mse_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        if let Some((a, b)) = crate::amp::widened_pair(self, target)? {
+            return a.mse_loss(&b, reduction);
+        }
         super::as_op("mse_loss", || {
             check_pair("mse_loss", self, target)?;
             let d = self.sub(target)?;
@@ -137,6 +152,9 @@ impl Tensor {
 
     /// |self - target|, reduced. The shapes must match.
     pub fn l1_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        if let Some((a, b)) = crate::amp::widened_pair(self, target)? {
+            return a.l1_loss(&b, reduction);
+        }
         super::as_op("l1_loss", || {
             check_pair("l1_loss", self, target)?;
             reduce(self.sub(target)?.abs()?, reduction)
@@ -147,6 +165,9 @@ impl Tensor {
     /// max(x, 0) - x*y + log(1 + exp(-|x|)), which is softplus(x) - x*y with
     /// skiff's stable softplus kernel (no overflow for large |x|).
     pub fn binary_cross_entropy_with_logits(&self, targets: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        if let Some((a, b)) = crate::amp::widened_pair(self, targets)? {
+            return a.binary_cross_entropy_with_logits(&b, reduction);
+        }
         super::as_op("binary_cross_entropy_with_logits", || {
             check_pair("binary_cross_entropy_with_logits", self, targets)?;
             reduce(self.softplus()?.sub(&self.mul(targets)?)?, reduction)
@@ -162,6 +183,9 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
+        if let Some(wide) = crate::amp::widened(self)? {
+            return wide.layer_norm(normalized_shape, weight, bias, eps);
+        }
         super::as_op("layer_norm", || {
             let op = "layer_norm";
             expect_float(op, self)?;

@@ -409,15 +409,19 @@ impl Tensor {
         dilation: [usize; 2],
         groups: usize,
     ) -> Result<Tensor> {
+        // Under autocast a convolution is an f16 op (`amp`).
+        let (x, weight, bias) =
+            (crate::amp::lower(self)?, crate::amp::lower(weight)?, bias.map(crate::amp::lower).transpose()?);
+        let (x, weight, bias) = (&x, &weight, bias.as_ref());
         super::as_op("conv2d", || {
             const OP: &str = "conv2d";
-            let mut all = vec![self, weight];
+            let mut all = vec![x, weight];
             all.extend(bias);
             same_device(OP, &all)?;
-            expect_4d(OP, "input [N, C, H, W]", self)?;
+            expect_4d(OP, "input [N, C, H, W]", x)?;
             expect_4d(OP, "weight [O, C/groups, kh, kw]", weight)?;
-            same_dtype(OP, self, weight)?;
-            let (s, ws) = (self.shape(), weight.shape());
+            same_dtype(OP, x, weight)?;
+            let (s, ws) = (x.shape(), weight.shape());
             let (n, c, o, cg) = (s[0], s[1], ws[0], ws[1]);
             if groups == 0 || c % groups != 0 || o % groups != 0 {
                 return Err(Error::value(
@@ -435,7 +439,7 @@ impl Tensor {
                 ));
             }
             if let Some(b) = bias {
-                same_dtype(OP, self, b)?;
+                same_dtype(OP, x, b)?;
                 if b.shape() != [o] {
                     return Err(Error::shape(
                         OP,
@@ -448,7 +452,7 @@ impl Tensor {
             }
             let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };
             let [oh, ow] = p.out_size(OP, s)?;
-            let cols = unfold_impl(OP, self, p)?;
+            let cols = unfold_impl(OP, x, p)?;
             let k = cg * ws[2] * ws[3];
             let y = if groups == 1 {
                 // [O, K] @ [N, K, L]: the weight broadcasts over the batch.

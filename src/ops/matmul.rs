@@ -70,27 +70,32 @@ impl Tensor {
     /// axes broadcast; a 1-D left operand is a row vector, a 1-D right
     /// operand a column vector, and the promoted axis is removed again.
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
-        same_device("matmul", &[self, other])?;
-        expect_float("matmul", self)?;
-        same_dtype("matmul", self, other)?;
-        if self.ndim() == 0 || other.ndim() == 0 {
-            return Err(Error::shape(
-                "matmul",
-                format!("operands must be at least 1-D, got {:?} x {:?}", self.shape(), other.shape()),
-            ));
-        }
-        let a = if self.ndim() == 1 { self.unsqueeze(0)? } else { self.clone() };
-        let b = if other.ndim() == 1 { other.unsqueeze(-1)? } else { other.clone() };
-        if a.shape()[a.ndim() - 1] != b.shape()[b.ndim() - 2] {
-            return Err(mismatch(self, other));
-        }
-        let out = matmul_nd(&a, &b)?;
-        match (self.ndim(), other.ndim()) {
-            (1, 1) => out.reshape_dims(&[]),
-            (1, _) => out.squeeze(Some(-2)),
-            (_, 1) => out.squeeze(Some(-1)),
-            _ => Ok(out),
-        }
+        // Under autocast a product is an f16 op (`amp`).
+        matmul_entry(&crate::amp::lower(self)?, &crate::amp::lower(other)?)
+    }
+}
+
+fn matmul_entry(this: &Tensor, other: &Tensor) -> Result<Tensor> {
+    same_device("matmul", &[this, other])?;
+    expect_float("matmul", this)?;
+    same_dtype("matmul", this, other)?;
+    if this.ndim() == 0 || other.ndim() == 0 {
+        return Err(Error::shape(
+            "matmul",
+            format!("operands must be at least 1-D, got {:?} x {:?}", this.shape(), other.shape()),
+        ));
+    }
+    let a = if this.ndim() == 1 { this.unsqueeze(0)? } else { this.clone() };
+    let b = if other.ndim() == 1 { other.unsqueeze(-1)? } else { other.clone() };
+    if a.shape()[a.ndim() - 1] != b.shape()[b.ndim() - 2] {
+        return Err(mismatch(this, other));
+    }
+    let out = matmul_nd(&a, &b)?;
+    match (this.ndim(), other.ndim()) {
+        (1, 1) => out.reshape_dims(&[]),
+        (1, _) => out.squeeze(Some(-2)),
+        (_, 1) => out.squeeze(Some(-1)),
+        _ => Ok(out),
     }
 }
 

@@ -30,6 +30,13 @@ fn unreduce(g: &Tensor, attrs: &Attrs, input_shape: &[usize]) -> Result<Tensor> 
 }
 
 fn reduce_op(def: &'static OpDef, kind: ReduceKind, x: &Tensor, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+    // Under autocast a sum is an f32 op (`amp`: an f16 result overflows at
+    // 65504); max and min are exact in any dtype.
+    if kind == ReduceKind::Sum {
+        if let Some(wide) = crate::amp::widened(x)? {
+            return reduce_op(def, kind, &wide, axes, keepdim);
+        }
+    }
     expect_float(def.name, x)?;
     let ax = normalize_axes(def.name, axes, x.shape())?;
     if kind != ReduceKind::Sum && ax.iter().any(|&a| x.shape()[a] == 0) {

@@ -300,7 +300,15 @@ fn gelu_tanh_derivative(x: &Tensor) -> Result<Tensor> {
 }
 
 /// Runs a unary row: float check, kernel, and (when needed) the record.
+/// Unary rows autocast runs in f32 (`amp`): f16 would overflow or lose too much.
+const AUTOCAST_F32: &[&str] = &["exp", "log", "rsqrt", "softplus", "pow_scalar"];
+
 pub(crate) fn unary(def: &'static UnaryDef, x: &Tensor, p: [f64; 2]) -> Result<Tensor> {
+    if AUTOCAST_F32.contains(&def.op.name) {
+        if let Some(wide) = crate::amp::widened(x)? {
+            return unary(def, &wide, p);
+        }
+    }
     expect_float(def.op.name, x)?;
     let out = be::unary(def.op.name, x, &def.kernel, p)?;
     if !needs_record(&[x]) {

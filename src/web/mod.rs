@@ -18,6 +18,7 @@
 //! `JsValue` and are checked by the helpers here, so `undefined`, strings or
 //! fractional sizes are errors, not silently coerced numbers.
 
+mod amp;
 mod args;
 mod autograd;
 #[cfg(feature = "web-testing")]

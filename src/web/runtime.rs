@@ -76,6 +76,7 @@ pub async fn init_backend(
         ("device", args::device_name(&device).into()),
         ("adapter", adapter_info(&device)),
         ("wasmSimd", wasm_simd().into()),
+        ("autocast", super::amp::autocast_info(&device)),
     ]))
 }
 

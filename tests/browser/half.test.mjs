@@ -48,6 +48,31 @@ for (const pass of [PASSES.webgpu, PASSES.cpu]) {
 
     test('float16 tensors compute on the wasm cpu backend: casts, a product, gradients', async () => cpuChecks(s));
 
+    test('autocast and GradScaler: dtypes, one readback per step, a skipped step on inf gradients', async () => {
+      const r = await s.call('mixedPrecision', pass.gpu ? 'webgpu' : 'cpu');
+      const half = pass.gpu ? 'float32' : 'float16'; // SwiftShader has no shader-f16
+      assert.equal(r.autocast.dtype, half);
+      if (pass.gpu) {
+        assert.match(r.autocast.reason, /has no shader-f16: autocast computes in float32 there/);
+        assert.equal(r.warnings.length, 1, `one console warning: ${r.warnings}`);
+        assert.match(r.warnings[0], /shader-f16/);
+      } else {
+        assert.equal(r.autocast.reason, null);
+        assert.deepEqual(r.warnings, []);
+      }
+      assert.deepEqual(r.dtypes, { matmul: half, softmax: 'float32', sum: 'float32', relu: half, enabled: true });
+      assert.equal(r.after, false, 'autocast is off after its scope');
+      assert.deepEqual(r.steps.map((t) => t.stepped), [true, false, true, true]);
+      assert.ok(r.steps.every((t) => t.lossDtype === 'float32'));
+      if (pass.gpu) assert.ok(r.steps.every((t) => t.readbacks === 1), JSON.stringify(r.steps));
+      // 1024, halved by the skipped step, doubled after two good steps in a row.
+      assert.equal(r.scale, 1024);
+      assert.equal(r.weightDtype, 'float32');
+      assert.match(r.misuse.message, /no step or unscale_ since the last update/);
+      assert.equal(r.badOption.kind, 'value');
+      assert.match(r.badOption.message, /backoffFactor must be in \(0, 1\), got 2/);
+    });
+
     if (pass.gpu) {
       test('on SwiftShader (no shader-f16) float16 on the GPU is a dtype error naming the feature', async () => {
         assert.equal(info.device, 'webgpu');

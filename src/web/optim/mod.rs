@@ -48,10 +48,10 @@ pub(crate) struct OptEntry {
 
 impl OptEntry {
     /// The optimizer, mutably (an error, not a panic, if it is already in use).
-    fn borrow_mut(&self, op: &str) -> JsResult<std::cell::RefMut<'_, Box<dyn Optimizer>>> {
+    pub(crate) fn borrow_mut(&self, op: &str) -> JsResult<std::cell::RefMut<'_, Box<dyn Optimizer>>> {
         self.opt.try_borrow_mut().map_err(|_| js_error(op, Kind::Value, "the optimizer is in use"))
     }
-    fn borrow(&self, op: &str) -> JsResult<std::cell::Ref<'_, Box<dyn Optimizer>>> {
+    pub(crate) fn borrow(&self, op: &str) -> JsResult<std::cell::Ref<'_, Box<dyn Optimizer>>> {
         self.opt.try_borrow().map_err(|_| js_error(op, Kind::Value, "the optimizer is in use"))
     }
 }

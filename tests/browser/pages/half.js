@@ -53,3 +53,53 @@ export async function onTheGpu() {
   const ok = await arr(skiff.tensor([1, 2], gpu).mul(3));
   return { made, zeros, moved, ok };
 }
+
+/**
+ * autocast and GradScaler on `device`: the dtypes autocast picks, what
+ * backendInfo says, the console warning (counted), and scaled training steps
+ * (one skipped on an inf gradient, with the scale halved).
+ */
+export async function mixedPrecision(device) {
+  const { nn, optim } = skiff;
+  const on = { device };
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...a) => warnings.push(a.join(' '));
+  const x = skiff.tensor([[1, 2, 3, 4], [0.5, -1, 2, 0]], on);
+  const w = skiff.tensor([[1, 0], [0, 1], [1, 1], [-1, 0.5]], on);
+  const dtypes = skiff.autocast(() => {
+    const y = x.matmul(w);
+    return { matmul: y.dtype, softmax: y.softmax(1).dtype, sum: y.sum().dtype, relu: y.relu().dtype, enabled: skiff.isAutocastEnabled() };
+  });
+  skiff.autocast(() => x.matmul(w)); // a second scope: no second warning
+  console.warn = warn;
+  const model = new nn.Linear(4, 2);
+  if (device === 'webgpu') model.to('webgpu');
+  const opt = new optim.SGD(model.parameters(), { lr: 0.1 });
+  const scaler = new skiff.GradScaler({ initScale: 1024, growthInterval: 2 });
+  const labels = skiff.tensor([0, 1], { dtype: 'int32', ...on });
+  const steps = [];
+  const readbacks = () => skiff.memory().gpu?.readbacks ?? 0;
+  for (const bad of [false, true, false, false]) {
+    opt.zeroGrad();
+    const input = bad ? skiff.tensor([[1, Infinity, 3, 4], [0.5, -1, 2, 0]], on) : x;
+    const loss = skiff.autocast(() => model.forward(input).crossEntropy(labels));
+    scaler.scale(loss).backward();
+    const before = readbacks();
+    const stepped = await scaler.step(opt);
+    steps.push({ stepped, readbacks: readbacks() - before, lossDtype: loss.dtype });
+    scaler.update();
+  }
+  const misuse = thrown(() => scaler.update());
+  return {
+    autocast: skiff.backendInfo().autocast,
+    dtypes,
+    after: skiff.isAutocastEnabled(),
+    warnings,
+    steps,
+    scale: scaler.getScale(),
+    weightDtype: model.parameters()[0].dtype,
+    misuse,
+    badOption: thrown(() => new skiff.GradScaler({ backoffFactor: 2 })),
+  };
+}
