@@ -351,7 +351,9 @@ export function setGradEnabled(on: boolean): boolean;
 /**
  * Runs fn with autocast on (PyTorch's torch.autocast): matmul and conv2d in float16,
  * reductions, softmax, losses and normalisation in float32, mixed float16/float32
- * arithmetic in float32. A promise fn keeps it on until it settles.
+ * arithmetic in float32. A promise fn keeps it on until it settles. The op types inside
+ * still name their inputs' dtype: under autocast a product's result is float16 whatever
+ * its static type says (check `t.dtype` where it matters).
  */
 export function autocast<T>(fn: () => T): T;
 export function isAutocastEnabled(): boolean;

@@ -132,7 +132,7 @@ function show(v) {
 function targets(s) {
   const out = [];
   // SkiffError is the class of the errors, not an op: like any Error class it needs `new`.
-  const skip = new Set(['_setLoader', '_raw', 'init', 'Tensor', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'nn', 'optim', 'testing', 'Function', 'SkiffError', 'InferenceModel']);
+  const skip = new Set(['_setLoader', '_raw', 'init', 'Tensor', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'nn', 'optim', 'testing', 'Function', 'SkiffError', 'InferenceModel', 'GradScaler']);
   for (const [name, fn] of Object.entries(s)) {
     if (typeof fn === 'function' && !skip.has(name)) out.push({ name, call: (s_, f, a) => s_[name](...a), ops: [name] });
   }
@@ -149,6 +149,7 @@ function targets(s) {
   }
   for (const [name] of Object.entries(s.testing)) out.push({ name: `testing.${name}`, call: (s_, f, a) => s_.testing[name](...a), ops: [name] });
   out.push({ name: 'new Function', call: (s_, f, a) => new s_.Function(...a), ops: ['Function'] });
+  out.push({ name: 'new GradScaler', call: (s_, f, a) => new s_.GradScaler(...a), ops: ['GradScaler'] });
   out.push({
     name: 'Function.apply',
     call: (s_, f, a) => new s_.Function({ forward: a[0], backward: a[1] }).apply(...a.slice(2)),
@@ -180,6 +181,7 @@ function targets(s) {
   const optOps = { step: ['SGD.step'], stateDict: ['Optimizer.stateDict'], loadStateDict: ['Optimizer.loadStateDict'] };
   on('Optimizer', (f) => f.sgd, (m) => optOps[m] ?? [m]);
   on('FunctionCtx', () => new s.FunctionCtx(), (m) => [m]);
+  on('GradScaler', () => new s.GradScaler(), (m) => [`GradScaler.${m}`]);
   // Setters.
   out.push({ name: 'Tensor.grad =', call: (s_, f, a) => (f.p.grad = a[0]), ops: ['grad'] });
   out.push({ name: 'Optimizer.lr =', call: (s_, f, a) => (f.sgd.lr = a[0]), ops: ['lr'] });

@@ -43,7 +43,7 @@ export async function tour(): Promise<number> {
 
   // ---- properties and readback ---------------------------------------------------
   const shape: readonly number[] | Uint32Array = a.shape;
-  const dtype: 'float32' | 'float64' | 'int32' | 'bool' = a.dtype;
+  const dtype: 'float32' | 'float64' | 'float16' | 'int32' | 'bool' = a.dtype;
   const device: 'cpu' | 'webgpu' = a.device;
   const values: Float32Array | Float64Array | Int32Array | Uint8Array = await a.data();
   const nested: unknown = await a.array();
@@ -75,6 +75,17 @@ export async function tour(): Promise<number> {
   const w = tensor([1.0], { requiresGrad: true }).requiresGrad_(true);
   w.mul(3).backward(undefined, { retainGraph: true });
   const frozen: Tensor = noGrad(() => x.mul(2));
+  // ---- mixed precision --------------------------------------------------------------
+  const mixed: Tensor = skiff.autocast(() => x.matmul(x));
+  const autocasting: boolean = skiff.isAutocastEnabled();
+  const scaler = new skiff.GradScaler({ initScale: 1024, growthInterval: 100 });
+  scaler.scale(mixed.sum()).backward();
+  const stepped: boolean = await scaler.step(new optim.SGD([w], { lr: 0.1 }));
+  scaler.update();
+  const factor: number = scaler.getScale();
+  const half: 'float16' | 'float32' = skiff.backendInfo()!.autocast.dtype;
+  // @ts-expect-error: the options are numbers
+  new skiff.GradScaler({ initScale: 'big' });
   const Scale = new skiff.Function({
     forward(ctx, input: Tensor) {
       ctx.saveForBackward(input);

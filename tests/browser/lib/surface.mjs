@@ -21,6 +21,7 @@ export const SURFACE_SCENARIOS = [
   ['where, fold/unfold, grad mode, backendInfo, devices, memory, emptyCache, safetensors', 'functions'],
   ['Tensor methods outside the registry', 'tensorMethods'],
   ['autograd properties, custom Function subclasses, needsInputGrad', 'autogradExtras'],
+  ['autocast scopes and GradScaler methods', 'mixedPrecision'],
   ['free() and [Symbol.dispose]() on every class', 'handles'],
   ['bad arguments and options: an Error naming the op and the value', 'badArguments'],
 ];

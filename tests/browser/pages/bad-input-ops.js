@@ -29,7 +29,7 @@ export const OPS = [
   T("to('tpu')", (s, f) => f.v.to('tpu'), 'to', /"tpu"/),
   T('toAsync(5)', (s, f) => f.v.toAsync(5), 'toAsync', /the number 5/),
   T('toDtype(undefined)', (s, f) => f.v.toDtype(undefined), 'toDtype', /undefined/),
-  T("toDtype('float16')", (s, f) => f.v.toDtype('float16'), 'toDtype', /"float16"/),
+  T("toDtype('bfloat16')", (s, f) => f.v.toDtype('bfloat16'), 'toDtype', /"bfloat16"/),
 
   // ---- elementwise
   T("add('x')", (s, f) => f.v.add('x'), 'add', /"x"/, 'argument'),

@@ -290,6 +290,40 @@ export const apiScenarios = {
     return c.report();
   },
 
+  /**
+   * autocast's scope (sync and async, restored after a throw) and GradScaler's
+   * methods: scale, unscale_ then step (no second division), update, getScale.
+   */
+  async mixedPrecision(skiff) {
+    const { tensor, optim } = skiff;
+    const c = checker();
+    const half = skiff.backendInfo().autocast.dtype;
+    const x = tensor([[1, 2], [3, 4]]);
+    c.ok('autocast: matmul in the device\'s f16 dtype', skiff.autocast(() => x.matmul(x).dtype) === half);
+    c.ok('autocast is off outside', !skiff.isAutocastEnabled());
+    const inside = await skiff.autocast(async () => skiff.isAutocastEnabled());
+    c.ok('an async fn keeps autocast on until it settles', inside === true && !skiff.isAutocastEnabled());
+    await c.throws('a throw inside restores the state', () => skiff.autocast(() => { throw new Error('inside'); }), /inside/);
+    c.ok('after a throw autocast is off', !skiff.isAutocastEnabled());
+    await c.throws('autocast without a function', () => skiff.autocast(3), /^autocast:/, /expects a function/);
+    const p = tensor([1, -2], { requiresGrad: true });
+    const opt = new optim.SGD([p], { lr: 0.5 });
+    const scaler = new skiff.GradScaler({ initScale: 8 });
+    const loss = p.mul(p).sum();
+    const scaled = scaler.scale(loss);
+    c.close('scale multiplies by the scale', await arr(scaled), [40]);
+    scaled.backward();
+    c.ok('unscale_ finds finite gradients', (await scaler.unscale_(opt)) === false);
+    c.close('unscale_ divided the gradient', await arr(p.grad), [2, -4]);
+    c.ok('step after unscale_ steps', (await scaler.step(opt)) === true);
+    c.close('one SGD step on the unscaled gradient', await arr(p), [0, 0]);
+    scaler.update();
+    c.ok('getScale after one good step', scaler.getScale() === 8);
+    await c.throws('GradScaler with an unknown option', () => new skiff.GradScaler({ scale: 2 }), /^GradScaler:/);
+    await c.throws('step with no optimizer', () => scaler.step(3), /^GradScaler.step:/, /optimizer must be an Optimizer/);
+    return c.report();
+  },
+
   /** free() and [Symbol.dispose]() release any handle; a freed handle passed as an argument is an Error naming the op. */
   async handles(skiff) {
     const { tensor, nn, optim } = skiff;
@@ -303,6 +337,7 @@ export const apiScenarios = {
       FunctionCtx: () => new skiff.FunctionCtx(),
       HookHandle: () => tensor([1], { requiresGrad: true }).registerHook(() => undefined),
       ModuleHookHandle: () => new nn.ReLU().registerForwardHook(() => undefined),
+      GradScaler: () => new skiff.GradScaler(),
     };
     // A member each class has, to show the handle is gone (wasm-bindgen throws on a freed one).
     const use = {
@@ -314,6 +349,7 @@ export const apiScenarios = {
       FunctionCtx: (x) => x.savedTensors,
       HookHandle: (h) => h.remove(),
       ModuleHookHandle: (h) => h.remove(),
+      GradScaler: (g) => g.getScale(),
     };
     for (const [cls, fresh] of Object.entries(make)) {
       const [one, two] = [fresh(), fresh()];

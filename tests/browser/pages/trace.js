@@ -19,7 +19,7 @@
 const WRAPPED = Symbol('skiff-trace-wrapped');
 
 /** The exported classes whose members are recorded (their names in the module). */
-export const TRACED_CLASSES = ['Tensor', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Function', 'InferenceModel'];
+export const TRACED_CLASSES = ['Tensor', 'Module', 'Loss', 'Optimizer', 'LrScheduler', 'FunctionCtx', 'HookHandle', 'ModuleHookHandle', 'Function', 'InferenceModel', 'GradScaler'];
 
 /** Classes written in JS whose methods run test code (a custom Function's apply runs its forward). */
 const RUNS_TEST_CODE = ['Function'];
