@@ -5,7 +5,9 @@
 //! variant of its own: a kernel given an f16 operand reads it widened to f32
 //! (the whole buffer converted, so every view keeps its layout), runs as the
 //! f32 kernel does (reductions and products accumulate in f32), and its float
-//! result is rounded to f16 once. An in-place kernel writing f16 views writes
+//! result is rounded to f16 once. On a GPU the elementwise templates (unary,
+//! binary, compare, where) do the same inside one kernel: they load f16
+//! elements as f32 and round at the store. An in-place kernel writing f16 views writes
 //! a widened copy, which is rounded back into the same buffer (untouched
 //! elements round-trip exactly). Only casts, uploads and downloads handle f16
 //! natively. So one rounding per op, and the cpu and the GPU agree up to the
@@ -24,10 +26,29 @@ use crate::shape::Layout;
 
 /// Whether `spec` over `inputs` (and `outputs`) goes through the widened path.
 pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) -> bool {
-    // Casts and copies move f16 elements natively; everything else computes.
-    !matches!(spec, KernelSpec::Cast { .. } | KernelSpec::Copy | KernelSpec::CopyInto)
+    // Casts and copies move f16 elements natively; on a GPU so do the
+    // elementwise templates (they load f16 as f32 and round at the store:
+    // the same values, without the two conversion passes).
+    let native = match spec {
+        KernelSpec::Cast { .. } | KernelSpec::Copy | KernelSpec::CopyInto => true,
+        KernelSpec::Unary { .. } | KernelSpec::Binary { .. } | KernelSpec::Compare { .. } | KernelSpec::Where => {
+            on_gpu(inputs)
+        }
+        _ => false,
+    };
+    !native
         && (inputs.iter().any(|v| v.buffer.dtype() == DType::F16)
             || outputs.iter().any(|v| v.buffer.dtype() == DType::F16))
+}
+
+#[cfg(feature = "gpu")]
+fn on_gpu(inputs: &[View]) -> bool {
+    inputs.first().is_some_and(|v| v.buffer.as_gpu().is_some())
+}
+
+#[cfg(not(feature = "gpu"))]
+fn on_gpu(_: &[View]) -> bool {
+    false
 }
 
 /// The f32 version of a creation spec (fill, sequence, random draw) of f16.

@@ -34,8 +34,9 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
             all.extend(variants(format!("cast:{}:{}", dt.name(), to.name()), cast_template(dt, to)));
         }
     }
-    // f16 moves natively only through casts and copies (`backend::half`);
-    // these need `shader-f16`, so they start with `enable f16;`.
+    // f16 runs natively through casts, copies and the elementwise rows
+    // (`backend::half`; the rows' f16 instantiations are with theirs); these
+    // need `shader-f16`, so they start with `enable f16;`.
     for dt in GPU_DTYPES {
         all.extend(variants(format!("cast:f16:{}", dt.name()), cast_template(DType::F16, dt)));
         all.extend(variants(format!("cast:{}:f16", dt.name()), cast_template(dt, DType::F16)));
@@ -43,6 +44,7 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.extend(variants("cast:f16:f16".to_string(), cast_template(DType::F16, DType::F16)));
     all.extend(variants("copy_into:f16".to_string(), copy_into_template(DType::F16)));
     all.extend(variants("fill:f16".to_string(), fill_template(DType::F16)));
+    all.extend(variants("where:f16".to_string(), where_template(DType::F16)));
     all.extend(reduce::sources());
     all.push(("matmul:f32".to_string(), matmul::source()));
     all.extend(matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b), matmul::blocked_source(b))));
@@ -115,14 +117,26 @@ fn variants(key: String, t: Template) -> Vec<(String, String)> {
 }
 
 fn unary_sources(rows: &Rows) -> Vec<(String, String)> {
-    rows.unary.iter().flat_map(|(name, wgsl)| variants(format!("unary:{name}"), unary_template(wgsl))).collect()
+    let mut all: Vec<(String, String)> = rows
+        .unary
+        .iter()
+        .flat_map(|(name, wgsl)| variants(format!("unary:{name}"), unary_template(DType::F32, wgsl)))
+        .collect();
+    all.extend(
+        rows.unary
+            .iter()
+            .flat_map(|(name, wgsl)| variants(format!("unary:{name}:f16"), unary_template(DType::F16, wgsl))),
+    );
+    all
 }
 
 fn binary_sources(rows: &Rows) -> Vec<(String, String)> {
     rows.binary
         .iter()
         .flat_map(|(name, wgsl)| {
-            variants(format!("binary:{name}:{}", DType::F32.name()), binary_template(DType::F32, DType::F32, wgsl))
+            [DType::F32, DType::F16]
+                .into_iter()
+                .flat_map(move |dt| variants(format!("binary:{name}:{}", dt.name()), binary_template(dt, dt, wgsl)))
         })
         .collect()
 }
@@ -130,7 +144,7 @@ fn binary_sources(rows: &Rows) -> Vec<(String, String)> {
 fn compare_sources(rows: &Rows) -> Vec<(String, String)> {
     let mut all = Vec::new();
     for (name, wgsl) in &rows.compare {
-        for dt in GPU_DTYPES {
+        for dt in GPU_DTYPES.into_iter().chain([DType::F16]) {
             all.extend(variants(format!("binary:{name}:{}", dt.name()), binary_template(dt, DType::Bool, wgsl)));
         }
     }

@@ -1,7 +1,7 @@
 //! Elementwise families, casts, fills, copies, uploads and readback on the GPU.
 
-use super::kernels::{launch_template, Input, Template};
-use super::{wgsl_type, GpuBuffer, GpuContext};
+use super::kernels::{compute_type, launch_template, Input, Template};
+use super::{GpuBuffer, GpuContext};
 use crate::backend::cpu::{gather_strided, CpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -20,17 +20,20 @@ fn scalar_bits(v: f64, dtype: DType) -> u32 {
     }
 }
 
-/// `out = expr(x)` for a unary row (`x`, `p0`, `p1` in scope).
+/// `out = expr(x)` for a unary row (`x`, `p0`, `p1` in scope), in x's float
+/// dtype (f16 computes in f32 and rounds once).
 pub fn unary(op: &'static str, x: &GpuBuffer, lx: &Layout, expr: &str, p: [f64; 2]) -> Result<GpuBuffer> {
     let ctx = x.ctx().clone();
-    let out = GpuBuffer::new(&ctx, op, DType::F32, lx.numel())?;
+    let dt = x.dtype;
+    let out = GpuBuffer::new(&ctx, op, dt, lx.numel())?;
     let scalars = [f32_bits(p[0]), f32_bits(p[1])];
-    let key = format!("unary:{op}");
-    launch_template(&ctx, op, &key, || unary_template(expr), &lx.shape, &[lx], &scalars, &[x], &out)?;
+    let key = if dt == DType::F32 { format!("unary:{op}") } else { format!("unary:{op}:{}", dt.name()) };
+    launch_template(&ctx, op, &key, || unary_template(dt, expr), &lx.shape, &[lx], &scalars, &[x], &out)?;
     Ok(out)
 }
 
-/// `out = expr(a, b)` with broadcasting; `out_dtype` is F32 for arithmetic, Bool for comparisons.
+/// `out = expr(a, b)` with broadcasting; `out_dtype` is the operands' float
+/// dtype for arithmetic, Bool for comparisons.
 #[allow(clippy::too_many_arguments)]
 pub fn binary(
     op: &'static str,
@@ -182,8 +185,8 @@ fn template(inputs: Vec<Input>, out: DType, expr: impl Into<String>) -> Template
     Template { inputs, out, expr: expr.into(), strided_out: false }
 }
 
-pub(crate) fn unary_template(expr: &str) -> Template {
-    template(vec![input("A", "x", DType::F32)], DType::F32, expr)
+pub(crate) fn unary_template(dt: DType, expr: &str) -> Template {
+    template(vec![input("A", "x", dt)], dt, expr)
 }
 
 /// Arithmetic (`out` = F32) or comparison (`out` = Bool: the bool expression becomes a u32 mask).
@@ -196,15 +199,16 @@ pub(crate) fn where_template(dt: DType) -> Template {
     template(vec![input("C", "c", DType::Bool), input("A", "a", dt), input("B", "b", dt)], dt, "select(b, a, c != 0u)")
 }
 
+/// The conversion of `x` (loaded in `from`'s compute type) to `to`'s compute
+/// type; an f16 result is rounded by the template's store.
 pub(crate) fn convert(from: DType, to: DType) -> String {
-    let (f, t) = (wgsl_type(from), wgsl_type(to));
+    let (f, t) = (compute_type(from), compute_type(to));
     match (from, to) {
         _ if f == t => "x".into(),
         // `!(x == 0)`, not `x != 0`: NaN is true (as on the cpu and in
         // PyTorch), and drivers may fold `!=` on floats as an ordered compare.
         (_, DType::Bool) => format!("select(0u, 1u, !(x == {f}(0)))"),
-        (DType::F32 | DType::F64, DType::I32) => "to_i32_(x)".into(),
-        (DType::F16, DType::I32) => "to_i32_(f32(x))".into(),
+        (DType::F32 | DType::F64 | DType::F16, DType::I32) => "to_i32_(x)".into(),
         _ => format!("{t}(x)"),
     }
 }
@@ -215,8 +219,7 @@ pub(crate) fn cast_template(from: DType, to: DType) -> Template {
 
 pub(crate) fn fill_template(dt: DType) -> Template {
     let expr = match dt {
-        DType::F32 | DType::F64 => "pf(10u)",
-        DType::F16 => "f16(pf(10u))",
+        DType::F32 | DType::F64 | DType::F16 => "pf(10u)",
         DType::I32 => "pi(10u)",
         DType::Bool => "pm(10u)",
     };

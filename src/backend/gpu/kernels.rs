@@ -13,6 +13,14 @@ pub const PRELUDE: &str = include_str!("../../../shaders/prelude.wgsl");
 pub const MATH: &str = include_str!("../../../shaders/math.wgsl");
 pub const ELEMENTWISE: &str = include_str!("../../../shaders/elementwise.wgsl");
 
+/// The type an element of `dtype` is computed in: f16 widens to f32.
+pub fn compute_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::F16 => "f32",
+        d => wgsl_type(d),
+    }
+}
+
 /// The directive a shader with f16 values starts with (only built on
 /// devices with `shader-f16`: `GpuBuffer::new` refuses f16 elsewhere).
 pub const ENABLE_F16: &str = "enable f16;\n";
@@ -143,23 +151,34 @@ impl Template {
                 format!("@group(0) @binding({}) var<storage, read> {}: array<{t}>;\n", k + 1, x.name)
             })
             .collect();
+        // f16 is storage only: its elements are loaded as f32, the expression
+        // computes in f32, and an f16 output is rounded once at the store
+        // (as `backend::half` does on the cpu).
         let loads: Vec<String> = self
             .inputs
             .iter()
             .enumerate()
-            .map(|(k, x)| match lanes {
-                None => format!("let {} = {}[operand_index(i, {k}u)];", x.var, x.name),
-                Some(_) if vector(k) => format!("let {}4 = {}[operand_index(i, {k}u) >> 2u];", x.var, x.name),
-                Some(_) => {
-                    format!("let {}4 = vec4<{}>({}[operand_index(i, {k}u)]);", x.var, wgsl_type(x.dtype), x.name)
+            .map(|(k, x)| {
+                let at = format!("{}[operand_index(i, {k}u)]", x.name);
+                let half = x.dtype == DType::F16;
+                match lanes {
+                    None if half => format!("let {} = f32({at});", x.var),
+                    None => format!("let {} = {at};", x.var),
+                    Some(_) if vector(k) && half => {
+                        format!("let {}4 = vec4<f32>({}[operand_index(i, {k}u) >> 2u]);", x.var, x.name)
+                    }
+                    Some(_) if vector(k) => format!("let {}4 = {}[operand_index(i, {k}u) >> 2u];", x.var, x.name),
+                    Some(_) if half => format!("let {}4 = vec4<f32>(f32({at}));", x.var),
+                    Some(_) => format!("let {}4 = vec4<{}>({at});", x.var, wgsl_type(x.dtype)),
                 }
             })
             .collect();
+        let expr = if self.out == DType::F16 { format!("f16({})", self.expr) } else { self.expr.clone() };
         let out_index = if self.strided_out { format!("operand_index(i, {}u)", self.inputs.len()) } else { "i".into() };
         let lanes_code: String = (0..4)
             .map(|j| {
                 let vars: String = self.inputs.iter().map(|x| format!("let {0} = {0}4[{j}u]; ", x.var)).collect();
-                format!("{{ {vars}o[{j}u] = {}; }}\n    ", self.expr)
+                format!("{{ {vars}o[{j}u] = {expr}; }}\n    ")
             })
             .collect();
         let template = if lanes.is_some() { ELEMENTWISE4 } else { ELEMENTWISE };
@@ -173,7 +192,7 @@ impl Template {
             .replace("{LOADS}", &loads.join("\n    "))
             .replace("{LANES}", lanes_code.trim_end())
             .replace("{OUT_INDEX}", &out_index)
-            .replace("{EXPR}", &self.expr);
+            .replace("{EXPR}", &expr);
         let f16 = self.out == DType::F16 || self.inputs.iter().any(|x| x.dtype == DType::F16);
         format!("{}{PRELUDE}\n{body}", if f16 { ENABLE_F16 } else { "" })
     }

@@ -33,7 +33,7 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         }
         KernelSpec::Binary { row } => {
             let [(x, la), (y, lb)] = gpu_inputs::<2>(op, spec, inputs)?;
-            g::binary(op, x, la, y, lb, out_shape, row.wgsl, DType::F32)
+            g::binary(op, x, la, y, lb, out_shape, row.wgsl, x.dtype)
         }
         KernelSpec::Compare { row } => {
             let [(x, la), (y, lb)] = gpu_inputs::<2>(op, spec, inputs)?;
