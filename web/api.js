@@ -449,21 +449,28 @@ export function memory() {
   return raw.memoryInfo();
 }
 
-function withGrad(on, fn) {
-  if (typeof fn !== 'function') throw fail(on ? 'enableGrad' : 'noGrad', 'argument', `expects a function, got ${describe(fn)}`);
-  ready(on ? 'enableGrad' : 'noGrad');
-  const was = raw.setGradEnabled(on);
+/**
+ * Runs fn (sync or async) for `op` with a thread switch set to `on` by
+ * `set` (which returns the previous setting), restoring it when fn returns,
+ * throws or, for a promise, settles.
+ */
+function withSwitch(op, set, on, fn) {
+  if (typeof fn !== 'function') throw fail(op, 'argument', `expects a function, got ${describe(fn)}`);
+  ready(op);
+  const was = set(on);
   let result;
   try {
     result = fn();
   } catch (e) {
-    raw.setGradEnabled(was);
+    set(was);
     throw e;
   }
-  if (isPromise(result)) return result.finally(() => raw.setGradEnabled(was));
-  raw.setGradEnabled(was);
+  if (isPromise(result)) return result.finally(() => set(was));
+  set(was);
   return result;
 }
+
+const withGrad = (on, fn) => withSwitch(on ? 'enableGrad' : 'noGrad', raw.setGradEnabled, on, fn);
 
 /** Runs fn without recording autograd history (PyTorch's torch.no_grad()). */
 export const noGrad = (fn) => withGrad(false, fn);
@@ -480,24 +487,12 @@ let autocastFallbackSaid = false;
  * float32 and says so once on the console (backendInfo().autocast says why).
  */
 export function autocast(fn) {
-  if (typeof fn !== 'function') throw fail('autocast', 'argument', `expects a function, got ${describe(fn)}`);
-  ready('autocast');
-  const info = backend()?.autocast;
+  const info = typeof fn === 'function' ? backend()?.autocast : null;
   if (info?.dtype === 'float32' && !autocastFallbackSaid) {
     autocastFallbackSaid = true;
     console.warn(`skiff: ${info.reason}`);
   }
-  const was = raw.setAutocastEnabled(true);
-  let result;
-  try {
-    result = fn();
-  } catch (e) {
-    raw.setAutocastEnabled(was);
-    throw e;
-  }
-  if (isPromise(result)) return result.finally(() => raw.setAutocastEnabled(was));
-  raw.setAutocastEnabled(was);
-  return result;
+  return withSwitch('autocast', raw.setAutocastEnabled, true, fn);
 }
 export const isAutocastEnabled = (...a) => raw.isAutocastEnabled(...a);
 export const setGradEnabled = (...a) => raw.setGradEnabled(...a);
