@@ -1,5 +1,8 @@
-// Batched f32 matrix product C[b] = A[b] B[b] over strided operands
-// (appended to prelude.wgsl; src/backend/gpu/matmul.rs fills the parameters).
+// Batched matrix product C[b] = A[b] B[b] over strided operands
+// (appended to prelude.wgsl; src/backend/gpu/matmul.rs fills the parameters
+// and the bindings' element type (ELEM in braces): f32, or f16 on devices with
+// shader-f16, read as f32 at staging, accumulated in f32 and rounded once
+// by `store`).
 //
 // Tiling: an 8x8 workgroup computes a 64x64 tile of C; each invocation owns
 // an 8x8 register block made of four 4x4 quads: rows 4ty..4ty+3 and
@@ -45,9 +48,9 @@ const TN: u32 = 64u;
 const TK: u32 = 16u;
 const LD4: u32 = 17u; // vec4s per staged k row: 16 + 1 padding
 
-@group(0) @binding(1) var<storage, read> A: array<f32>;
-@group(0) @binding(2) var<storage, read> B: array<f32>;
-@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+@group(0) @binding(1) var<storage, read> A: array<{ELEM}>;
+@group(0) @binding(2) var<storage, read> B: array<{ELEM}>;
+@group(0) @binding(3) var<storage, read_write> C: array<{ELEM}>;
 
 var<workgroup> As: array<vec4<f32>, 272>; // As[k * LD4 + q] = A rows 4q..4q+3 at k
 var<workgroup> Bs: array<vec4<f32>, 272>; // Bs[k * LD4 + q] = B cols 4q..4q+3 at k
@@ -122,7 +125,7 @@ fn main(
             }
             var v = 0.0;
             if (row0 + ar < M && k0 + ak < K) {
-                v = A[oa + (row0 + ar) * rsa + (k0 + ak) * csa];
+                v = f32(A[oa + (row0 + ar) * rsa + (k0 + ak) * csa]);
             }
             As[ak * LD4 + ar / 4u][ar % 4u] = v;
             var bk = e % TK; // B slice: 16 k x 64 cols
@@ -133,7 +136,7 @@ fn main(
             }
             var w = 0.0;
             if (k0 + bk < K && col0 + bc < N) {
-                w = B[ob + (k0 + bk) * rsb + (col0 + bc) * csb];
+                w = f32(B[ob + (k0 + bk) * rsb + (col0 + bc) * csb]);
             }
             Bs[bk * LD4 + bc / 4u][bc % 4u] = w;
         }

@@ -42,7 +42,7 @@ fn plain(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
 
 #[test]
 fn wgsl_validates_and_fits_webgpu_workgroup_storage() {
-    let src = gm::source();
+    let src = gm::source(DType::F32);
     let module = naga::front::wgsl::parse_str(&src).expect("matmul.wgsl parses");
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
         .validate(&module)

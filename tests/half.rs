@@ -221,3 +221,64 @@ fn a_compiled_f16_function_replays_on_the_gpu_as_eager() {
     }
     assert_eq!(step.replays(), 2);
 }
+
+/// The GPU products read f16 operands in place (`array<f16>`, converted at
+/// each load), accumulate in f32 and round once at the store: the same bits
+/// as widening both operands, multiplying in f32 and rounding the product,
+/// in one dispatch instead of four. Covers every block size, the vec4 loads
+/// (K unrolled or not), transposed views, broadcast batches and ragged edges.
+#[cfg(feature = "gpu")]
+#[test]
+fn f16_products_on_the_gpu_read_f16_and_round_once() {
+    if gpu_with_f16().is_none() {
+        return;
+    }
+    // A private device: its counters and its K unrolling are this test's alone.
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    let ctx = g.context();
+    skiff::manual_seed(18);
+    let half = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to_dtype(DType::F16).unwrap();
+    type View = fn(&Tensor) -> Tensor;
+    let plain: View = |t| t.clone();
+    let transposed: View = |t| t.transpose(-1, -2).unwrap();
+    for steps in [1, 4] {
+        ctx.set_matmul_unroll(steps);
+        for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (8, 9, 16), (16, 64, 128), (33, 70, 65), (64, 300, 256)] {
+            // (A's storage shape, how A is viewed; the same for B), per case.
+            let cases: [(Vec<usize>, View, Vec<usize>, View); 4] = [
+                (vec![m, k], plain, vec![k, n], plain),
+                (vec![k, m], transposed, vec![n, k], transposed),
+                (vec![3, m, k], plain, vec![1, k, n], plain),
+                (vec![2, k, m], transposed, vec![k, n], plain),
+            ];
+            for (sa, va, sb, vb) in cases {
+                let what = format!("{m}x{k}x{n}, A {sa:?}, B {sb:?}, K unrolled {steps}x");
+                let (a, b) = (half(&sa), half(&sb));
+                let (ag, bg) = (va(&a.to(&dev).unwrap()), vb(&b.to(&dev).unwrap()));
+                let before = g.counters().dispatches;
+                let got = ag.matmul(&bg).unwrap();
+                assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel");
+                assert_eq!(got.dtype(), DType::F16, "{what}");
+                let wide = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+                let want = wide(&ag).matmul(&wide(&bg)).unwrap().to_dtype(DType::F16).unwrap();
+                assert_eq!(bits(&got), bits(&want), "{what}: widened and rounded once");
+                // And the cpu's product, up to the two kernels' summation orders.
+                let cpu = va(&a).matmul(&vb(&b)).unwrap().to_f64_vec().unwrap();
+                for (i, (p, q)) in got.to_f64_vec().unwrap().iter().zip(&cpu).enumerate() {
+                    assert!((p - q).abs() <= 2e-3 * q.abs().max(1.0), "{what}: element {i}: gpu {p} vs cpu {q}");
+                }
+            }
+        }
+    }
+    // Where the blocked kernel runs (software adapters), every load mode ran on f16.
+    let kernels = g.compiled_kernels();
+    let f16_blocked: Vec<&String> = kernels.iter().filter(|k| k.starts_with("matmul:f16:blocked:")).collect();
+    if !f16_blocked.is_empty() {
+        for modes in ["u1ss", "u1sx", "u1xs", "u1xx", "u4kx", "u4xs"] {
+            assert!(f16_blocked.iter().any(|k| k.ends_with(modes)), "{modes}: {f16_blocked:?}");
+        }
+    } else {
+        assert!(kernels.iter().any(|k| k == "matmul:f16"), "{kernels:?}");
+    }
+}

@@ -6,8 +6,9 @@
 //! (the whole buffer converted, so every view keeps its layout), runs as the
 //! f32 kernel does (reductions and products accumulate in f32), and its float
 //! result is rounded to f16 once. On a GPU the elementwise templates (unary,
-//! binary, compare, where) do the same inside one kernel: they load f16
-//! elements as f32 and round at the store. An in-place kernel writing f16 views writes
+//! binary, compare, where) and the matmul kernels do the same inside one
+//! kernel: they load f16 elements as f32 (products accumulate in f32) and
+//! round at the store. An in-place kernel writing f16 views writes
 //! a widened copy, which is rounded back into the same buffer (untouched
 //! elements round-trip exactly). Only casts, uploads and downloads handle f16
 //! natively. So one rounding per op, and the cpu and the GPU agree up to the
@@ -27,13 +28,15 @@ use crate::shape::Layout;
 /// Whether `spec` over `inputs` (and `outputs`) goes through the widened path.
 pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) -> bool {
     // Casts and copies move f16 elements natively; on a GPU so do the
-    // elementwise templates (they load f16 as f32 and round at the store:
-    // the same values, without the two conversion passes).
+    // elementwise templates and the products (they load f16 as f32 and round
+    // at the store: the same values, without the conversion passes).
     let native = match spec {
         KernelSpec::Cast { .. } | KernelSpec::Copy | KernelSpec::CopyInto => true,
-        KernelSpec::Unary { .. } | KernelSpec::Binary { .. } | KernelSpec::Compare { .. } | KernelSpec::Where => {
-            on_gpu(inputs)
-        }
+        KernelSpec::Unary { .. }
+        | KernelSpec::Binary { .. }
+        | KernelSpec::Compare { .. }
+        | KernelSpec::Where
+        | KernelSpec::Matmul { .. } => on_gpu(inputs),
         _ => false,
     };
     !native

@@ -46,8 +46,12 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.extend(variants("fill:f16".to_string(), fill_template(DType::F16)));
     all.extend(variants("where:f16".to_string(), where_template(DType::F16)));
     all.extend(reduce::sources());
-    all.push(("matmul:f32".to_string(), matmul::source()));
-    all.extend(matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b), matmul::blocked_source(b))));
+    for dt in matmul::DTYPES {
+        all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
+        all.extend(
+            matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b, dt), matmul::blocked_source(b, dt))),
+        );
+    }
     all.push(("optim:adam:f32".to_string(), super::optim::adam_source()));
     all.extend(index::sources());
     all.extend(conv::sources());

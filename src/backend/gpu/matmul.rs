@@ -1,4 +1,4 @@
-//! Batched f32 matrix products on the GPU, in one of two kernels:
+//! Batched matrix products on the GPU, in one of two kernels:
 //!
 //! - `shaders/matmul.wgsl` (real GPUs): 64x64 output tiles per 8x8
 //!   workgroup, 8x8 register blocks per invocation, K staged through
@@ -14,10 +14,16 @@
 //! share the parameter block and bindings; only the tile shape (and so the
 //! grid) differs. `SKIFF_GPU_MATMUL=tiled|blocked` forces one kernel on any
 //! adapter (tests use it to run both).
+//!
+//! Operands are f32, or f16 on devices with `shader-f16` (both the same: the
+//! ops reject mixed dtypes). f16 elements are read as f32 (exactly), the
+//! products accumulate in f32 and each element of C is rounded to f16 once
+//! at its store: the bits `backend::half`'s widen, f32 product, round gave,
+//! without the two conversion passes over the operands and one over C.
 
 use super::epilogue::{plain_store, Tail};
-use super::kernels::PRELUDE;
-use super::GpuBuffer;
+use super::kernels::{ENABLE_F16, PRELUDE};
+use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{coalesce, contiguous_strides, Layout};
@@ -183,34 +189,48 @@ impl Block {
 /// Batch dims the kernel indexes (after merging contiguous ones).
 pub const MAX_BATCH_RANK: usize = 8;
 
-/// How the kernels write C[i] (a fused epilogue's `store` ends with it).
-const WRITE: &str = "C[i] = {v}";
+/// How the kernels write C[i] (a fused epilogue's `store` ends with it):
+/// `{v}` is the f32 value, rounded once where C is f16.
+fn write(dt: DType) -> &'static str {
+    if dt == DType::F16 {
+        "C[i] = f16({v})"
+    } else {
+        "C[i] = {v}"
+    }
+}
 /// The binding of the first input of a fused epilogue (after A, B and C).
 const TAIL_BINDING: usize = 4;
 
-/// The full WGSL source of the tiled kernel (prelude included).
-pub fn source() -> String {
-    format!("{PRELUDE}\n{MATMUL}{}", plain_store(WRITE))
+/// The element types the kernels take: operands and C all of one.
+pub const DTYPES: [DType; 2] = [DType::F32, DType::F16];
+
+/// The full WGSL source of the tiled kernel over `dt` elements (prelude included).
+pub fn source(dt: DType) -> String {
+    source_with(Kernel::Tiled, Block::FULL, dt, &plain_store(write(dt)))
 }
 
-/// The full WGSL source of the blocked kernel with block `b` (prelude included).
-pub fn blocked_source(b: Block) -> String {
-    format!("{PRELUDE}\n{}{}", blocked_kernel(b), plain_store(WRITE))
+/// The full WGSL source of the blocked kernel with block `b` over `dt`
+/// elements (prelude included).
+pub fn blocked_source(b: Block, dt: DType) -> String {
+    source_with(Kernel::Blocked, b, dt, &plain_store(write(dt)))
 }
 
-/// The source of `kernel` (blocked: with block `b`) with `tail` (an epilogue's code) as its store.
-fn source_with(kernel: Kernel, b: Block, tail: &str) -> String {
+/// The source of `kernel` (blocked: with block `b`) over `dt` elements
+/// with `tail` (an epilogue's code) as its store.
+fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
     let body = match kernel {
-        Kernel::Tiled => MATMUL.to_string(),
-        Kernel::Blocked => blocked_kernel(b),
+        Kernel::Tiled => MATMUL.replace("{ELEM}", wgsl_type(dt)),
+        Kernel::Blocked => blocked_kernel(b, dt),
     };
-    format!("{PRELUDE}\n{body}{tail}")
+    let enable = if dt == DType::F16 { ENABLE_F16 } else { "" };
+    format!("{enable}{PRELUDE}\n{body}{tail}")
 }
 
-/// Both kernels with `e`'s tail in their stores (for validation).
+/// Both kernels with `e`'s tail in their stores (for validation; epilogues
+/// head f32 products only: `jit` leaves f16 values unfused).
 pub fn epilogue_sources(e: &crate::kernel::Epilogue) -> Vec<String> {
-    let code = super::epilogue::code(e, TAIL_BINDING, WRITE);
-    vec![source_with(Kernel::Tiled, Block::FULL, &code), source_with(Kernel::Blocked, Block::FULL, &code)]
+    let code = super::epilogue::code(e, TAIL_BINDING, write(DType::F32));
+    [Kernel::Tiled, Kernel::Blocked].map(|k| source_with(k, Block::FULL, DType::F32, &code)).to_vec()
 }
 
 /// Which kernel a device runs.
@@ -252,11 +272,15 @@ pub fn matmul_with(
     batch: &[usize],
     tail: Option<&Tail>,
 ) -> Result<GpuBuffer> {
-    if a.dtype != DType::F32 || b.dtype != DType::F32 {
+    let dt = a.dtype;
+    if !DTYPES.contains(&dt) || b.dtype != dt {
         return Err(Error::dtype(
             "matmul",
-            format!("the GPU matmul takes f32 operands, got {} and {}", a.dtype, b.dtype),
+            format!("the GPU matmul takes two f32 or two f16 operands, got {} and {}", a.dtype, b.dtype),
         ));
+    }
+    if tail.is_some() && dt != DType::F32 {
+        return Err(Error::dtype("matmul", format!("internal: a fused epilogue on a {dt} product")));
     }
     if a.ctx().id != b.ctx().id {
         return Err(Error::value("matmul", "operands live on different GPU devices"));
@@ -271,7 +295,7 @@ pub fn matmul_with(
     let (m, k, n) = (la.shape[r - 2], la.shape[r - 1], lb.shape[r - 1]);
     let nb: usize = batch.iter().product();
     let ctx = a.ctx().clone();
-    let out = GpuBuffer::new(&ctx, "matmul", DType::F32, nb * m * n)?;
+    let out = GpuBuffer::new(&ctx, "matmul", dt, nb * m * n)?;
     if nb * m * n == 0 {
         return Ok(out);
     }
@@ -292,14 +316,14 @@ pub fn matmul_with(
     })?;
     let mut buffers = vec![a.raw(), b.raw(), out.raw()];
     let pipeline = match (kernel, tail) {
-        (Kernel::Tiled, None) => ctx.pipeline("matmul:f32", source)?,
-        (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block), || blocked_source(block))?,
+        (Kernel::Tiled, None) => ctx.pipeline(&format!("matmul:{}", dt.name()), || source(dt))?,
+        (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block, dt), || blocked_source(block, dt))?,
         (kernel, Some(t)) => {
             params.extend_from_slice(&t.params);
             buffers.extend(t.buffers.iter().map(|b| b.raw()));
             let shape = if kernel == Kernel::Blocked { block.key() } else { String::new() };
             ctx.pipeline(&format!("matmul:f32:{kernel:?}{shape}:{}", t.key), || {
-                source_with(kernel, block, &t.code(TAIL_BINDING, WRITE))
+                source_with(kernel, block, dt, &t.code(TAIL_BINDING, write(dt)))
             })?
         }
     };
@@ -335,9 +359,9 @@ fn unroll_for(ctx: &super::GpuContext, kernel: Kernel, m: usize, k: usize, n: us
     }
 }
 
-/// The pipeline key of the blocked kernel with block `b`.
-pub fn blocked_key(b: Block) -> String {
-    format!("matmul:f32:blocked:{}", b.key())
+/// The pipeline key of the blocked kernel with block `b` over `dt` elements.
+pub fn blocked_key(b: Block, dt: DType) -> String {
+    format!("matmul:{}:blocked:{}", dt.name(), b.key())
 }
 
 /// Strides of the batch dims of `l` broadcast to `batch` (0 where broadcast).
@@ -416,13 +440,18 @@ fn params(la: &Layout, lb: &Layout, batch: &[usize], [m, k, n]: [usize; 3], [tm,
 /// Edges: loads clamp the row and column into range (the products they feed
 /// are never stored); invocations wholly outside C return at once (no
 /// barriers, so that is allowed), which also spares their loads.
-fn blocked_kernel(b: Block) -> String {
+///
+/// f16 operands (`dt`) bind as `array<f16>` (`vec4<f16>` for vec4 loads)
+/// and each load converts to f32 (`Widen`): everything after is the f32 kernel.
+fn blocked_kernel(b: Block, dt: DType) -> String {
     let Block { rows, cols, lanes, unroll, a, b } = b;
+    let wide = Widen(dt);
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
     assert!(unroll == 4 || a != Loads::AlongK, "AlongK loads need K unrolled 4x");
     assert!(b != Loads::AlongK, "B never reads AlongK");
     assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
-    let ty = |l: Loads| if l == Loads::Scalar { "f32" } else { "vec4<f32>" };
+    let elem = wgsl_type(dt);
+    let ty = |l: Loads| if l == Loads::Scalar { elem.to_string() } else { format!("vec4<{elem}>") };
     let (ta, tb) = (ty(a), ty(b));
     let q = cols / 4;
     let (tm, tn) = (rows, cols * lanes);
@@ -438,7 +467,7 @@ const TN: u32 = {tn}u;
 
 @group(0) @binding(1) var<storage, read> A: array<{ta}>;
 @group(0) @binding(2) var<storage, read> B: array<{tb}>;
-@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+@group(0) @binding(3) var<storage, read_write> C: array<{elem}>;
 
 @compute @workgroup_size({lanes}, 1, 1)
 fn main(
@@ -511,7 +540,7 @@ fn main(
         // time); the loop below finishes the rest of K.
         let _ = writeln!(w, "    for (; k + {unroll}u <= K; k = k + {unroll}u) {{");
         for u in 0..unroll {
-            b_step_loads(w, b, q, &format!("_{u}"), &format!("(k + {u}u)"));
+            b_step_loads(w, b, q, wide, &format!("_{u}"), &format!("(k + {u}u)"));
         }
         for u in 0..unroll {
             let _ = writeln!(w, "        let ka_{u} = (k + {u}u) * csa;");
@@ -519,7 +548,7 @@ fn main(
         for i in 0..rows {
             match a {
                 Loads::AlongK => {
-                    let _ = writeln!(w, "        let ak{i} = A[(ra{i} + k) >> 2u];");
+                    let _ = writeln!(w, "        let ak{i} = {};", wide.vec4(&format!("A[(ra{i} + k) >> 2u]")));
                     for u in 0..unroll {
                         let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ak{i}[{u}]);");
                     }
@@ -527,7 +556,8 @@ fn main(
                 Loads::Across => {
                     for u in 0..unroll {
                         if i % 4 == 0 {
-                            let _ = writeln!(w, "        let ag{i}_{u} = A[(ra{i} + ka_{u}) >> 2u];");
+                            let load = wide.vec4(&format!("A[(ra{i} + ka_{u}) >> 2u]"));
+                            let _ = writeln!(w, "        let ag{i}_{u} = {load};");
                         }
                         let (g, t) = (i - i % 4, i % 4);
                         let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ag{g}_{u}[{t}]);");
@@ -535,7 +565,11 @@ fn main(
                 }
                 Loads::Scalar => {
                     for u in 0..unroll {
-                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(A[ra{i} + ka_{u}]);");
+                        let _ = writeln!(
+                            w,
+                            "        let a{i}_{u} = vec4<f32>({});",
+                            wide.scalar(&format!("A[ra{i} + ka_{u}]"))
+                        );
                     }
                 }
             }
@@ -549,15 +583,15 @@ fn main(
     // One step at a time: all of K, or the rest after the unrolled loop
     // (where AlongK operands are read one element at a time).
     let _ = writeln!(w, "    for (; k < K; k = k + 1u) {{");
-    b_step_loads(w, b, q, "", "k");
+    b_step_loads(w, b, q, wide, "", "k");
     let _ = writeln!(w, "        let ka = k * csa;");
     for i in 0..rows {
         let a_i = match a {
-            Loads::Scalar => format!("A[ra{i} + ka]"),
-            Loads::AlongK => format!("A[(ra{i} + ka) >> 2u][(ra{i} + ka) & 3u]"),
+            Loads::Scalar => wide.scalar(&format!("A[ra{i} + ka]")),
+            Loads::AlongK => wide.scalar(&format!("A[(ra{i} + ka) >> 2u][(ra{i} + ka) & 3u]")),
             Loads::Across => {
                 if i % 4 == 0 {
-                    let _ = writeln!(w, "        let ag{i} = A[(ra{i} + ka) >> 2u];");
+                    let _ = writeln!(w, "        let ag{i} = {};", wide.vec4(&format!("A[(ra{i} + ka) >> 2u]")));
                 }
                 format!("ag{}[{}]", i - i % 4, i % 4)
             }
@@ -592,15 +626,15 @@ fn main(
 /// The blocked kernel's loads of B for step `k` (a WGSL expression) of K:
 /// the `q` vec4s `b{j}{suffix}` of B's row, one load each (`Across`) or one
 /// per element (`Scalar`).
-fn b_step_loads(w: &mut String, b: Loads, q: usize, suffix: &str, k: &str) {
+fn b_step_loads(w: &mut String, b: Loads, q: usize, wide: Widen, suffix: &str, k: &str) {
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");
     for j in 0..q {
         let c = 4 * j;
         if b == Loads::Across {
-            let _ = writeln!(w, "        let b{j}{suffix} = B[(cb{c} + kb{suffix}) >> 2u];");
+            let _ = writeln!(w, "        let b{j}{suffix} = {};", wide.vec4(&format!("B[(cb{c} + kb{suffix}) >> 2u]")));
             continue;
         }
-        let at = |c: usize| format!("B[cb{c} + kb{suffix}]");
+        let at = |c: usize| wide.scalar(&format!("B[cb{c} + kb{suffix}]"));
         let _ = writeln!(
             w,
             "        let b{j}{suffix} = vec4<f32>({}, {}, {}, {});",
@@ -609,6 +643,31 @@ fn b_step_loads(w: &mut String, b: Loads, q: usize, suffix: &str, k: &str) {
             at(c + 2),
             at(c + 3)
         );
+    }
+}
+
+/// How the blocked kernel's loads reach f32: as they are (f32 operands) or
+/// converted (f16; exact). f32 sources stay free of identity conversions.
+#[derive(Clone, Copy)]
+struct Widen(DType);
+
+impl Widen {
+    /// A scalar load as an f32 expression.
+    fn scalar(self, load: &str) -> String {
+        if self.0 == DType::F16 {
+            format!("f32({load})")
+        } else {
+            load.to_string()
+        }
+    }
+
+    /// A vec4 load as a `vec4<f32>` expression.
+    fn vec4(self, load: &str) -> String {
+        if self.0 == DType::F16 {
+            format!("vec4<f32>({load})")
+        } else {
+            load.to_string()
+        }
     }
 }
 
@@ -630,7 +689,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocked_kernel, blocked_source, grid3, Block, Layout, Loads, BLOCK, BLOCK_LANES};
+    use super::{blocked_kernel, blocked_source, grid3, Block, DType, Layout, Loads, BLOCK, BLOCK_LANES};
 
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
@@ -647,19 +706,25 @@ mod tests {
             }
         };
         for b in Block::all() {
-            check(&blocked_source(b));
+            check(&blocked_source(b, DType::F32));
         }
         // Other shapes the generator accepts (a 1-row block has no shifts).
-        let store = super::plain_store(super::WRITE);
+        let store = super::plain_store(super::write(DType::F32));
         check(&format!(
             "{}\n{}{store}",
             super::PRELUDE,
-            blocked_kernel(Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across })
+            blocked_kernel(
+                Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across },
+                DType::F32
+            )
         ));
         check(&format!(
             "{}\n{}{store}",
             super::PRELUDE,
-            blocked_kernel(Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across })
+            blocked_kernel(
+                Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across },
+                DType::F32
+            )
         ));
     }
 

@@ -1,0 +1,55 @@
+//! The tiled matmul kernel (`shaders/matmul.wgsl`, the one real GPUs run)
+//! on whatever adapter is here: software adapters pick the blocked kernel,
+//! so this binary forces the tiled one (`SKIFF_GPU_MATMUL=tiled`, read once
+//! per process, before the first product) and checks it against the cpu in
+//! f32 and, where the adapter has shader-f16, against the f32 kernel's
+//! widened and rounded product in f16. One test: the setting is per process.
+
+#![cfg(feature = "gpu")]
+
+mod common;
+
+use skiff::{manual_seed, DType, Device, Tensor};
+
+#[test]
+fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
+    std::env::set_var("SKIFF_GPU_MATMUL", "tiled");
+    let Some(dev) = common::gpu() else { return };
+    let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
+    manual_seed(7);
+    let shapes: [(&[usize], &[usize], bool); 5] = [
+        (&[1, 1], &[1, 1], false),
+        (&[65, 33], &[33, 17], false),
+        (&[70, 64], &[64, 130], false),
+        (&[3, 17, 40], &[1, 40, 9], false),
+        // B read through a transposed view: [n, k] storage.
+        (&[9, 20], &[66, 20], true),
+    ];
+    for (sa, sb, b_transposed) in shapes {
+        let what = format!("{sa:?} x {sb:?}{}", if b_transposed { " (B transposed)" } else { "" });
+        let (a, b) = (Tensor::randn(sa, DType::F32).unwrap(), Tensor::randn(sb, DType::F32).unwrap());
+        let view = |t: Tensor| if b_transposed { t.transpose(-1, -2).unwrap() } else { t };
+        let want = a.matmul(&view(b.clone())).unwrap().to_vec::<f32>().unwrap();
+        let (ag, bg) = (a.to(&dev).unwrap(), view(b.to(&dev).unwrap()));
+        let got = ag.matmul(&bg).unwrap().to_vec::<f32>().unwrap();
+        let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        for (i, (w, v)) in want.iter().zip(&got).enumerate() {
+            assert!((w - v).abs() <= 1e-4 * scale, "{what}: element {i}: cpu {w} vs gpu {v}");
+        }
+        if g.shader_f16() {
+            let (ah, bh) = (ag.to_dtype(DType::F16).unwrap(), bg.to_dtype(DType::F16).unwrap());
+            let product = ah.matmul(&bh).unwrap();
+            assert_eq!(product.dtype(), DType::F16, "{what}");
+            let wide = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let rounded = wide(&ah).matmul(&wide(&bh)).unwrap().to_dtype(DType::F16).unwrap();
+            let bits = |t: &Tensor| t.to_vec::<skiff::f16>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&product), bits(&rounded), "{what}: f16 product");
+        }
+    }
+    let kernels = g.compiled_kernels();
+    assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
+    assert!(!kernels.iter().any(|k| k.contains(":blocked:")), "no blocked kernel: {kernels:?}");
+    if g.shader_f16() {
+        assert!(kernels.iter().any(|k| k == "matmul:f16"), "{kernels:?}");
+    }
+}
