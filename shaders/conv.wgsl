@@ -6,6 +6,9 @@
 // m[12] out_h, m[13] out_w, m[14] the input's offset, m[15..] its strides
 // (4 for an image [N, C, H, W], 3 for columns [N, C*kh*kw, out_h*out_w]).
 // Inputs are read through their strides, so views need no copy first.
+// {T} is the data's element type: f32, or f16 (devices with shader-f16),
+// moved as is by unfold, summed in f32 and rounded once by fold, compared
+// as f32 by window_argmax.
 //
 // Two ways to share out the work, fixed when the kernel is built
 // (src/backend/gpu/conv.rs): with ROWS false, one invocation per output
@@ -47,8 +50,8 @@ fn div_by(a: u32, d: u32) -> u32 {
 // im2col: the [N, C*kh*kw, out_h*out_w] output, as rows of out_w elements
 // (one row: one tap (ki, kj) of one channel over one line of windows); taps
 // in the padding read as zero.
-@group(0) @binding(1) var<storage, read> X: array<f32>;
-@group(0) @binding(2) var<storage, read_write> OUT: array<f32>;
+@group(0) @binding(1) var<storage, read> X: array<{T}>;
+@group(0) @binding(2) var<storage, read_write> OUT: array<{T}>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
@@ -69,7 +72,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let base = pm(14u) + n * pm(15u) + c * pm(16u) + (y - pm(8u)) * pm(17u);
     for (var ow = sp.first; ow < sp.first + sp.count; ow = ow + 1u) {
         let x = ow * pm(7u) + kj * pm(11u);
-        var v = 0.0;
+        var v = {T}(0);
         if (row_in && x >= pm(9u) && x - pm(9u) < pm(3u)) {
             v = X[base + (x - pm(9u)) * pm(18u)];
         }
@@ -83,8 +86,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 // in (ki, kj) order, the order the cpu kernel adds them in (results agree
 // bit for bit). Taps that land in the padding are never read. Strides of 1
 // (the common case) skip their divisions.
-@group(0) @binding(1) var<storage, read> COLS: array<f32>;
-@group(0) @binding(2) var<storage, read_write> OUT: array<f32>;
+@group(0) @binding(1) var<storage, read> COLS: array<{T}>;
+@group(0) @binding(2) var<storage, read_write> OUT: array<{T}>;
 
 // The window along one dim whose tap at offset d covers padded coordinate
 // p, if any: (p - d) / stride when that divides evenly and is below `count`.
@@ -121,10 +124,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
                 let ow = window_of(x, kj * pm(11u), pm(7u), pm(13u));
                 if (ow == pm(13u)) { continue; }
                 let row = (c * kh + ki) * kw + kj;
-                acc = acc + COLS[base + row * pm(16u) + (oh * pm(13u) + ow) * pm(17u)];
+                acc = acc + f32(COLS[base + row * pm(16u) + (oh * pm(13u) + ow) * pm(17u)]);
             }
         }
-        OUT[sp.row * pm(3u) + iw] = acc;
+        OUT[sp.row * pm(3u) + iw] = {T}(acc);
     }
 }
 
@@ -135,7 +138,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 // PyTorch and the cpu kernel); padding never wins, and a window with no
 // in-image tap answers 0. NaN is tested on the bits, which no fast-math
 // assumption can fold away; `v > best` decides only NaN-free windows.
-@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read> X: array<{T}>;
 @group(0) @binding(2) var<storage, read_write> OUT: array<i32>;
 
 fn is_nan_bits(v: f32) -> bool {
@@ -155,14 +158,14 @@ fn window_max(n: u32, c: u32, oh: u32, ow: u32) -> i32 {
     let ih0 = oh * pm(6u) + rh.x * pm(10u) - pm(8u);
     let iw0 = ow * pm(7u) + rw.x * pm(11u) - pm(9u);
     var best = ih0 * pm(3u) + iw0;
-    var best_v = X[base + ih0 * pm(17u) + iw0 * pm(18u)];
+    var best_v = f32(X[base + ih0 * pm(17u) + iw0 * pm(18u)]);
     var nan_at = 0u;
     var has_nan = false;
     for (var ki = rh.x; ki < rh.y; ki = ki + 1u) {
         let ih = oh * pm(6u) + ki * pm(10u) - pm(8u);
         for (var kj = rw.x; kj < rw.y; kj = kj + 1u) {
             let iw = ow * pm(7u) + kj * pm(11u) - pm(9u);
-            let v = X[base + ih * pm(17u) + iw * pm(18u)];
+            let v = f32(X[base + ih * pm(17u) + iw * pm(18u)]);
             let flat = ih * pm(3u) + iw;
             if (v > best_v) {
                 best_v = v;

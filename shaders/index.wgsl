@@ -1,6 +1,8 @@
 // Index kernels (src/backend/gpu/index.rs). Each `// ==== kernel: NAME`
 // section below is one compute shader: the launcher prepends the prelude and
-// fills {T} with the data's WGSL type. Index values were range-checked on the
+// fills {T} with the data's WGSL type and {ACC} with the type sums are
+// computed in ({T}, except f32 for f16 data: the scatters add f16 sources in
+// f32 and round once at the store). Index values were range-checked on the
 // host, written by an op that guarantees their range (argmax, max-pool's
 // window argmax), or are checked on the device by the `check` kernel recorded
 // before the op (src/backend/gpu/checks.rs), which reports at the next
@@ -114,7 +116,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let s = at.src;
     let line = at.line;
     let want = at.want;
-    var acc = BASE[at.base];
+    var acc = {ACC}(BASE[at.base]);
     if (at.inside) {
         let end = line + pm(3u);
         var lo = line;
@@ -126,10 +128,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let m = pm(7u);
         for (var j = lo; j < end; j = j + 1u) {
             if (KEYS[j] != want) { break; }
-            acc = acc + SRC[s + KEYS[m + j] * pm(6u)];
+            acc = acc + {ACC}(SRC[s + KEYS[m + j] * pm(6u)]);
         }
     }
-    OUT[i] = acc;
+    OUT[i] = {T}(acc);
 }
 
 // ==== kernel: scatter_add_scan
@@ -156,16 +158,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let s = at.src;
     let line = at.line;
     let want = at.want;
-    var acc = BASE[at.base];
+    var acc = {ACC}(BASE[at.base]);
     if (at.inside) {
         let step = pm(40u + axis);
         for (var k = 0u; k < pm(3u); k = k + 1u) {
             if (u32(I[line + k * step]) == want) {
-                acc = acc + SRC[s + k * pm(6u)];
+                acc = acc + {ACC}(SRC[s + k * pm(6u)]);
             }
         }
     }
-    OUT[i] = acc;
+    OUT[i] = {T}(acc);
 }
 
 // ==== kernel: scatter_add_window
@@ -219,18 +221,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < count; j = j + 1u) {
         let c = c0 + j;
         let want = at.want + j;
-        var acc = BASE[at.base + j * pm(24u + axis)];
+        var acc = {ACC}(BASE[at.base + j * pm(24u + axis)]);
         if (at.inside) {
             let x1 = min((c + pm(56u)) / pm(54u) + 1u, out_w);
             for (var oy = y0; oy < y1; oy = oy + 1u) {
                 for (var ox = first_window(c, pm(56u), pm(52u), pm(54u)); ox < x1; ox = ox + 1u) {
                     let k = oy * out_w + ox;
                     if (u32(I[at.line + k * step]) == want) {
-                        acc = acc + SRC[at.src + k * pm(6u)];
+                        acc = acc + {ACC}(SRC[at.src + k * pm(6u)]);
                     }
                 }
             }
         }
-        OUT[first + j] = acc;
+        OUT[first + j] = {T}(acc);
     }
 }

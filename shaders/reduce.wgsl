@@ -1,7 +1,11 @@
-// Reductions of a strided f32 view over any set of axes (sum, max, min) and
-// argmax/argmin along one axis. The host permutes the view to
+// Reductions of a strided f32 or f16 view over any set of axes (sum, max,
+// min) and argmax/argmin along one axis. The host permutes the view to
 // [kept..., reduced...], merges contiguous dims on each side, and templates
-// {KIND}: 0 sum, 1 max, 2 min, 3 argmax, 4 argmin.
+// {KIND}: 0 sum, 1 max, 2 min, 3 argmax, 4 argmin; {XT}: the input's element
+// type (f16 elements are read as f32: sums accumulate in f32); {OUTT}: the
+// output's (u32 for f32 results, as bits, and for indices; f16 for f16
+// results). `store(i, v)` (a result, rounded to f16 where OUT is) and
+// `store_index(i, v)` (an index) are appended by src/backend/gpu/reduce.rs.
 //
 // This kernel has its own parameter layout (the prelude's operand layout does
 // not fit two index spaces):
@@ -23,9 +27,9 @@
 // kernel's outputs are S partials per real output, each over one contiguous
 // part of the reduced elements, and a second dispatch of this kernel reduces
 // the [outputs, S] partials. m[0] then counts partials.
-@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read> X: array<{XT}>;
 // u32 so one binding serves f32 results (stored as bits) and i32 indices.
-@group(0) @binding(2) var<storage, read_write> OUT: array<u32>;
+@group(0) @binding(2) var<storage, read_write> OUT: array<{OUTT}>;
 
 const KIND: u32 = {KIND}u;
 const ARG: bool = KIND >= 3u;
@@ -148,12 +152,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                     let at1 = advance(at, st);
                     let at2 = advance(at1, st);
                     let at3 = advance(at2, st);
-                    acc = (((acc + X[at.x]) + X[at1.x]) + X[at2.x]) + X[at3.x];
+                    acc = (((acc + f32(X[at.x])) + f32(X[at1.x])) + f32(X[at2.x])) + f32(X[at3.x]);
                     at = advance(at3, st);
                 }
             }
             for (; r < hi; r = r + lanes) {
-                let v = X[at.x];
+                let v = f32(X[at.x]);
                 if (KIND == 0u) {
                     acc = acc + v;
                 } else if (wins(v, r, acc, acci)) {
@@ -164,7 +168,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         } else {
             for (; r < hi; r = r + lanes) {
-                let v = X[base + reduced_offset(r)];
+                let v = f32(X[base + reduced_offset(r)]);
                 if (KIND == 0u) {
                     acc = acc + v;
                 } else if (wins(v, r, acc, acci)) {
@@ -193,9 +197,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // Lane 0 wrote its slot last itself, so it needs no barrier to read it.
     if (live && lane == 0u) {
         if (ARG) {
-            OUT[o] = select(SI[lid], 0u, SI[lid] == NONE);
+            store_index(o, select(SI[lid], 0u, SI[lid] == NONE));
         } else {
-            store(o, SV[lid]); // appended by src/backend/gpu/reduce.rs (a fused epilogue's, or a plain write)
+            store(o, SV[lid]); // a fused epilogue's, or a plain write
         }
     }
 }

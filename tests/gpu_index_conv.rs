@@ -12,7 +12,6 @@
 mod common;
 
 use common::{expect_err, Kind};
-use naga::valid::{Capabilities, ValidationFlags, Validator};
 use skiff::backend::gpu::{conv as gconv, index as gindex};
 use skiff::{DType, Device, Reduction, Result, Tensor};
 use std::sync::{Mutex, MutexGuard};
@@ -109,13 +108,11 @@ fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
 #[test]
 fn shaders_validate_with_naga() {
     let all: Vec<_> = gindex::sources().into_iter().chain(gconv::sources()).collect();
-    assert_eq!(all.len(), 18); // index: 3 gather, 1 range check, 4 scatter, 4 windowed scatter (per element, per row); conv: 3 x 2
+    // index: 4 gather (f32, i32, bool, f16), 1 range check, 6 scatter and 6 windowed
+    // scatter (per element, per row) over f32, i32, f16; conv: 3 kernels x 2 modes x (f32, f16)
+    assert_eq!(all.len(), 29);
     for (name, src) in all {
-        let module =
-            naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-        Validator::new(ValidationFlags::all(), Capabilities::default())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        common::validate_wgsl(&name, &src);
     }
 }
 

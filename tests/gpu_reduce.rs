@@ -224,12 +224,7 @@ fn too_many_unmergeable_dims_is_an_error() {
 /// Every reduction source validates with naga (no GPU needed).
 #[test]
 fn reduce_sources_validate() {
-    use naga::valid::{Capabilities, ValidationFlags, Validator};
     for (name, src) in skiff::backend::gpu::reduce::sources() {
-        let module =
-            naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
-        Validator::new(ValidationFlags::all(), Capabilities::default())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&src)));
+        common::validate_wgsl(&name, &src);
     }
 }

@@ -282,3 +282,129 @@ fn f16_products_on_the_gpu_read_f16_and_round_once() {
         assert!(kernels.iter().any(|k| k == "matmul:f16"), "{kernels:?}");
     }
 }
+
+/// The GPU reductions read f16 in place, reduce in f32 and round once at the
+/// store: the bits of widening, reducing in f32 and rounding, in one dispatch
+/// (two where a long reduction splits into f32 partials) instead of three.
+/// Rows, columns, all axes, a transposed view, NaN and indices.
+#[cfg(feature = "gpu")]
+#[test]
+fn f16_reductions_on_the_gpu_read_f16_and_round_once() {
+    if gpu_with_f16().is_none() {
+        return;
+    }
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    skiff::manual_seed(19);
+    let wide = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+    let narrow = |t: Tensor| t.to_dtype(DType::F16).unwrap();
+    type Reduction = fn(&Tensor) -> Tensor;
+    let reductions: [(&str, Reduction); 6] = [
+        ("sum rows", |t| t.sum(&[-1], false).unwrap()),
+        ("sum columns", |t| t.sum(&[0], true).unwrap()),
+        ("sum all", |t| t.sum(&[0, 1], false).unwrap()),
+        ("max rows", |t| t.max(&[-1], false).unwrap()),
+        ("min columns", |t| t.min(&[0], false).unwrap()),
+        ("argmax rows", |t| t.argmax(Some(-1), false).unwrap()),
+    ];
+    // [300, 700] sums over all 210,000 elements in two passes (f32 partials).
+    for shape in [[5, 7], [64, 33], [300, 700]] {
+        let x = narrow(Tensor::randn(&shape, DType::F32).unwrap().mul_scalar(4.0).unwrap()).to(&dev).unwrap();
+        for (view, how) in [(x.clone(), "contiguous"), (x.transpose(0, 1).unwrap(), "transposed")] {
+            for (what, reduce) in reductions {
+                let what = format!("{what} of {:?} ({how})", view.shape());
+                let before = g.counters().dispatches;
+                let got = reduce(&view);
+                let dispatches = g.counters().dispatches - before;
+                let want = reduce(&wide(&view));
+                if what.starts_with("argmax") {
+                    assert_eq!(got.to_vec::<i32>().unwrap(), want.to_vec::<i32>().unwrap(), "{what}");
+                } else {
+                    assert_eq!(got.dtype(), DType::F16, "{what}");
+                    assert_eq!(bits(&got), bits(&narrow(want)), "{what}: reduced in f32, rounded once");
+                }
+                assert!(
+                    dispatches == 1 || (dispatches == 2 && what.contains("sum all")),
+                    "{what}: {dispatches} dispatches"
+                );
+            }
+        }
+    }
+    // The split sum ran: f16 into f32 partials, then f32 partials into f16.
+    let kernels = g.compiled_kernels();
+    for key in ["reduce:Sum:f16:f16", "reduce:Sum:f16:f32", "reduce:Sum:f32:f16", "reduce:ArgMax:f16:i32"] {
+        assert!(kernels.iter().any(|k| k == key), "{key}: {kernels:?}");
+    }
+    // NaN propagates through f16 max and sum; argmax finds it first.
+    let mut v = values(12, 3);
+    v[5] = f32::NAN;
+    let x = f16_tensor(&v, &[3, 4]).to(&dev).unwrap();
+    let row1 = |t: Tensor| t.to_f64_vec().unwrap()[1];
+    assert!(row1(x.max(&[1], false).unwrap()).is_nan() && row1(x.sum(&[1], false).unwrap()).is_nan());
+    assert_eq!(x.argmax(Some(1), false).unwrap().to_vec::<i32>().unwrap()[1], 1);
+}
+
+/// The GPU's convolution and index kernels move f16 as is, add it in f32 and
+/// round once (fold, the scatters), and compare it as f32 (window argmax):
+/// the cpu's bits (its kernels widen, run in f32 and round; the GPU's f32
+/// kernels sum in the cpu's order), with no conversion kernel on the GPU.
+#[cfg(feature = "gpu")]
+#[test]
+fn f16_convolution_and_index_kernels_on_the_gpu_match_the_cpu_bits() {
+    if gpu_with_f16().is_none() {
+        return;
+    }
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    skiff::manual_seed(20);
+    let half = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to_dtype(DType::F16).unwrap();
+    let x = half(&[2, 3, 9, 8]);
+    let cols = half(&[2, 3 * 3 * 3, 5 * 3]);
+    let idx = Tensor::from_vec(vec![2i32, 0, 2, 1, 2], &[5]).unwrap();
+    let gather_idx =
+        Tensor::from_vec((0..2 * 3 * 5).map(|i| (i * 7 % 8) as i32).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
+    let src = half(&[2, 3, 5]);
+    // Targets 0..4 along the last axis of `src`, each hit more than once.
+    let scatter_idx =
+        Tensor::from_vec((0..2 * 3 * 5).map(|i| (i * 3 % 4) as i32).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
+    type Case = (&'static str, fn(&[Tensor]) -> Tensor);
+    let cases: [Case; 8] = [
+        ("unfold2d", |t| t[0].unfold2d([3, 3], [2, 2], [1, 1], [1, 1]).unwrap()),
+        ("fold2d", |t| t[1].fold2d([9, 8], [3, 3], [2, 2], [1, 0], [1, 1]).unwrap()),
+        ("max_pool2d_indices", |t| t[0].max_pool2d_indices([3, 2], [2, 2], [1, 0]).unwrap()),
+        ("max_pool2d", |t| t[0].max_pool2d([2, 2], [2, 2], [0, 0]).unwrap()),
+        ("index_select", |t| t[0].index_select(1, &t[2]).unwrap()),
+        ("gather", |t| t[0].reshape(&[2, 3, 72]).unwrap().gather(2, &t[3]).unwrap()),
+        ("index_add", |t| t[0].index_add(1, &t[2], &t[0].index_select(1, &t[2]).unwrap()).unwrap()),
+        ("scatter_add", |t| t[4].scatter_add(2, &t[5], &t[4]).unwrap()),
+    ];
+    let cpu = [x, cols, idx, gather_idx, src, scatter_idx];
+    let gpu: Vec<Tensor> = cpu.iter().map(|t| t.to(&dev).unwrap()).collect();
+    for (what, f) in cases {
+        let (want, got) = (f(&cpu), f(&gpu));
+        assert_eq!(got.dtype(), want.dtype(), "{what}");
+        if want.dtype() == DType::F16 {
+            assert_eq!(bits(&got), bits(&want), "{what}");
+        } else {
+            assert_eq!(got.to_vec::<i32>().unwrap(), want.to_vec::<i32>().unwrap(), "{what}");
+        }
+    }
+    // The backward of unfold (fold) and of max pooling (the windowed
+    // scatter), of sum(y * y): an upstream gradient of f16 values, 2y.
+    for (what, f) in [cases[0], cases[3]] {
+        let grad = |x: &Tensor| {
+            let x = x.detach().requires_grad_(true).unwrap();
+            let y = f(&[x.clone()]);
+            y.mul(&y).unwrap().sum_all().unwrap().backward().unwrap();
+            x.grad().unwrap()
+        };
+        assert_eq!(bits(&grad(&gpu[0])), bits(&grad(&cpu[0])), "{what} backward");
+    }
+    let kernels = g.compiled_kernels();
+    // (Fills of f16 are made in f32 and rounded: `cast:f32:f16` is expected.)
+    assert!(!kernels.iter().any(|k| k.starts_with("cast:f16:f32")), "nothing widened: {kernels:?}");
+    let f16_kernels = ["conv:unfold:", "conv:fold:", "conv:window_argmax:", "index:gather:", "index:scatter_add:"];
+    for prefix in f16_kernels.into_iter().chain(["index:scatter_add_window:"]) {
+        assert!(kernels.iter().any(|k| k.starts_with(prefix) && k.contains("f16")), "{prefix}: {kernels:?}");
+    }
+}

@@ -36,7 +36,16 @@ pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) 
         | KernelSpec::Binary { .. }
         | KernelSpec::Compare { .. }
         | KernelSpec::Where
-        | KernelSpec::Matmul { .. } => on_gpu(inputs),
+        | KernelSpec::Matmul { .. }
+        | KernelSpec::Reduce { .. }
+        | KernelSpec::ArgReduce { .. }
+        | KernelSpec::Unfold(_)
+        | KernelSpec::Fold(_)
+        | KernelSpec::WindowArgmax(_)
+        | KernelSpec::IndexSelect { .. }
+        | KernelSpec::Gather { .. }
+        | KernelSpec::IndexAdd { .. }
+        | KernelSpec::ScatterAdd { .. } => on_gpu(inputs),
         _ => false,
     };
     !native

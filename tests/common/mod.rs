@@ -134,3 +134,16 @@ pub fn check_err(e: &skiff::Error, kind: Kind, op: &str, facts: &[&str]) {
         assert!(msg.contains(f), "{op} error {msg:?} lacks {f:?}");
     }
 }
+
+/// Parses and validates one WGSL source with naga at the WebGPU baseline
+/// (with f16 where the source enables it, as kernels for devices with
+/// shader-f16 do); panics with naga's report, naming `name`.
+pub fn validate_wgsl(name: &str, src: &str) -> naga::Module {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+    let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    let caps = if src.starts_with("enable f16;") { Capabilities::SHADER_FLOAT16 } else { Capabilities::default() };
+    Validator::new(ValidationFlags::all(), caps)
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(src)));
+    module
+}

@@ -4,7 +4,9 @@
 //! read through their strides, so permuted or sliced views need no copy.
 //! Each kernel runs one invocation per output element (real GPUs) or per
 //! output row (software adapters: `GpuContext::row_kernels`); both modes
-//! compute the same bits.
+//! compute the same bits. f16 data (devices with `shader-f16`) is moved as
+//! is, summed in f32 and rounded once (fold), compared as f32 (argmax): the
+//! bits of `backend::half`'s widen, f32 kernel, round, in one dispatch.
 
 use super::index::kernel_source;
 use super::kernels::launch;
@@ -16,20 +18,33 @@ use crate::shape::Layout;
 
 pub const CONV: &str = include_str!("../../../shaders/conv.wgsl");
 
-/// The source of `kernel`, one invocation per output row or per element.
-fn source(kernel: &str, rows: bool) -> String {
-    kernel_source(CONV, kernel, DType::F32).replace("{ROWS}", if rows { "true" } else { "false" })
+/// The data types the kernels take.
+const DTYPES: [DType; 2] = [DType::F32, DType::F16];
+
+/// The source of `kernel` over `dt` data, one invocation per output row or per element.
+fn source(kernel: &str, dt: DType, rows: bool) -> String {
+    kernel_source(CONV, kernel, dt).replace("{ROWS}", if rows { "true" } else { "false" })
 }
 
-/// The pipeline key of `kernel` in either mode.
-fn key(kernel: &str, rows: bool) -> String {
-    format!("conv:{kernel}:{}", if rows { "rows" } else { "elements" })
+/// The pipeline key of `kernel` over `dt` data in either mode.
+fn key(kernel: &str, dt: DType, rows: bool) -> String {
+    let mode = if rows { "rows" } else { "elements" };
+    if dt == DType::F32 {
+        format!("conv:{kernel}:{mode}")
+    } else {
+        format!("conv:{kernel}:{mode}:{}", dt.name())
+    }
 }
 
 /// Every source this module can build, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
-    let kernels = ["unfold", "fold", "window_argmax"];
-    kernels.into_iter().flat_map(|k| [false, true].map(|rows| (key(k, rows), source(k, rows)))).collect()
+    let mut all = Vec::new();
+    for kernel in ["unfold", "fold", "window_argmax"] {
+        for dt in DTYPES {
+            all.extend([false, true].map(|rows| (key(kernel, dt, rows), source(kernel, dt, rows))));
+        }
+    }
+    all
 }
 
 /// The parameter block shared by the three kernels (see conv.wgsl), for
@@ -60,14 +75,15 @@ fn params(op: &'static str, g: &Window2d, threads: usize, l: &Layout) -> Result<
     Ok(geometry.iter().chain(&l.strides).map(|&v| v as u32).collect())
 }
 
-fn expect_f32(op: &'static str, x: &GpuBuffer) -> Result<()> {
-    if x.dtype != DType::F32 {
+fn expect_float(op: &'static str, x: &GpuBuffer) -> Result<()> {
+    if !DTYPES.contains(&x.dtype) {
         return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype)));
     }
     Ok(())
 }
 
-/// Runs `kernel` over an output of `n` elements in rows of `width`.
+/// Runs `kernel` over an output of `n` elements in rows of `width`
+/// (`out`: None for x's dtype).
 #[allow(clippy::too_many_arguments)]
 fn run(
     op: &'static str,
@@ -75,32 +91,32 @@ fn run(
     x: &GpuBuffer,
     l: &Layout,
     g: &Window2d,
-    out: DType,
+    out: Option<DType>,
     n: usize,
     width: usize,
 ) -> Result<GpuBuffer> {
-    expect_f32(op, x)?;
-    let ctx = x.ctx().clone();
-    let y = GpuBuffer::new(&ctx, op, out, n)?;
+    expect_float(op, x)?;
+    let (ctx, dt) = (x.ctx().clone(), x.dtype);
+    let y = GpuBuffer::new(&ctx, op, out.unwrap_or(dt), n)?;
     let rows = ctx.row_kernels() && width > 0;
     let invocations = if rows { n / width } else { n };
     let m = params(op, g, invocations, l)?;
-    launch(&ctx, &key(kernel, rows), || source(kernel, rows), &m, &[x], &y, invocations)?;
+    launch(&ctx, &key(kernel, dt, rows), || source(kernel, dt, rows), &m, &[x], &y, invocations)?;
     Ok(y)
 }
 
 /// [n, c, h, w] (any strides) -> contiguous [n, c * kh * kw, out_h * out_w].
 pub fn unfold(op: &'static str, x: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "unfold", x, l, g, DType::F32, g.n * g.col_rows() * g.windows(), g.out_w)
+    run(op, "unfold", x, l, g, None, g.n * g.col_rows() * g.windows(), g.out_w)
 }
 
 /// [n, c * kh * kw, out_h * out_w] (any strides) -> contiguous [n, c, h, w], summing overlaps.
 pub fn fold(op: &'static str, cols: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "fold", cols, l, g, DType::F32, g.n * g.c * g.h * g.w, g.w)
+    run(op, "fold", cols, l, g, None, g.n * g.c * g.h * g.w, g.w)
 }
 
 /// [n, c, h, w] (any strides) -> i32 [n, c, out_h, out_w]: the flat index in
 /// its [h, w] plane of each window's maximum (cpu: `conv::window_argmax`).
 pub fn window_argmax(op: &'static str, x: &GpuBuffer, l: &Layout, g: &Window2d) -> Result<GpuBuffer> {
-    run(op, "window_argmax", x, l, g, DType::I32, g.n * g.c * g.windows(), g.out_w)
+    run(op, "window_argmax", x, l, g, Some(DType::I32), g.n * g.c * g.windows(), g.out_w)
 }

@@ -11,7 +11,7 @@
 //! position, the cpu kernel's order, so GPU and cpu agree bit for bit and
 //! repeated runs are identical (float atomics would be neither).
 
-use super::kernels::{elementwise_params, launch, MAX_RANK, PRELUDE};
+use super::kernels::{compute_type, elementwise_params, launch, ENABLE_F16, MAX_RANK, PRELUDE};
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -25,7 +25,8 @@ const MARKER: &str = "\n// ==== kernel: ";
 
 /// The prelude, `file`'s header (everything before its first kernel marker)
 /// and its `// ==== kernel: NAME` section, with `{T}` set to `dtype`'s WGSL
-/// type. Multi-kernel shader files (index.wgsl, conv.wgsl) share this.
+/// type and `{ACC}` to the type its sums are computed in (f32 for f16).
+/// Multi-kernel shader files (index.wgsl, conv.wgsl) share this.
 pub(crate) fn kernel_source(file: &str, name: &str, dtype: DType) -> String {
     let header = file.split(MARKER).next().unwrap_or_default();
     let section = file
@@ -33,17 +34,20 @@ pub(crate) fn kernel_source(file: &str, name: &str, dtype: DType) -> String {
         .skip(1)
         .find(|s| s.lines().next().map(str::trim) == Some(name))
         .unwrap_or_else(|| panic!("shader section '{name}' is missing"));
-    format!("{PRELUDE}\n{header}\n// kernel: {section}").replace("{T}", wgsl_type(dtype))
+    let enable = if dtype == DType::F16 { ENABLE_F16 } else { "" };
+    format!("{enable}{PRELUDE}\n{header}\n// kernel: {section}")
+        .replace("{T}", wgsl_type(dtype))
+        .replace("{ACC}", compute_type(dtype))
 }
 
 /// Every source this module can build, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
     let mut all = Vec::new();
-    for dt in [DType::F32, DType::I32, DType::Bool] {
+    for dt in [DType::F32, DType::I32, DType::Bool, DType::F16] {
         all.push((format!("index:gather:{}", dt.name()), kernel_source(INDEX, "gather", dt)));
     }
     all.push(("index:check:i32".to_string(), kernel_source(INDEX, "check", DType::I32)));
-    for dt in [DType::F32, DType::I32] {
+    for dt in [DType::F32, DType::I32, DType::F16] {
         for kernel in ["scatter_add", "scatter_add_scan"] {
             all.push((format!("index:{kernel}:{}", dt.name()), kernel_source(INDEX, kernel, dt)));
         }

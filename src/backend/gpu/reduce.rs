@@ -5,12 +5,18 @@
 //! The host views the input as [kept..., reduced...] without copying, merges
 //! contiguous dims on each side (so most reductions index with one dim per
 //! side) and picks how many outputs each 256-thread workgroup serves; the
-//! kernel is `shaders/reduce.wgsl`, templated by the kind of reduction only.
+//! kernel is `shaders/reduce.wgsl`, templated by the kind of reduction and
+//! the element types it reads and writes.
+//!
+//! f16 inputs (devices with `shader-f16`) are read as f32, reduced in f32
+//! and rounded once at the store: the bits of widening the input, reducing
+//! in f32 and rounding the result (`backend::half`), in one dispatch (two
+//! for a split reduction, whose partials stay f32) instead of three.
 
 use super::epilogue::{plain_store, Tail};
-use super::kernels::{MAX_RANK, PRELUDE};
+use super::kernels::{ENABLE_F16, MAX_RANK, PRELUDE};
 use super::runtime::WORKGROUP;
-use super::GpuBuffer;
+use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::ReduceKind;
@@ -178,27 +184,73 @@ fn plan_with(op: &'static str, layout: &Layout, axes: &[usize], split: bool, ser
 
 const MODES: [Mode; 5] = [Mode::Sum, Mode::Max, Mode::Min, Mode::ArgMax, Mode::ArgMin];
 
-fn key(mode: Mode) -> String {
-    format!("reduce:{mode:?}")
+/// What one reduction kernel reads and writes: its input's element type
+/// (f32 or f16) and its result's (the input's for sum, max and min, i32 for
+/// indices; a split f16 reduction writes f32 partials, then reduces them
+/// to f16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Types {
+    x: DType,
+    out: DType,
 }
 
-/// How the kernel writes a float result (a fused epilogue's `store` ends with it).
-const WRITE: &str = "OUT[i] = bitcast<u32>({v})";
+impl Types {
+    /// Every kernel `mode` runs as (for validation).
+    fn all(mode: Mode) -> Vec<Types> {
+        let t = |x, out| Types { x, out };
+        if matches!(mode, Mode::ArgMax | Mode::ArgMin) {
+            vec![t(DType::F32, DType::I32), t(DType::F16, DType::I32)]
+        } else {
+            let f16s = [t(DType::F16, DType::F16), t(DType::F16, DType::F32), t(DType::F32, DType::F16)];
+            [t(DType::F32, DType::F32)].into_iter().chain(f16s).collect()
+        }
+    }
+}
+
+fn key(mode: Mode, t: Types) -> String {
+    match (t.x, t.out) {
+        (DType::F32, DType::F32 | DType::I32) => format!("reduce:{mode:?}"),
+        (x, out) => format!("reduce:{mode:?}:{}:{}", x.name(), out.name()),
+    }
+}
+
+/// How the kernel writes a float result (a fused epilogue's `store` ends
+/// with it): f32 as its bits into the u32 output, f16 rounded once.
+fn write(out: DType) -> &'static str {
+    if out == DType::F16 {
+        "OUT[i] = f16({v})"
+    } else {
+        "OUT[i] = bitcast<u32>({v})"
+    }
+}
 /// The binding of the first input of a fused epilogue (after X and OUT).
 const TAIL_BINDING: usize = 3;
 
-fn source(mode: Mode) -> String {
-    format!("{PRELUDE}\n{}{}", REDUCE.replace("{KIND}", &(mode as u32).to_string()), plain_store(WRITE))
+fn source(mode: Mode, t: Types) -> String {
+    source_with(mode, t, &plain_store(write(t.out)))
 }
 
-/// The kernel of `mode` with `tail` (an epilogue's code) as its store.
-fn source_with(mode: Mode, tail: &str) -> String {
-    format!("{PRELUDE}\n{}{tail}", REDUCE.replace("{KIND}", &(mode as u32).to_string()))
+/// The kernel of `mode` over `t` with `store` (a plain write, or an
+/// epilogue's code) as its store.
+fn source_with(mode: Mode, t: Types, store: &str) -> String {
+    let half = t.x == DType::F16 || t.out == DType::F16;
+    let body = REDUCE
+        .replace("{KIND}", &(mode as u32).to_string())
+        .replace("{XT}", wgsl_type(t.x))
+        .replace("{OUTT}", if t.out == DType::F16 { "f16" } else { "u32" });
+    // Only index outputs (u32) take indices; the others never call it.
+    let index = if t.out == DType::I32 { "OUT[i] = v;" } else { "" };
+    format!(
+        "{}{PRELUDE}\n{body}{store}\nfn store_index(i: u32, v: u32) {{ {index} }}\n",
+        if half { ENABLE_F16 } else { "" }
+    )
 }
 
-/// The reduction of `kind` with `e`'s tail in its store (for validation).
+/// The reduction of `kind` with `e`'s tail in its store (for validation;
+/// epilogues head f32 reductions only: `jit` leaves f16 values unfused).
 pub fn epilogue_source(kind: ReduceKind, e: &crate::kernel::Epilogue) -> String {
-    source_with(mode_of(kind), &super::epilogue::code(e, TAIL_BINDING, WRITE))
+    let f32s = Types { x: DType::F32, out: DType::F32 };
+    source_with(mode_of(kind), f32s, &super::epilogue::code(e, TAIL_BINDING, write(DType::F32)))
 }
 
 fn mode_of(kind: ReduceKind) -> Mode {
@@ -211,7 +263,7 @@ fn mode_of(kind: ReduceKind) -> Mode {
 
 /// Every source this module can build, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
-    MODES.iter().map(|&m| (key(m), source(m))).collect()
+    MODES.iter().flat_map(|&m| Types::all(m).into_iter().map(move |t| (key(m, t), source(m, t)))).collect()
 }
 
 fn run(
@@ -222,27 +274,34 @@ fn run(
     mode: Mode,
     tail: Option<&Tail>,
 ) -> Result<GpuBuffer> {
-    if x.dtype != DType::F32 {
-        return Err(Error::dtype(op, format!("GPU reductions take f32 tensors, got {}", x.dtype)));
+    if !matches!(x.dtype, DType::F32 | DType::F16) {
+        return Err(Error::dtype(op, format!("GPU reductions take f32 or f16 tensors, got {}", x.dtype)));
+    }
+    if tail.is_some() && x.dtype != DType::F32 {
+        return Err(Error::dtype(op, format!("internal: a fused epilogue on a {} reduction", x.dtype)));
     }
     let arg = matches!(mode, Mode::ArgMax | Mode::ArgMin);
     // Argmax partials would need their indices too: arg reductions run in one pass.
     let ctx = x.ctx().clone();
     let serial = ctx.row_kernels();
     let p = plan(op, layout, axes, !arg, serial)?;
-    let out = GpuBuffer::new(&ctx, op, if arg { DType::I32 } else { DType::F32 }, p.outputs)?;
+    let out_dtype = if arg { DType::I32 } else { x.dtype };
+    let out = GpuBuffer::new(&ctx, op, out_dtype, p.outputs)?;
     if p.outputs == 0 {
         return Ok(out);
     }
-    let pipeline = ctx.pipeline(&key(mode), || source(mode))?;
+    let pipeline = |t: Types| ctx.pipeline(&key(mode, t), || source(mode, t));
     // The pass that writes the result, through the tail when there is one.
     let last = |params: &[u32], input: &GpuBuffer, workgroups: u32| -> Result<()> {
+        let types = Types { x: input.dtype, out: out_dtype };
         let Some(t) = tail else {
-            ctx.dispatch(&pipeline, params, &[input.raw(), out.raw()], workgroups);
+            let kernel = pipeline(types)?;
+            ctx.dispatch(&kernel, params, &[input.raw(), out.raw()], workgroups);
             return Ok(());
         };
-        let with =
-            ctx.pipeline(&format!("{}:{}", key(mode), t.key), || source_with(mode, &t.code(TAIL_BINDING, WRITE)))?;
+        let with = ctx.pipeline(&format!("{}:{}", key(mode, types), t.key), || {
+            source_with(mode, types, &t.code(TAIL_BINDING, write(out_dtype)))
+        })?;
         let mut all = params.to_vec();
         all.extend_from_slice(&t.params);
         let mut buffers = vec![input.raw(), out.raw()];
@@ -257,15 +316,17 @@ fn run(
     // Pass 1 writes [outputs, splits] partials; pass 2 reduces their rows. The
     // partials return to the pool on drop, after both passes are recorded
     // (one queue, in order, so no later user can overwrite them early).
+    // The partials stay f32 (an f16 result is rounded once, from their reduction).
     let partial = GpuBuffer::new(&ctx, op, DType::F32, p.outputs * p.splits)?;
-    ctx.dispatch(&pipeline, &p.params, &[x.raw(), partial.raw()], p.workgroups);
+    let first = pipeline(Types { x: x.dtype, out: DType::F32 })?;
+    ctx.dispatch(&first, &p.params, &[x.raw(), partial.raw()], p.workgroups);
     let p2 = plan(op, &Layout::contiguous(&[p.outputs, p.splits]), &[1], false, serial)?;
     last(&p2.params, &partial, p2.workgroups)?;
     Ok(out)
 }
 
 /// Reduces `axes` (sorted, distinct) of the view `layout` of `x`: a contiguous
-/// f32 buffer holding the kept dims in order.
+/// buffer of x's dtype holding the kept dims in order.
 pub fn reduce(op: &'static str, x: &GpuBuffer, layout: &Layout, axes: &[usize], kind: ReduceKind) -> Result<GpuBuffer> {
     reduce_with(op, x, layout, axes, kind, None)
 }

@@ -20,7 +20,7 @@ fn gpu_inputs<'a, const N: usize>(
 
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
     let float_only = |b: &GpuBuffer| -> Result<()> {
-        if b.dtype == DType::F32 {
+        if matches!(b.dtype, DType::F32 | DType::F16) {
             Ok(())
         } else {
             Err(Error::dtype(op, format!("expected a float tensor, got {}", b.dtype)))

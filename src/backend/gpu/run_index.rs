@@ -48,7 +48,7 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
         }
         (KernelSpec::IndexAdd { axis } | KernelSpec::ScatterAdd { axis, .. }, [base, index, src]) => {
             let ((bb, bl), (sb, sl)) = (on_gpu(op, base)?, on_gpu(op, src)?);
-            if bb.dtype != sb.dtype || !matches!(bb.dtype, DType::F32 | DType::I32) {
+            if bb.dtype != sb.dtype || !matches!(bb.dtype, DType::F32 | DType::F16 | DType::I32) {
                 return Err(Error::dtype(op, "operands must share one float or i32 dtype (add)"));
             }
             let add = matches!(spec, KernelSpec::IndexAdd { .. });
