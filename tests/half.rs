@@ -361,12 +361,10 @@ fn f16_convolution_and_index_kernels_on_the_gpu_match_the_cpu_bits() {
     let x = half(&[2, 3, 9, 8]);
     let cols = half(&[2, 3 * 3 * 3, 5 * 3]);
     let idx = Tensor::from_vec(vec![2i32, 0, 2, 1, 2], &[5]).unwrap();
-    let gather_idx =
-        Tensor::from_vec((0..2 * 3 * 5).map(|i| (i * 7 % 8) as i32).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
+    let gather_idx = Tensor::from_vec((0..2 * 3 * 5).map(|i: i32| i * 7 % 8).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
     let src = half(&[2, 3, 5]);
     // Targets 0..4 along the last axis of `src`, each hit more than once.
-    let scatter_idx =
-        Tensor::from_vec((0..2 * 3 * 5).map(|i| (i * 3 % 4) as i32).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
+    let scatter_idx = Tensor::from_vec((0..2 * 3 * 5).map(|i: i32| i * 3 % 4).collect::<Vec<_>>(), &[2, 3, 5]).unwrap();
     type Case = (&'static str, fn(&[Tensor]) -> Tensor);
     let cases: [Case; 8] = [
         ("unfold2d", |t| t[0].unfold2d([3, 3], [2, 2], [1, 1], [1, 1]).unwrap()),
@@ -394,7 +392,7 @@ fn f16_convolution_and_index_kernels_on_the_gpu_match_the_cpu_bits() {
     for (what, f) in [cases[0], cases[3]] {
         let grad = |x: &Tensor| {
             let x = x.detach().requires_grad_(true).unwrap();
-            let y = f(&[x.clone()]);
+            let y = f(std::slice::from_ref(&x));
             y.mul(&y).unwrap().sum_all().unwrap().backward().unwrap();
             x.grad().unwrap()
         };
