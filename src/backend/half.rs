@@ -1,22 +1,25 @@
 //! f16 storage with f32 arithmetic, the same on both backends.
 //!
 //! An f16 tensor is stored in half the bytes (`CpuBuffer::F16`, an
-//! `array<f16>` on a GPU with `shader-f16`), but no kernel family has an f16
-//! variant of its own: a kernel given an f16 operand reads it widened to f32
-//! (the whole buffer converted, so every view keeps its layout), runs as the
-//! f32 kernel does (reductions and products accumulate in f32), and its float
-//! result is rounded to f16 once. On a GPU the elementwise templates (unary,
-//! binary, compare, where) and the matmul kernels do the same inside one
-//! kernel: they load f16 elements as f32 (products accumulate in f32) and
-//! round at the store. An in-place kernel writing f16 views writes
-//! a widened copy, which is rounded back into the same buffer (untouched
-//! elements round-trip exactly). Only casts, uploads and downloads handle f16
-//! natively. So one rounding per op, and the cpu and the GPU agree up to the
-//! f32 kernels' own differences.
+//! `array<f16>` on a GPU with `shader-f16`). The cpu kernels have no f16
+//! variants: a kernel given an f16 operand reads it widened to f32 (the
+//! whole buffer converted, so every view keeps its layout), runs as the f32
+//! kernel does (reductions and products accumulate in f32), and its float
+//! result is rounded to f16 once. An in-place kernel writing f16 views
+//! writes a widened copy, which is rounded back into the same buffer
+//! (untouched elements round-trip exactly). Casts, copies, uploads and
+//! downloads move f16 natively.
 //!
-//! What this costs: two more passes per op over its f16 operands (the
-//! conversions), which the halved storage does not repay in speed; it is the
-//! memory that halves.
+//! On a GPU the kernel families (elementwise, matmul, reductions,
+//! unfold/fold/window argmax, gather and the scatters; all but Adam's fused
+//! update) do the same inside one kernel: they load f16 elements as f32,
+//! accumulate in f32 and round at the store, giving the bits this module's
+//! path would. So one rounding per op, and the cpu and the GPU agree up to
+//! the f32 kernels' own differences.
+//!
+//! What the widened path costs: two more passes per op over its f16 operands
+//! (the conversions). On the cpu the halved storage does not repay them; it
+//! is there for parity with the GPU and for the wasm fallback.
 
 use super::run::{View, ViewMut};
 use super::Buffer;
@@ -27,9 +30,9 @@ use crate::shape::Layout;
 
 /// Whether `spec` over `inputs` (and `outputs`) goes through the widened path.
 pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) -> bool {
-    // Casts and copies move f16 elements natively; on a GPU so do the
-    // elementwise templates and the products (they load f16 as f32 and round
-    // at the store: the same values, without the conversion passes).
+    // Casts and copies move f16 elements natively; on a GPU so do the kernel
+    // families but Adam (they load f16 as f32 and round at the store: the
+    // same values, without the conversion passes).
     let native = match spec {
         KernelSpec::Cast { .. } | KernelSpec::Copy | KernelSpec::CopyInto => true,
         KernelSpec::Unary { .. }
