@@ -1,6 +1,7 @@
 //! The GPU backend (`Device::gpu()`): per-op overhead of 1,000 chained
 //! 1-element adds (with and without autograd), dispatch rate of a chain of
-//! small elementwise ops, f32 matmul GFLOP/s (256^3 and 1024^3) and one
+//! small elementwise ops, f32 matmul GFLOP/s (256^3 and 1024^3), the CNN's
+//! convolution products as an implicit GEMM and as unfold + matmul, and one
 //! 784-256-128-10 MLP SGD training step at batch 64 with everything on the
 //! GPU. Every timed call ends in `synchronize()`, so the figures include the
 //! GPU's work, not just the recording. Without a GPU adapter it prints why
@@ -166,6 +167,54 @@ fn bench_matmul(c: &mut Criterion) {
     group.finish();
 }
 
+/// The benchmark CNN's two convolution products at batch 64 (3x3, no
+/// padding): the implicit GEMM (`KernelSpec::ConvGemm`, the image read
+/// through the window) against unfold2d's columns and then the product.
+fn bench_conv_gemm(c: &mut Criterion) {
+    let Some(dev) = device() else { return };
+    let mut group = c.benchmark_group("gpu_conv_gemm");
+    group.sampling_mode(SamplingMode::Flat).sample_size(SAMPLES).warm_up_time(Duration::from_millis(500));
+    manual_seed(0);
+    for (channels, side, out_channels) in [(1, 28, 8), (8, 13, 16)] {
+        let out = side - 2;
+        let g = skiff::kernel::Window2d {
+            n: 64,
+            c: channels,
+            h: side,
+            w: side,
+            kernel: [3, 3],
+            stride: [1, 1],
+            padding: [0, 0],
+            dilation: [1, 1],
+            out_h: out,
+            out_w: out,
+        };
+        let x = Tensor::randn(&[64, channels, side, side], DType::F32).unwrap().to(&dev).expect("upload");
+        let w = Tensor::randn(&[out_channels, channels * 9], DType::F32).unwrap().to(&dev).expect("upload");
+        let implicit = || -> Result<Tensor> {
+            let y = skiff::dispatch::conv::conv_gemm("conv_gemm", &w, &x, &g)?;
+            dev.synchronize()?;
+            Ok(y)
+        };
+        let explicit = || -> Result<Tensor> {
+            let y = w.matmul(&x.unfold2d(g.kernel, g.stride, g.padding, g.dilation)?)?;
+            dev.synchronize()?;
+            Ok(y)
+        };
+        let shape = format!("[64,{channels},{side},{side}]x{out_channels}");
+        for (name, run) in [("implicit", &implicit as &dyn Fn() -> Result<Tensor>), ("unfold+matmul", &explicit)] {
+            run().expect("warm-up");
+            group.measurement_time(Duration::from_secs(3));
+            common::reset();
+            group.bench_function(BenchmarkId::new(name, &shape), |b| {
+                b.iter_custom(|iters| common::timed(iters, || run().expect("convolution product")))
+            });
+            print(&format!("{name} {shape}"), |s| format!("{} per product", common::fmt_secs(s)));
+        }
+    }
+    group.finish();
+}
+
 fn bench_mlp(c: &mut Criterion) {
     let Some(dev) = device() else { return };
     let mut group = c.benchmark_group("gpu_mlp_784_256_128_10_sgd_step");
@@ -205,5 +254,5 @@ fn bench_mlp(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_overhead, bench_dispatch_rate, bench_matmul, bench_mlp);
+criterion_group!(benches, bench_overhead, bench_dispatch_rate, bench_matmul, bench_conv_gemm, bench_mlp);
 criterion_main!(benches);

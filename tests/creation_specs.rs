@@ -73,6 +73,7 @@ fn creations() -> Vec<(&'static str, Make)> {
     ]
 }
 
+#[cfg(feature = "gpu")]
 #[test]
 fn every_creation_on_the_gpu_matches_the_cpu_bit_for_bit() {
     let _g = rng_lock();

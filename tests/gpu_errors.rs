@@ -2,6 +2,8 @@
 //! adapter's limits, and a lost device (reported on the next op). Also what
 //! the device enables at creation (shader-f16).
 
+#![cfg(feature = "gpu")]
+
 mod common;
 
 use skiff::device::GpuDevice;

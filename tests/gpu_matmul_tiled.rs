@@ -3,7 +3,8 @@
 //! so this binary forces the tiled one (`SKIFF_GPU_MATMUL=tiled`, read once
 //! per process, before the first product) and checks it against the cpu in
 //! f32 and, where the adapter has shader-f16, against the f32 kernel's
-//! widened and rounded product in f16. One test: the setting is per process.
+//! widened and rounded product in f16, and its implicit GEMM (B read through
+//! a window) against the explicit product. One test: the setting is per process.
 
 #![cfg(feature = "gpu")]
 
@@ -46,7 +47,29 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
             assert_eq!(bits(&product), bits(&rounded), "{what}: f16 product");
         }
     }
+    // The implicit GEMM's tiled kernel: the explicit product's bits.
+    let geo = skiff::kernel::Window2d {
+        n: 2,
+        c: 3,
+        h: 9,
+        w: 8,
+        kernel: [3, 2],
+        stride: [2, 1],
+        padding: [1, 1],
+        dilation: [1, 2],
+        out_h: 5,
+        out_w: 8,
+    };
+    let x = Tensor::randn(&[2, 3, 9, 8], DType::F32).unwrap().to(&dev).unwrap();
+    let w = Tensor::randn(&[70, 18], DType::F32).unwrap().to(&dev).unwrap();
+    let implicit = skiff::dispatch::conv::conv_gemm("conv_gemm", &w, &x, &geo).unwrap();
+    let explicit = w.matmul(&x.unfold2d(geo.kernel, geo.stride, geo.padding, geo.dilation).unwrap()).unwrap();
+    assert_eq!(implicit.shape(), explicit.shape());
+    let f32_bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let differ = f32_bits(&implicit).iter().zip(f32_bits(&explicit)).filter(|(a, b)| **a != *b).count();
+    assert_eq!(differ, 0, "implicit GEMM: {differ} elements differ from the explicit product");
     let kernels = g.compiled_kernels();
+    assert!(kernels.iter().any(|k| k == "matmul:f32:window"), "the tiled implicit GEMM ran: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
     assert!(!kernels.iter().any(|k| k.contains(":blocked:")), "no blocked kernel: {kernels:?}");
     if g.shader_f16() {

@@ -24,6 +24,7 @@ fn bits(t: &Tensor) -> Vec<u16> {
     t.to_vec::<f16>().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
+#[cfg(feature = "gpu")]
 fn gpu_with_f16() -> Option<Device> {
     let dev = common::gpu()?;
     let Device::Gpu(g) = &dev else { return None };

@@ -45,6 +45,7 @@ pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) 
         | KernelSpec::Unfold(_)
         | KernelSpec::Fold(_)
         | KernelSpec::WindowArgmax(_)
+        | KernelSpec::ConvGemm(_)
         | KernelSpec::IndexSelect { .. }
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }

@@ -2,7 +2,7 @@
 //! per-window argmax that max pooling gathers through.
 
 use crate::backend::{self, View};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel::{KernelSpec, Window2d};
 use crate::tensor::Tensor;
 
@@ -27,6 +27,43 @@ pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
     let shape = [g.n, g.c, g.h, g.w];
     super::room_for(op, cols, &shape, cols.dtype())?;
     run(op, KernelSpec::Fold(*g), cols, &shape)
+}
+
+/// `w` [o, c * kh * kw] times the im2col columns of `x` [n, c, h, w], without
+/// making them (implicit GEMM on a GPU): [n, o, out_h * out_w].
+pub fn conv_gemm(op: &'static str, w: &Tensor, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let image = [g.n, g.c, g.h, g.w];
+    if !g.is_consistent() {
+        return Err(Error::shape(op, format!("inconsistent window geometry {g:?}")));
+    }
+    if w.ndim() != 2 || w.shape()[1] != g.col_rows() || x.shape() != image {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight {:?} and image {:?} do not fit the window {g:?}: expected [O, {}] and {image:?}",
+                w.shape(),
+                x.shape(),
+                g.col_rows()
+            ),
+        ));
+    }
+    if w.dtype() != x.dtype() || !w.dtype().is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("weight and image must share one float dtype, got {} and {}", w.dtype(), x.dtype()),
+        ));
+    }
+    let shape = [g.n, w.shape()[0], g.windows()];
+    super::room_for(op, x, &shape, x.dtype())?;
+    let spec = KernelSpec::ConvGemm(*g);
+    let (gw, gx) = (w.storage().read(), x.storage().read());
+    let out = backend::run(op, &spec, &[View::new(&gw, w.layout()), View::new(&gx, x.layout())], &shape)?;
+    drop((gw, gx));
+    let out = Tensor::from_buffer(out, &shape);
+    if super::record::active() {
+        super::record::run(op, &spec, &[w, x], &out);
+    }
+    Ok(out)
 }
 
 /// [n, c, h, w] -> i32 [n, c, out_h, out_w]: where in its [h, w] plane each window's maximum is.

@@ -61,6 +61,19 @@ impl Window2d {
     pub fn windows(&self) -> usize {
         self.out_h * self.out_w
     }
+    /// Whether the output grid is the one the kernel, stride, padding and
+    /// dilation give over the input (none of them zero).
+    pub fn is_consistent(&self) -> bool {
+        let side = |size: usize, k: usize, s: usize, p: usize, d: usize, out: usize| {
+            if k == 0 || s == 0 || d == 0 {
+                return false;
+            }
+            let span = d * (k - 1) + 1;
+            size + 2 * p >= span && (size + 2 * p - span) / s + 1 == out
+        };
+        side(self.h, self.kernel[0], self.stride[0], self.padding[0], self.dilation[0], self.out_h)
+            && side(self.w, self.kernel[1], self.stride[1], self.padding[1], self.dilation[1], self.out_w)
+    }
 }
 
 /// The window geometry of a max-pool argmax over [h, w] planes (dilation 1).

@@ -88,6 +88,11 @@ pub enum KernelSpec {
     /// i32 `[n, c, out_h, out_w]`: where in its `[h, w]` plane each window's
     /// maximum is (padding never wins). Inputs: `[x]`.
     WindowArgmax(Window2d),
+    /// A convolution's product without its columns (implicit GEMM): `w
+    /// [o, c * kh * kw]` times the im2col columns of `x [n, c, h, w]`, to
+    /// `[n, o, out_h * out_w]`; the values of `Matmul` over `Unfold`'s
+    /// output. Inputs: `[w, x]`.
+    ConvGemm(Window2d),
     /// Slices of `x` along `axis` at the positions of the 1-D i32 `index`.
     /// Inputs: `[x, index]`; every index value was checked to be in range
     /// (dispatch), on the host or on the device.
@@ -140,6 +145,7 @@ impl KernelSpec {
             KernelSpec::Unfold(_) => "unfold2d".into(),
             KernelSpec::Fold(_) => "fold2d".into(),
             KernelSpec::WindowArgmax(_) => "window_argmax".into(),
+            KernelSpec::ConvGemm(_) => "conv_gemm".into(),
             KernelSpec::Adam { .. } => "adam".into(),
             KernelSpec::IndexSelect { .. } => "index_select".into(),
             KernelSpec::Gather { .. } => "gather".into(),
@@ -202,6 +208,7 @@ impl KernelSpec {
             KernelSpec::Binary { .. }
             | KernelSpec::Compare { .. }
             | KernelSpec::Matmul { .. }
+            | KernelSpec::ConvGemm(_)
             | KernelSpec::IndexSelect { .. }
             | KernelSpec::Gather { .. } => 2,
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,

@@ -19,18 +19,6 @@ fn bad(at: usize, what: impl std::fmt::Display) -> Error {
     Error::value(OP, format!("instruction {at}: {what}"))
 }
 
-fn window_ok(w: &Window2d) -> bool {
-    let side = |size: usize, k: usize, s: usize, p: usize, d: usize, out: usize| {
-        if k == 0 || s == 0 || d == 0 {
-            return false;
-        }
-        let span = d * (k - 1) + 1;
-        size + 2 * p >= span && (size + 2 * p - span) / s + 1 == out
-    };
-    side(w.h, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0], w.out_h)
-        && side(w.w, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1], w.out_w)
-}
-
 fn pool_ok(p: &PoolWindows) -> bool {
     let w = Window2d {
         n: 1,
@@ -44,7 +32,7 @@ fn pool_ok(p: &PoolWindows) -> bool {
         out_h: p.out_h,
         out_w: p.out_w,
     };
-    window_ok(&w)
+    w.is_consistent()
 }
 
 impl Program {
@@ -301,7 +289,7 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
             ins[0].0
         }
         KernelSpec::Unfold(w) | KernelSpec::Fold(w) | KernelSpec::WindowArgmax(w) => {
-            if !window_ok(w) {
+            if !w.is_consistent() {
                 return Err(bad(at, format!("{}: inconsistent window geometry", spec.name())));
             }
             let image = [w.n, w.c, w.h, w.w];
@@ -315,6 +303,19 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
             same(at, spec, from, ins[0].1)?;
             same(at, spec, &to, shape)?;
             dtype
+        }
+        KernelSpec::ConvGemm(w) => {
+            if !w.is_consistent() {
+                return Err(bad(at, format!("{}: inconsistent window geometry", spec.name())));
+            }
+            let (weight, image) = (ins[0].1, ins[1].1);
+            if ins[0].0 != ins[1].0 || weight.len() != 2 || weight[1] != w.col_rows() {
+                return Err(bad(at, format!("conv_gemm of weight {weight:?} and image {image:?}")));
+            }
+            same(at, spec, &[w.n, w.c, w.h, w.w], image)?;
+            same(at, spec, &[w.n, weight[0], w.windows()], shape)?;
+            float(at, spec, ins[0].0)?;
+            ins[0].0
         }
         KernelSpec::IndexSelect { axis } => {
             let (x, index) = (ins[0].1, ins[1].1);

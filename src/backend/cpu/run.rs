@@ -100,6 +100,18 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(conv::fold(&contiguous(v, l), g)),
             _ => return Err(float_only()),
         },
+        // The cpu has no implicit GEMM: the columns, then the product.
+        KernelSpec::ConvGemm(g) => match cpu_inputs::<2>(op, spec, inputs)? {
+            [(CpuBuffer::F32(w), lw), (CpuBuffer::F32(x), lx)] => {
+                CpuBuffer::F32(conv_gemm(w, lw, &conv::unfold(&contiguous(x, lx), g), g))
+            }
+            [(CpuBuffer::F64(w), lw), (CpuBuffer::F64(x), lx)] => {
+                CpuBuffer::F64(conv_gemm(w, lw, &conv::unfold(&contiguous(x, lx), g), g))
+            }
+            [(a, _), (b, _)] => {
+                return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
+            }
+        },
         KernelSpec::WindowArgmax(g) => match cpu_inputs::<1>(op, spec, inputs)? {
             [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
             [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
@@ -184,4 +196,16 @@ pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &
         _ => return Err(wrong_entry(op, spec)),
     }
     Ok(())
+}
+
+/// `w [o, k]` (any strides) times each image's columns `cols [n, k, l]`
+/// (contiguous): the weight broadcast over the batch, as `conv2d` multiplies.
+fn conv_gemm<T: matmul::Gemm>(w: &[T], lw: &Layout, cols: &[T], g: &crate::kernel::Window2d) -> Vec<T> {
+    let (o, k) = (lw.shape[0], lw.shape[1]);
+    let la = Layout {
+        shape: [1, o, k].as_slice().into(),
+        strides: [0, lw.strides[0], lw.strides[1]].as_slice().into(),
+        offset: lw.offset,
+    };
+    matmul::matmul(w, &la, cols, &Layout::contiguous(&[g.n, k, g.windows()]), &[g.n])
 }

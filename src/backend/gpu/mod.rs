@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod checks;
 pub mod context;
 pub mod conv;
+pub mod conv_gemm;
 pub mod elementwise;
 pub mod epilogue;
 pub mod fused;

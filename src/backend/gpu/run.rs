@@ -77,6 +77,10 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
             conv::window_argmax(op, x, l, w)
         }
+        KernelSpec::ConvGemm(g) => {
+            let [(w, lw), (x, lx)] = gpu_inputs::<2>(op, spec, inputs)?;
+            super::conv_gemm::conv_gemm(w, lw, x, lx, g)
+        }
         KernelSpec::IndexSelect { .. }
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }

@@ -1,0 +1,149 @@
+//! The implicit GEMM (`KernelSpec::ConvGemm`, `backend/gpu/conv_gemm.rs`):
+//! a convolution's product read straight from the image, with no im2col
+//! columns made. On the GPU it must give the bits of the product over
+//! `unfold2d`'s columns (the same sums in the same order), in one dispatch;
+//! on the cpu (columns, then the product) the cpu's values. Covers strides,
+//! padding, dilation, 1x1 kernels, permuted images, transposed weights,
+//! every block and load mode of the blocked kernel, f16, and bad input.
+
+#![cfg(feature = "gpu")]
+
+mod common;
+
+use skiff::dispatch::conv::conv_gemm;
+use skiff::kernel::Window2d;
+use skiff::{manual_seed, DType, Device, Tensor};
+
+/// The window geometry of a [n, c, h, w] image under a kernel.
+fn window(
+    x: [usize; 4],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+) -> Window2d {
+    let out = |i: usize| (x[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) / stride[i] + 1;
+    let (out_h, out_w) = (out(0), out(1));
+    Window2d { n: x[0], c: x[1], h: x[2], w: x[3], kernel, stride, padding, dilation, out_h, out_w }
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
+/// The product the implicit GEMM replaces: the weight times unfold2d's columns.
+fn explicit(w: &Tensor, x: &Tensor, g: &Window2d) -> Tensor {
+    w.matmul(&x.unfold2d(g.kernel, g.stride, g.padding, g.dilation).unwrap()).unwrap()
+}
+
+struct Case {
+    image: [usize; 4],
+    out_channels: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    dilation: [usize; 2],
+}
+
+const CASES: [Case; 7] = [
+    Case { image: [2, 3, 9, 8], out_channels: 5, kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] },
+    // The benchmark CNN's two convolutions (a smaller batch).
+    Case { image: [4, 1, 28, 28], out_channels: 8, kernel: [3, 3], stride: [1, 1], padding: [0, 0], dilation: [1, 1] },
+    Case { image: [4, 8, 13, 13], out_channels: 16, kernel: [3, 3], stride: [1, 1], padding: [0, 0], dilation: [1, 1] },
+    Case { image: [1, 2, 11, 7], out_channels: 3, kernel: [2, 3], stride: [2, 1], padding: [1, 2], dilation: [2, 1] },
+    Case { image: [3, 4, 6, 6], out_channels: 7, kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] },
+    // 40 output channels: several 16-row blocks; K = 36 lines A up for vec4 loads.
+    Case { image: [2, 4, 10, 12], out_channels: 40, kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] },
+    Case { image: [2, 3, 7, 9], out_channels: 20, kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] },
+];
+
+#[test]
+fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
+    let Some(_) = common::gpu() else { return };
+    // A private device: its counters and its K unrolling are this test's alone.
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    let ctx = g.context();
+    manual_seed(17);
+    for steps in [1, 4] {
+        ctx.set_matmul_unroll(steps);
+        for c in &CASES {
+            let geo = window(c.image, c.kernel, c.stride, c.padding, c.dilation);
+            let [n, ch, h, w] = c.image;
+            // The image stored NHWC and viewed NCHW; the weight stored [k, o] and viewed [o, k].
+            let x = Tensor::randn(&[n, h, w, ch], DType::F32).unwrap().permute(&[0, 3, 1, 2]).unwrap();
+            let wt = Tensor::randn(&[geo.col_rows(), c.out_channels], DType::F32).unwrap().transpose(0, 1).unwrap();
+            let views: [(&str, Tensor, Tensor); 2] =
+                [("contiguous", x.contiguous().unwrap(), wt.contiguous().unwrap()), ("strided", x, wt)];
+            for (how, x, wt) in views {
+                let what = format!("{:?} x {} {:?} ({how}, K unrolled {steps}x)", c.image, c.out_channels, geo);
+                let cpu = conv_gemm("conv_gemm", &wt, &x, &geo).unwrap();
+                assert_eq!(cpu.shape(), [n, c.out_channels, geo.windows()], "{what}");
+                common::assert_close(&cpu.to_f64_vec().unwrap(), &explicit(&wt, &x, &geo).to_f64_vec().unwrap(), 1e-5);
+                let (xg, wg) = (x.to(&dev).unwrap(), wt.to(&dev).unwrap());
+                let before = g.counters().dispatches;
+                let got = conv_gemm("conv_gemm", &wg, &xg, &geo).unwrap();
+                assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel");
+                assert_eq!(bits(&got), bits(&explicit(&wg, &xg, &geo)), "{what}: the explicit product's bits");
+                common::assert_close(&got.to_f64_vec().unwrap(), &cpu.to_f64_vec().unwrap(), 1e-4);
+                if g.shader_f16() && steps == 1 {
+                    let half = |t: &Tensor| t.to_dtype(DType::F16).unwrap();
+                    let (got, want) = (
+                        conv_gemm("conv_gemm", &half(&wg), &half(&xg), &geo).unwrap(),
+                        explicit(&half(&wg), &half(&xg), &geo),
+                    );
+                    assert_eq!(got.dtype(), DType::F16);
+                    assert_eq!(
+                        got.to_vec::<skiff::f16>().unwrap(),
+                        want.to_vec::<skiff::f16>().unwrap(),
+                        "{what}: f16"
+                    );
+                }
+            }
+        }
+    }
+    // Where the blocked kernel runs (software adapters), each load mode of A ran with the window.
+    let kernels = g.compiled_kernels();
+    let windowed: Vec<&String> = kernels.iter().filter(|k| k.contains(":blocked:") && k.ends_with('w')).collect();
+    if kernels.iter().any(|k| k.contains(":blocked:")) {
+        for a in ["u1sw", "u4sw", "u4kw"] {
+            assert!(windowed.iter().any(|k| k.ends_with(a)), "{a}: {windowed:?}");
+        }
+    } else {
+        assert!(kernels.iter().any(|k| k == "matmul:f32:window"), "{kernels:?}");
+    }
+}
+
+#[test]
+fn bad_shapes_and_dtypes_are_errors_naming_the_kernel() {
+    let geo = window([1, 2, 5, 5], [3, 3], [1, 1], [0, 0], [1, 1]);
+    let x = Tensor::randn(&[1, 2, 5, 5], DType::F32).unwrap();
+    let w = Tensor::randn(&[4, 18], DType::F32).unwrap();
+    assert!(conv_gemm("conv_gemm", &w, &x, &geo).is_ok());
+    let err = |w: &Tensor, x: &Tensor| conv_gemm("conv_gemm", w, x, &geo).unwrap_err().to_string();
+    let e = err(&Tensor::randn(&[4, 17], DType::F32).unwrap(), &x);
+    assert!(e.contains("conv_gemm") && e.contains("[4, 17]") && e.contains("[O, 18]"), "{e}");
+    let e = err(&w, &Tensor::randn(&[1, 2, 5, 6], DType::F32).unwrap());
+    assert!(e.contains("conv_gemm") && e.contains("[1, 2, 5, 6]"), "{e}");
+    let bad = Window2d { out_w: 4, ..geo };
+    let e = conv_gemm("conv_gemm", &w, &x, &bad).unwrap_err().to_string();
+    assert!(e.contains("conv_gemm") && e.contains("inconsistent"), "{e}");
+    let e = err(&w.to_dtype(DType::F64).unwrap(), &x);
+    assert!(e.contains("conv_gemm") && e.contains("f64") && e.contains("f32"), "{e}");
+    let e = err(&w.to_dtype(DType::I32).unwrap(), &x.to_dtype(DType::I32).unwrap());
+    assert!(e.contains("conv_gemm") && e.contains("float"), "{e}");
+    // On the GPU, too (and across devices).
+    if let Some(dev) = common::gpu() {
+        let (wg, xg) = (w.to(&dev).unwrap(), x.to(&dev).unwrap());
+        assert!(conv_gemm(
+            "conv_gemm",
+            &wg,
+            &Tensor::randn(&[1, 2, 5, 6], DType::F32).unwrap().to(&dev).unwrap(),
+            &geo
+        )
+        .is_err());
+        let e = conv_gemm("conv_gemm", &wg, &x, &geo).unwrap_err().to_string();
+        assert!(e.contains("conv_gemm"), "{e}");
+        assert!(conv_gemm("conv_gemm", &wg, &xg, &geo).is_ok());
+    }
+}
