@@ -121,6 +121,16 @@ impl Device {
         }
     }
 
+    /// True for a GPU device that runs a convolution's products as implicit
+    /// GEMMs (reading the image through the window; not SwiftShader's).
+    pub fn runs_implicit_gemm(&self) -> bool {
+        match self {
+            Device::Cpu => false,
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => g.context().implicit_gemm(),
+        }
+    }
+
     /// Submits queued GPU work and waits for it (a no-op on the cpu).
     pub fn synchronize(&self) -> Result<()> {
         match self {

@@ -1,16 +1,18 @@
-//! The implicit GEMM (`KernelSpec::ConvGemm`, `backend/gpu/conv_gemm.rs`):
-//! a convolution's product read straight from the image, with no im2col
-//! columns made. On the GPU it must give the bits of the product over
-//! `unfold2d`'s columns (the same sums in the same order), in one dispatch;
-//! on the cpu (columns, then the product) the cpu's values. Covers strides,
-//! padding, dilation, 1x1 kernels, permuted images, transposed weights,
-//! every block and load mode of the blocked kernel, f16, and bad input.
+//! The implicit GEMM (`KernelSpec::ConvGemm` and `ConvWeightGemm`,
+//! `backend/gpu/conv_gemm.rs`): a convolution's products read straight from
+//! the image, with no im2col columns made. On the GPU each must give the bits
+//! of the product over `unfold2d`'s columns (the same sums in the same
+//! order), in one dispatch; on the cpu (columns, then the product) the cpu's
+//! values. Covers strides, padding, dilation, 1x1 kernels, permuted images,
+//! transposed operands, every block and load mode of the blocked kernel,
+//! f16, bad input, and conv2d itself on the GPU (no unfold, the same bits
+//! as the explicit products, forward and backward).
 
 #![cfg(feature = "gpu")]
 
 mod common;
 
-use skiff::dispatch::conv::conv_gemm;
+use skiff::dispatch::conv::{conv_gemm, conv_weight_gemm};
 use skiff::kernel::Window2d;
 use skiff::{manual_seed, DType, Device, Tensor};
 
@@ -31,9 +33,18 @@ fn bits(t: &Tensor) -> Vec<u32> {
     t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
 }
 
+fn columns(x: &Tensor, g: &Window2d) -> Tensor {
+    x.unfold2d(g.kernel, g.stride, g.padding, g.dilation).unwrap()
+}
+
 /// The product the implicit GEMM replaces: the weight times unfold2d's columns.
 fn explicit(w: &Tensor, x: &Tensor, g: &Window2d) -> Tensor {
-    w.matmul(&x.unfold2d(g.kernel, g.stride, g.padding, g.dilation).unwrap()).unwrap()
+    w.matmul(&columns(x, g)).unwrap()
+}
+
+/// The weight gradient's product it replaces: each image's gradient times its columns transposed.
+fn explicit_weight(gy: &Tensor, x: &Tensor, g: &Window2d) -> Tensor {
+    gy.matmul(&columns(x, g).transpose(1, 2).unwrap()).unwrap()
 }
 
 struct Case {
@@ -86,6 +97,21 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
                 assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel");
                 assert_eq!(bits(&got), bits(&explicit(&wg, &xg, &geo)), "{what}: the explicit product's bits");
                 common::assert_close(&got.to_f64_vec().unwrap(), &cpu.to_f64_vec().unwrap(), 1e-4);
+                // The weight gradient's product, with a gradient of the output's shape.
+                let gy = Tensor::randn(&[n, c.out_channels, geo.windows()], DType::F32).unwrap();
+                let cpu = conv_weight_gemm("conv_weight_gemm", &gy, &x, &geo).unwrap();
+                assert_eq!(cpu.shape(), [n, c.out_channels, geo.col_rows()], "{what}");
+                common::assert_close(
+                    &cpu.to_f64_vec().unwrap(),
+                    &explicit_weight(&gy, &x, &geo).to_f64_vec().unwrap(),
+                    1e-5,
+                );
+                let gyg = gy.to(&dev).unwrap();
+                let before = g.counters().dispatches;
+                let got = conv_weight_gemm("conv_weight_gemm", &gyg, &xg, &geo).unwrap();
+                assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel for the weight gradient");
+                assert_eq!(bits(&got), bits(&explicit_weight(&gyg, &xg, &geo)), "{what}: weight gradient");
+                common::assert_close(&got.to_f64_vec().unwrap(), &cpu.to_f64_vec().unwrap(), 1e-4);
                 if g.shader_f16() && steps == 1 {
                     let half = |t: &Tensor| t.to_dtype(DType::F16).unwrap();
                     let (got, want) = (
@@ -104,13 +130,14 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
     }
     // Where the blocked kernel runs (software adapters), each load mode of A ran with the window.
     let kernels = g.compiled_kernels();
-    let windowed: Vec<&String> = kernels.iter().filter(|k| k.contains(":blocked:") && k.ends_with('w')).collect();
-    if kernels.iter().any(|k| k.contains(":blocked:")) {
-        for a in ["u1sw", "u4sw", "u4kw"] {
+    let windowed: Vec<&String> = kernels.iter().filter(|k| k.contains(":blocked:")).collect();
+    if !windowed.is_empty() {
+        for a in ["u1sw", "u4sw", "u4kw", "u1st", "u4st"] {
             assert!(windowed.iter().any(|k| k.ends_with(a)), "{a}: {windowed:?}");
         }
     } else {
         assert!(kernels.iter().any(|k| k == "matmul:f32:window"), "{kernels:?}");
+        assert!(kernels.iter().any(|k| k == "matmul:f32:window_t"), "{kernels:?}");
     }
 }
 
@@ -146,4 +173,91 @@ fn bad_shapes_and_dtypes_are_errors_naming_the_kernel() {
         assert!(e.contains("conv_gemm"), "{e}");
         assert!(conv_gemm("conv_gemm", &wg, &xg, &geo).is_ok());
     }
+}
+
+/// conv2d on a GPU runs its products as implicit GEMMs: no unfold kernel,
+/// forward or backward, and the bits of the explicit products (unfold2d and
+/// matmul, as conv2d composes them on the cpu) for the output and every
+/// gradient. Second derivatives go through the explicit columns.
+#[test]
+fn conv2d_on_the_gpu_runs_without_columns_and_gives_the_explicit_bits() {
+    let Some(_) = common::gpu() else { return };
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    manual_seed(21);
+    let leaf =
+        |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap().requires_grad_(true).unwrap();
+    let (x, w, b) = (leaf(&[3, 4, 9, 8]), leaf(&[6, 4, 3, 3]), leaf(&[6]));
+    let y = x.conv2d(&w, Some(&b), [2, 1], [1, 1], [1, 1], 1).unwrap();
+    y.mul(&y).unwrap().sum_all().unwrap().backward().unwrap();
+    let kernels = g.compiled_kernels();
+    assert!(!kernels.iter().any(|k| k.starts_with("conv:unfold")), "no columns made: {kernels:?}");
+    // The explicit products, from the same leaves' values.
+    let (x2, w2, b2) = (
+        x.detach().requires_grad_(true).unwrap(),
+        w.detach().requires_grad_(true).unwrap(),
+        b.detach().requires_grad_(true).unwrap(),
+    );
+    let cols = x2.unfold2d([3, 3], [2, 1], [1, 1], [1, 1]).unwrap();
+    let y2 = w2
+        .reshape(&[6, 36])
+        .unwrap()
+        .matmul(&cols)
+        .unwrap()
+        .reshape(&y.shape().iter().map(|&d| d as isize).collect::<Vec<_>>())
+        .unwrap()
+        .add(&b2.reshape(&[6, 1, 1]).unwrap())
+        .unwrap();
+    y2.mul(&y2).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(bits(&y), bits(&y2), "output");
+    for (what, a, e) in [("input", &x, &x2), ("weight", &w, &w2), ("bias", &b, &b2)] {
+        assert_eq!(bits(&a.grad().unwrap()), bits(&e.grad().unwrap()), "{what} gradient");
+    }
+    // Second order: the gradient of a gradient's norm, against the explicit form's.
+    let grad_norm = |x: &Tensor, w: &Tensor, explicit: bool| {
+        let y = if explicit {
+            let cols = x.unfold2d([3, 3], [1, 1], [0, 0], [1, 1]).unwrap();
+            w.reshape(&[6, 36]).unwrap().matmul(&cols).unwrap().reshape(&[3, 6, 7, 6]).unwrap()
+        } else {
+            x.conv2d(w, None, [1, 1], [0, 0], [1, 1], 1).unwrap()
+        };
+        let create = skiff::GradOptions { create_graph: true, ..Default::default() };
+        let gw = skiff::grad(&[y.mul(&y).unwrap().sum_all().unwrap()], std::slice::from_ref(w), None, create).unwrap();
+        let gw = gw[0].clone().unwrap();
+        let gx =
+            skiff::grad(&[gw.mul(&gw).unwrap().sum_all().unwrap()], std::slice::from_ref(x), None, Default::default())
+                .unwrap();
+        gx[0].clone().unwrap().to_f64_vec().unwrap()
+    };
+    let (x3, w3) = (x.detach().requires_grad_(true).unwrap(), w.detach().requires_grad_(true).unwrap());
+    common::assert_close(&grad_norm(&x3, &w3, false), &grad_norm(&x3, &w3, true), 1e-5);
+}
+
+/// Where the adapter cannot build the window kernels (SwiftShader:
+/// `GpuContext::implicit_gemm` off), both products make the columns and
+/// multiply them: the same bits, two dispatches.
+#[test]
+fn without_the_window_kernels_the_products_make_the_columns() {
+    let Some(_) = common::gpu() else { return };
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    g.context().set_implicit_gemm(false);
+    assert!(!dev.runs_implicit_gemm());
+    manual_seed(22);
+    let c = &CASES[3];
+    let geo = window(c.image, c.kernel, c.stride, c.padding, c.dilation);
+    let x = Tensor::randn(&c.image, DType::F32).unwrap().to(&dev).unwrap();
+    let w = Tensor::randn(&[c.out_channels, geo.col_rows()], DType::F32).unwrap().to(&dev).unwrap();
+    let gy = Tensor::randn(&[c.image[0], c.out_channels, geo.windows()], DType::F32).unwrap().to(&dev).unwrap();
+    let before = g.counters().dispatches;
+    let y = conv_gemm("conv_gemm", &w, &x, &geo).unwrap();
+    let dw = conv_weight_gemm("conv_weight_gemm", &gy, &x, &geo).unwrap();
+    assert_eq!(g.counters().dispatches - before, 4, "unfold and product, twice");
+    assert_eq!(bits(&y), bits(&explicit(&w, &x, &geo)));
+    assert_eq!(bits(&dw), bits(&explicit_weight(&gy, &x, &geo)));
+    let kernels = g.compiled_kernels();
+    assert!(
+        !kernels.iter().any(|k| k.contains("window") || (k.contains(":blocked:") && k.ends_with(['w', 't']))),
+        "{kernels:?}"
+    );
 }

@@ -68,8 +68,16 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     let f32_bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     let differ = f32_bits(&implicit).iter().zip(f32_bits(&explicit)).filter(|(a, b)| **a != *b).count();
     assert_eq!(differ, 0, "implicit GEMM: {differ} elements differ from the explicit product");
+    // And the weight gradient's, through the transposed window.
+    let gy = Tensor::randn(&[2, 70, 40], DType::F32).unwrap().to(&dev).unwrap();
+    let implicit = skiff::dispatch::conv::conv_weight_gemm("conv_weight_gemm", &gy, &x, &geo).unwrap();
+    let cols = x.unfold2d(geo.kernel, geo.stride, geo.padding, geo.dilation).unwrap();
+    let explicit = gy.matmul(&cols.transpose(1, 2).unwrap()).unwrap();
+    let differ = f32_bits(&implicit).iter().zip(f32_bits(&explicit)).filter(|(a, b)| **a != *b).count();
+    assert_eq!(differ, 0, "implicit weight GEMM: {differ} elements differ from the explicit product");
     let kernels = g.compiled_kernels();
     assert!(kernels.iter().any(|k| k == "matmul:f32:window"), "the tiled implicit GEMM ran: {kernels:?}");
+    assert!(kernels.iter().any(|k| k == "matmul:f32:window_t"), "and its transpose: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
     assert!(!kernels.iter().any(|k| k.contains(":blocked:")), "no blocked kernel: {kernels:?}");
     if g.shader_f16() {

@@ -46,6 +46,7 @@ pub(crate) fn involved(spec: &KernelSpec, inputs: &[View], outputs: &[ViewMut]) 
         | KernelSpec::Fold(_)
         | KernelSpec::WindowArgmax(_)
         | KernelSpec::ConvGemm(_)
+        | KernelSpec::ConvWeightGemm(_)
         | KernelSpec::IndexSelect { .. }
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }

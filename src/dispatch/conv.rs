@@ -32,36 +32,60 @@ pub fn fold2d(op: &'static str, cols: &Tensor, g: &Window2d) -> Result<Tensor> {
 /// `w` [o, c * kh * kw] times the im2col columns of `x` [n, c, h, w], without
 /// making them (implicit GEMM on a GPU): [n, o, out_h * out_w].
 pub fn conv_gemm(op: &'static str, w: &Tensor, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let fits = w.ndim() == 2 && w.shape()[1] == g.col_rows();
+    check_product(op, ("weight", w, fits, format!("[O, {}]", g.col_rows())), x, g)?;
+    product(op, KernelSpec::ConvGemm(*g), w, x, [g.n, w.shape()[0], g.windows()])
+}
+
+/// Each image's weight gradient, `gy` [n, o, out_h * out_w] times the
+/// transposed columns of `x`, without making them: [n, o, c * kh * kw].
+pub fn conv_weight_gemm(op: &'static str, gy: &Tensor, x: &Tensor, g: &Window2d) -> Result<Tensor> {
+    let s = gy.shape();
+    let fits = gy.ndim() == 3 && s[0] == g.n && s[2] == g.windows();
+    check_product(op, ("gradient", gy, fits, format!("[{}, O, {}]", g.n, g.windows())), x, g)?;
+    product(op, KernelSpec::ConvWeightGemm(*g), gy, x, [g.n, s[1], g.col_rows()])
+}
+
+/// The arguments of an implicit GEMM: a consistent window, the other
+/// operand (named, whether it `fits`, the shape it should have) and the
+/// image in its shapes, one float dtype.
+fn check_product(
+    op: &'static str,
+    (what, a, fits, want): (&str, &Tensor, bool, String),
+    x: &Tensor,
+    g: &Window2d,
+) -> Result<()> {
     let image = [g.n, g.c, g.h, g.w];
     if !g.is_consistent() {
         return Err(Error::shape(op, format!("inconsistent window geometry {g:?}")));
     }
-    if w.ndim() != 2 || w.shape()[1] != g.col_rows() || x.shape() != image {
+    if !fits || x.shape() != image {
         return Err(Error::shape(
             op,
             format!(
-                "weight {:?} and image {:?} do not fit the window {g:?}: expected [O, {}] and {image:?}",
-                w.shape(),
-                x.shape(),
-                g.col_rows()
+                "{what} {:?} and image {:?} do not fit the window {g:?}: expected {want} and {image:?}",
+                a.shape(),
+                x.shape()
             ),
         ));
     }
-    if w.dtype() != x.dtype() || !w.dtype().is_float() {
+    if a.dtype() != x.dtype() || !a.dtype().is_float() {
         return Err(Error::dtype(
             op,
-            format!("weight and image must share one float dtype, got {} and {}", w.dtype(), x.dtype()),
+            format!("{what} and image must share one float dtype, got {} and {}", a.dtype(), x.dtype()),
         ));
     }
-    let shape = [g.n, w.shape()[0], g.windows()];
+    Ok(())
+}
+
+fn product(op: &'static str, spec: KernelSpec, a: &Tensor, x: &Tensor, shape: [usize; 3]) -> Result<Tensor> {
     super::room_for(op, x, &shape, x.dtype())?;
-    let spec = KernelSpec::ConvGemm(*g);
-    let (gw, gx) = (w.storage().read(), x.storage().read());
-    let out = backend::run(op, &spec, &[View::new(&gw, w.layout()), View::new(&gx, x.layout())], &shape)?;
-    drop((gw, gx));
+    let (ga, gx) = (a.storage().read(), x.storage().read());
+    let out = backend::run(op, &spec, &[View::new(&ga, a.layout()), View::new(&gx, x.layout())], &shape)?;
+    drop((ga, gx));
     let out = Tensor::from_buffer(out, &shape);
     if super::record::active() {
-        super::record::run(op, &spec, &[w, x], &out);
+        super::record::run(op, &spec, &[a, x], &out);
     }
     Ok(out)
 }

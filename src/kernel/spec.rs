@@ -93,6 +93,10 @@ pub enum KernelSpec {
     /// `[n, o, out_h * out_w]`; the values of `Matmul` over `Unfold`'s
     /// output. Inputs: `[w, x]`.
     ConvGemm(Window2d),
+    /// Each image's weight gradient without the columns: `gy [n, o, out_h *
+    /// out_w]` times the transposed im2col columns of `x [n, c, h, w]`, to
+    /// `[n, o, c * kh * kw]` (summed over n by the caller). Inputs: `[gy, x]`.
+    ConvWeightGemm(Window2d),
     /// Slices of `x` along `axis` at the positions of the 1-D i32 `index`.
     /// Inputs: `[x, index]`; every index value was checked to be in range
     /// (dispatch), on the host or on the device.
@@ -146,6 +150,7 @@ impl KernelSpec {
             KernelSpec::Fold(_) => "fold2d".into(),
             KernelSpec::WindowArgmax(_) => "window_argmax".into(),
             KernelSpec::ConvGemm(_) => "conv_gemm".into(),
+            KernelSpec::ConvWeightGemm(_) => "conv_weight_gemm".into(),
             KernelSpec::Adam { .. } => "adam".into(),
             KernelSpec::IndexSelect { .. } => "index_select".into(),
             KernelSpec::Gather { .. } => "gather".into(),
@@ -209,6 +214,7 @@ impl KernelSpec {
             | KernelSpec::Compare { .. }
             | KernelSpec::Matmul { .. }
             | KernelSpec::ConvGemm(_)
+            | KernelSpec::ConvWeightGemm(_)
             | KernelSpec::IndexSelect { .. }
             | KernelSpec::Gather { .. } => 2,
             KernelSpec::Where | KernelSpec::IndexAdd { .. } | KernelSpec::ScatterAdd { .. } => 3,

@@ -4,7 +4,10 @@
 //! is unfold + matmul (+ bias), average pooling a mean over the window axis
 //! of an unfold, and max pooling a `gather` at per-window argmax indices (a
 //! non-differentiable kernel, like `argmax`): composites, with no backward
-//! rule of their own. Max pooling skips the unfold because reducing a
+//! rule of their own. On a GPU, conv2d's product (groups 1) is one implicit
+//! GEMM instead (`conv_product`: no columns made), whose backward is written
+//! with fold, matmul and the weight gradient's implicit GEMM (unfold + matmul
+//! while a backward graph is being built). Max pooling skips the unfold because reducing a
 //! `[N, C, kh*kw, L]` view over its strided window axis cost several passes
 //! forward and more backward, as much as the convolutions themselves.
 
@@ -258,6 +261,59 @@ static CONV2D: OpDef = OpDef {
     },
 };
 
+/// `w [o, c*kh*kw]` times the columns of `x` as one implicit GEMM
+/// (`KernelSpec::ConvGemm`): `[n, o, out_h * out_w]`, the values of
+/// `w.matmul(unfold2d(x))` without the columns. conv2d runs its products
+/// this way on GPUs that build the window kernels
+/// (`Device::runs_implicit_gemm`); on the cpu, where im2col is one cheap
+/// pass and the columns feed the weight gradient, and on SwiftShader, it
+/// keeps unfold + matmul.
+fn conv_product(x: &Tensor, w: &Tensor, p: Params) -> Result<Tensor> {
+    let s = x.shape();
+    let input = [s[2], s[3]];
+    let g = p.geometry(s[0], s[1], input, p.out_size("conv2d", s)?);
+    let y = be::conv_gemm("conv2d", w, x, &g)?;
+    if !needs_record(&[w, x]) {
+        return Ok(y);
+    }
+    record(&CONV_PRODUCT, p.attrs(input), &[w, x], &[w, x], false, y)
+}
+
+/// The node `conv_product` records (not a registry op of its own: `conv2d`'s
+/// cases cover it, to second order, on every backend).
+static CONV_PRODUCT: OpDef = OpDef {
+    name: "conv2d",
+    signature: "",
+    doc: "conv2d's product as one implicit GEMM (internal).",
+    forward: None,
+    kind: OpKind::Primitive,
+    // The input's gradient goes through fold, as unfold's does. The
+    // weight's is each image's gradient times its columns transposed, read
+    // through the window (`ConvWeightGemm`), summed over the batch; while a
+    // graph of the backward is being built (create_graph) it is made from
+    // unfold and matmul instead, which are differentiable again.
+    backward: Some(|c, g| {
+        let (p, input) = Params::from_attrs(c.attrs());
+        let (w, x) = (c.saved(0), c.saved(1));
+        let dx = match c.needs_input_grad(1) {
+            true => Some(fold_impl(&w.transpose(0, 1)?.matmul(&g[0])?, input, p)?),
+            false => None,
+        };
+        let dw = if !c.needs_input_grad(0) {
+            None
+        } else if crate::autograd::is_grad_enabled() {
+            Some(g[0].matmul(&unfold_impl("conv2d", x, p)?.transpose(1, 2)?)?.sum(&[0], false)?)
+        } else {
+            let s = x.shape();
+            let geometry = p.geometry(s[0], s[1], input, p.out_size("conv2d", s)?);
+            Some(be::conv_weight_gemm("conv2d", &g[0], x, &geometry)?.sum(&[0], false)?)
+        };
+        Ok(vec![dw, dx])
+    }),
+    second_order: true,
+    cases: Vec::new,
+};
+
 static MAX_POOL2D: OpDef = OpDef {
     name: "max_pool2d",
     signature: "max_pool2d(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0, dilation: 1 = 1, ceil_mode: False = False) -> Tensor",
@@ -452,14 +508,16 @@ impl Tensor {
             }
             let p = Params { kernel: [ws[2], ws[3]], stride, padding, dilation };
             let [oh, ow] = p.out_size(OP, s)?;
-            let cols = unfold_impl(OP, x, p)?;
             let k = cg * ws[2] * ws[3];
-            let y = if groups == 1 {
+            let y = if groups == 1 && x.device().runs_implicit_gemm() {
+                // One implicit GEMM, no columns (`conv_product`).
+                conv_product(x, &weight.reshape_dims(&[o, k])?, p)?
+            } else if groups == 1 {
                 // [O, K] @ [N, K, L]: the weight broadcasts over the batch.
-                weight.reshape_dims(&[o, k])?.matmul(&cols)?
+                weight.reshape_dims(&[o, k])?.matmul(&unfold_impl(OP, x, p)?)?
             } else {
                 // [G, O/G, K] @ [N, G, K, L] -> [N, G, O/G, L]: one product per group.
-                let cols = cols.reshape_dims(&[n, groups, k, oh * ow])?;
+                let cols = unfold_impl(OP, x, p)?.reshape_dims(&[n, groups, k, oh * ow])?;
                 weight.reshape_dims(&[groups, o / groups, k])?.matmul(&cols)?
             };
             let y = y.reshape_dims(&[n, o, oh, ow])?;

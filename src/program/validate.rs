@@ -317,6 +317,19 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
             float(at, spec, ins[0].0)?;
             ins[0].0
         }
+        KernelSpec::ConvWeightGemm(w) => {
+            if !w.is_consistent() {
+                return Err(bad(at, format!("{}: inconsistent window geometry", spec.name())));
+            }
+            let (gy, image) = (ins[0].1, ins[1].1);
+            if ins[0].0 != ins[1].0 || gy.len() != 3 || gy[0] != w.n || gy[2] != w.windows() {
+                return Err(bad(at, format!("conv_weight_gemm of gradient {gy:?} and image {image:?}")));
+            }
+            same(at, spec, &[w.n, w.c, w.h, w.w], image)?;
+            same(at, spec, &[w.n, gy[1], w.col_rows()], shape)?;
+            float(at, spec, ins[0].0)?;
+            ins[0].0
+        }
         KernelSpec::IndexSelect { axis } => {
             let (x, index) = (ins[0].1, ins[1].1);
             if ins[1].0 != DType::I32 || index.len() != 1 || *axis >= x.len() {

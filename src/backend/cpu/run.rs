@@ -112,6 +112,17 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
                 return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
             }
         },
+        KernelSpec::ConvWeightGemm(g) => match cpu_inputs::<2>(op, spec, inputs)? {
+            [(CpuBuffer::F32(gy), lg), (CpuBuffer::F32(x), lx)] => {
+                CpuBuffer::F32(conv_weight_gemm(gy, lg, &conv::unfold(&contiguous(x, lx), g), g))
+            }
+            [(CpuBuffer::F64(gy), lg), (CpuBuffer::F64(x), lx)] => {
+                CpuBuffer::F64(conv_weight_gemm(gy, lg, &conv::unfold(&contiguous(x, lx), g), g))
+            }
+            [(a, _), (b, _)] => {
+                return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
+            }
+        },
         KernelSpec::WindowArgmax(g) => match cpu_inputs::<1>(op, spec, inputs)? {
             [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
             [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(conv::window_argmax(&contiguous(v, l), g)),
@@ -208,4 +219,12 @@ fn conv_gemm<T: matmul::Gemm>(w: &[T], lw: &Layout, cols: &[T], g: &crate::kerne
         offset: lw.offset,
     };
     matmul::matmul(w, &la, cols, &Layout::contiguous(&[g.n, k, g.windows()]), &[g.n])
+}
+
+/// Each image's `gy [n, o, l]` (any strides) times its columns transposed
+/// (`cols [n, k, l]`, contiguous, read as `[n, l, k]`): `[n, o, k]`.
+fn conv_weight_gemm<T: matmul::Gemm>(gy: &[T], lg: &Layout, cols: &[T], g: &crate::kernel::Window2d) -> Vec<T> {
+    let (k, l) = (g.col_rows(), g.windows());
+    let lt = Layout { shape: [g.n, l, k].as_slice().into(), strides: [k * l, 1, l].as_slice().into(), offset: 0 };
+    matmul::matmul(gy, lg, cols, &lt, &[g.n])
 }

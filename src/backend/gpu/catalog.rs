@@ -48,16 +48,18 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.extend(reduce::sources());
     for dt in matmul::DTYPES {
         all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
-        all.push((
-            format!("matmul:{}:window", dt.name()),
-            matmul::window_source(matmul::Kernel::Tiled, matmul::Block::FULL, dt),
-        ));
-        // The implicit GEMM's blocked kernels: every block, B read through a window.
-        let window = matmul::Block::all().into_iter().filter(|b| b.b == matmul::Loads::Scalar);
-        all.extend(window.map(|b| {
-            let b = b.loading(b.a, matmul::Loads::Window);
-            (matmul::blocked_key(b, dt), matmul::window_source(matmul::Kernel::Blocked, b, dt))
-        }));
+        // The implicit GEMM's kernels: B read through a window either way
+        // round, by the tiled kernel and by every block of the blocked one.
+        for loads in [matmul::Loads::Window, matmul::Loads::WindowT] {
+            let full = matmul::Block::FULL.loading(matmul::Block::FULL.a, loads);
+            let key = format!("matmul:{}:{}", dt.name(), matmul::window_key(loads));
+            all.push((key, matmul::window_source(matmul::Kernel::Tiled, full, dt)));
+            let blocks = matmul::Block::all().into_iter().filter(|b| b.b == matmul::Loads::Scalar);
+            all.extend(blocks.map(|b| {
+                let b = b.loading(b.a, loads);
+                (matmul::blocked_key(b, dt), matmul::window_source(matmul::Kernel::Blocked, b, dt))
+            }));
+        }
         all.extend(
             matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b, dt), matmul::blocked_source(b, dt))),
         );

@@ -1,52 +1,86 @@
-//! Implicit GEMM on the GPU: a convolution's product `w [o, c * kh * kw]`
-//! times the im2col columns of an image `x [n, c, h, w]`, with the columns
-//! never made. The matmul kernels (`matmul.rs`) read B through the window
-//! instead of through strides (`Loads::Window`): each step of K is one tap
-//! (channel, ki, kj), each column one window, and a pixel outside the image
-//! reads as 0. The sums are the same, in the same order, as `matmul` over
-//! `conv::unfold`'s columns, so the bits are too; what goes is the unfold's
-//! pass over memory and the columns' buffer (kh * kw times the image).
+//! Implicit GEMM on the GPU: a convolution's products over the im2col
+//! columns of an image `x [n, c, h, w]`, with the columns never made. The
+//! matmul kernels (`matmul.rs`) read B through the window instead of through
+//! strides (`window_loads.rs`): for the forward product `w [o, c * kh * kw]`
+//! times the columns, each step of K is one tap (channel, ki, kj) and each
+//! column of C one window; for the weight gradient's `gy [n, o, L]` times
+//! the columns transposed, each step is a window and each column a tap. A
+//! pixel outside the image reads as 0. The sums are the explicit products'
+//! (`matmul` over `conv::unfold`'s columns), in the same order, so the bits
+//! are too; what goes is the unfold's pass over memory and the columns'
+//! buffer (kh * kw times the image). Where the adapter cannot build the
+//! window kernels (`GpuContext::implicit_gemm`: SwiftShader) both make the
+//! columns and multiply them, as `conv2d` did before.
 
-use super::matmul::{self, WINDOW};
+use super::matmul::{self, Loads};
+use super::window_loads::WORDS;
 use super::GpuBuffer;
 use crate::error::{Error, Result};
 use crate::kernel::Window2d;
 use crate::shape::Layout;
 
-/// `w` (2-D, any strides) times the columns of `x` (4-D, any strides) for
-/// the window geometry `g`: a contiguous `[n, o, out_h * out_w]` buffer.
+fn layout(shape: [usize; 3], strides: [usize; 3], offset: usize) -> Layout {
+    Layout { shape: shape.as_slice().into(), strides: strides.as_slice().into(), offset }
+}
+
+fn check_image(op: &'static str, lx: &Layout, g: &Window2d) -> Result<()> {
+    let image = [g.n, g.c, g.h, g.w];
+    if lx.shape.as_slice() != image {
+        return Err(Error::shape(
+            op,
+            format!("image {:?} does not fit the window {g:?}: expected {image:?}", lx.shape),
+        ));
+    }
+    Ok(())
+}
+
+/// `w` (2-D `[o, c * kh * kw]`, any strides) times the columns of `x`
+/// (4-D, any strides) for the window `g`: a contiguous `[n, o, out_h * out_w]` buffer.
 pub fn conv_gemm(w: &GpuBuffer, lw: &Layout, x: &GpuBuffer, lx: &Layout, g: &Window2d) -> Result<GpuBuffer> {
     const OP: &str = "conv_gemm";
-    let image = [g.n, g.c, g.h, g.w];
-    if lw.shape.len() != 2 || lw.shape[1] != g.col_rows() || lx.shape.as_slice() != image {
+    check_image(OP, lx, g)?;
+    if lw.shape.len() != 2 || lw.shape[1] != g.col_rows() {
         return Err(Error::shape(
             OP,
-            format!(
-                "weight {:?} and image {:?} do not fit the window {g:?}: expected [O, {}] and {image:?}",
-                lw.shape,
-                lx.shape,
-                g.col_rows()
-            ),
+            format!("weight {:?} does not fit the window {g:?}: expected [O, {}]", lw.shape, g.col_rows()),
         ));
     }
     let (o, k, l) = (lw.shape[0], g.col_rows(), g.windows());
-    // The weight broadcast over the batch; the columns [n, k, l] stand for
-    // the image (their batch stride is its), read through the window words.
-    let la = Layout {
-        shape: [1, o, k].as_slice().into(),
-        strides: [0, lw.strides[0], lw.strides[1]].as_slice().into(),
-        offset: lw.offset,
-    };
-    let lb = Layout {
-        shape: [g.n, k, l].as_slice().into(),
-        strides: [lx.strides[0], 0, 0].as_slice().into(),
-        offset: lx.offset,
-    };
-    matmul::product(w, &la, x, &lb, &[g.n], None, Some(&window_params(g, lx)?))
+    // The weight broadcast over the batch.
+    let la = layout([1, o, k], [0, lw.strides[0], lw.strides[1]], lw.offset);
+    if !x.ctx().implicit_gemm() {
+        let cols = super::conv::unfold(OP, x, lx, g)?;
+        return matmul::matmul(w, &la, &cols, &Layout::contiguous(&[g.n, k, l]), &[g.n]);
+    }
+    // B's shape [n, k, l] with the image's batch stride.
+    let lb = layout([g.n, k, l], [lx.strides[0], 0, 0], lx.offset);
+    matmul::product(w, &la, x, &lb, &[g.n], None, Some((Loads::Window, &window_params(OP, g, lx)?)))
 }
 
-/// The window words the kernels read from `WINDOW` on (see `matmul::WINDOW`).
-pub fn window_params(g: &Window2d, lx: &Layout) -> Result<Vec<u32>> {
+/// Each image's weight gradient: `gy` (`[n, o, out_h * out_w]`, any strides)
+/// times the transposed columns of `x`: a contiguous `[n, o, c * kh * kw]`
+/// buffer (the caller sums it over n).
+pub fn conv_weight_gemm(gy: &GpuBuffer, lg: &Layout, x: &GpuBuffer, lx: &Layout, g: &Window2d) -> Result<GpuBuffer> {
+    const OP: &str = "conv_weight_gemm";
+    check_image(OP, lx, g)?;
+    if lg.shape.len() != 3 || lg.shape[0] != g.n || lg.shape[2] != g.windows() {
+        return Err(Error::shape(
+            OP,
+            format!("gradient {:?} does not fit the window {g:?}: expected [{}, O, {}]", lg.shape, g.n, g.windows()),
+        ));
+    }
+    let (k, l) = (g.col_rows(), g.windows());
+    if !x.ctx().implicit_gemm() {
+        // The columns [n, k, l], read transposed.
+        let cols = super::conv::unfold(OP, x, lx, g)?;
+        return matmul::matmul(gy, lg, &cols, &layout([g.n, l, k], [k * l, 1, l], 0), &[g.n]);
+    }
+    let lb = layout([g.n, l, k], [lx.strides[0], 0, 0], lx.offset);
+    matmul::product(gy, lg, x, &lb, &[g.n], None, Some((Loads::WindowT, &window_params(OP, g, lx)?)))
+}
+
+/// The window words the kernels read from `WINDOW` on (`window_loads.rs`).
+pub fn window_params(op: &'static str, g: &Window2d, lx: &Layout) -> Result<Vec<u32>> {
     let words = [
         g.out_w,
         g.stride[0],
@@ -69,8 +103,8 @@ pub fn window_params(g: &Window2d, lx: &Layout) -> Result<Vec<u32>> {
         [g.out_h * g.stride[0] + g.kernel[0] * g.dilation[0], g.out_w * g.stride[1] + g.kernel[1] * g.dilation[1]];
     let last = lx.offset + lx.shape.iter().zip(&lx.strides).map(|(d, s)| d.saturating_sub(1) * s).sum::<usize>();
     if words.iter().chain(&reach).any(|&v| v > i32::MAX as usize) || last > u32::MAX as usize {
-        return Err(Error::shape("conv_gemm", format!("sizes too large for the GPU kernels' 32-bit indexing: {g:?}")));
+        return Err(Error::shape(op, format!("sizes too large for the GPU kernels' 32-bit indexing: {g:?}")));
     }
-    debug_assert_eq!(WINDOW + words.len(), 54);
+    debug_assert_eq!(words.len(), WORDS);
     Ok(words.iter().map(|&v| v as u32).collect())
 }

@@ -23,6 +23,7 @@
 
 use super::epilogue::{plain_store, Tail};
 use super::kernels::{ENABLE_F16, PRELUDE};
+use super::window_loads;
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -77,8 +78,18 @@ pub enum Loads {
     /// (implicit GEMM, `conv_gemm.rs`). Element (k, j) of batch n is pixel
     /// (y, x) of channel c of image n, k = (c * kh + ki) * kw + kj and
     /// j = oh * out_w + ow naming the tap and the window, or 0 in the
-    /// padding; the geometry follows the product's parameters (`WINDOW`).
+    /// padding; the geometry follows the product's parameters
+    /// (`window_loads.rs`).
     Window,
+    /// B only: the transpose of `Window`'s columns (k a window, j a tap).
+    WindowT,
+}
+
+impl Loads {
+    /// Whether B is read through a window (either way round).
+    pub fn is_window(self) -> bool {
+        matches!(self, Loads::Window | Loads::WindowT)
+    }
 }
 
 impl Loads {
@@ -110,6 +121,7 @@ impl Loads {
             Loads::AlongK => "k",
             Loads::Across => "x",
             Loads::Window => "w",
+            Loads::WindowT => "t",
         }
     }
 }
@@ -195,11 +207,6 @@ impl Block {
 }
 /// Batch dims the kernel indexes (after merging contiguous ones).
 pub const MAX_BATCH_RANK: usize = 8;
-/// The first parameter word of an implicit GEMM's window (after the
-/// product's 40): out_w, stride h, stride w, padding h, padding w, kh * kw,
-/// kw, dilation h, dilation w, the image's channel, row and column strides,
-/// its height and width (`conv_gemm::window_params`).
-pub const WINDOW: usize = 40;
 
 /// How the kernels write C[i] (a fused epilogue's `store` ends with it):
 /// `{v}` is the f32 value, rounded once where C is f16.
@@ -222,9 +229,10 @@ pub fn source(dt: DType) -> String {
 }
 
 /// The full WGSL source of `kernel` reading B through a window (implicit
-/// GEMM; blocked: with block `b`, whose B loads must be `Loads::Window`).
+/// GEMM; `b`'s B loads say which way round; blocked: with block `b`).
 pub fn window_source(kernel: Kernel, b: Block, dt: DType) -> String {
-    source_with(kernel, b.loading(b.a, Loads::Window), dt, &plain_store(write(dt)))
+    assert!(b.b.is_window(), "a window source with {:?} loads of B", b.b);
+    source_with(kernel, b, dt, &plain_store(write(dt)))
 }
 
 /// The full WGSL source of the blocked kernel with block `b` over `dt`
@@ -237,7 +245,7 @@ pub fn blocked_source(b: Block, dt: DType) -> String {
 /// with `tail` (an epilogue's code) as its store.
 fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
     let body = match kernel {
-        Kernel::Tiled if b.b == Loads::Window => tiled_window_kernel(dt),
+        Kernel::Tiled if b.b.is_window() => tiled_window_kernel(dt, b.b == Loads::WindowT),
         Kernel::Tiled => MATMUL.replace("{ELEM}", wgsl_type(dt)),
         Kernel::Blocked => blocked_kernel(b, dt),
     };
@@ -245,41 +253,14 @@ fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
     format!("{enable}{PRELUDE}\n{body}{tail}")
 }
 
-/// The tiled kernel reading B as the columns of an image (`Loads::Window`):
-/// its one staging load of B goes through `window_b`.
-fn tiled_window_kernel(dt: DType) -> String {
+/// The tiled kernel reading B through a window (`Loads::Window`, or
+/// `WindowT` when `transposed`): its one staging load of B becomes a call of
+/// `window_b` (`window_loads::tiled_fn`).
+fn tiled_window_kernel(dt: DType, transposed: bool) -> String {
     const LOAD: &str = "w = f32(B[ob + (k0 + bk) * rsb + (col0 + bc) * csb]);";
     assert!(MATMUL.contains(LOAD), "shaders/matmul.wgsl's staging load of B changed");
     let body = MATMUL.replace("{ELEM}", wgsl_type(dt)).replace(LOAD, "w = window_b(ob, k0 + bk, col0 + bc);");
-    format!(
-        "{body}
-// B's element (k, j) is the image's pixel under tap k of window j (0 in the padding).
-fn window_b(ob: u32, k: u32, j: u32) -> f32 {{
-    let taps = pm({taps}u);
-    let kr = k % taps;
-    let y = i32((j / pm({w}u)) * pm({w1}u) + (kr / pm({kw}u)) * pm({dh}u)) - i32(pm({w3}u));
-    let x = i32((j % pm({w}u)) * pm({w2}u) + (kr % pm({kw}u)) * pm({dw}u)) - i32(pm({w4}u));
-    if (y < 0 || x < 0 || u32(y) >= pm({ih}u) || u32(x) >= pm({iw}u)) {{
-        return 0.0;
-    }}
-    return f32(B[ob + (k / taps) * pm({sc}u) + u32(y) * pm({sh}u) + u32(x) * pm({sw}u)]);
-}}
-",
-        w = WINDOW,
-        w1 = WINDOW + 1,
-        w2 = WINDOW + 2,
-        w3 = WINDOW + 3,
-        w4 = WINDOW + 4,
-        taps = WINDOW + 5,
-        kw = WINDOW + 6,
-        dh = WINDOW + 7,
-        dw = WINDOW + 8,
-        sc = WINDOW + 9,
-        sh = WINDOW + 10,
-        sw = WINDOW + 11,
-        ih = WINDOW + 12,
-        iw = WINDOW + 13,
-    )
+    format!("{body}{}", window_loads::tiled_fn(transposed, |load| Widen(dt).scalar(load)))
 }
 
 /// Both kernels with `e`'s tail in their stores (for validation; epilogues
@@ -332,9 +313,10 @@ pub fn matmul_with(
 }
 
 /// The product behind `matmul_with` and the implicit GEMM (`conv_gemm.rs`):
-/// with `window` (its parameter words, from `WINDOW` on), B is an image read
-/// as its im2col columns (`Loads::Window`) and `lb` describes those columns'
-/// shape [batch..., k, n] and the image's batch strides.
+/// with `window` (a window load mode and its parameter words, from
+/// `window_loads::WINDOW` on), B is an image read as its im2col columns or
+/// their transpose, and `lb` gives B's shape [batch..., k, n] and the
+/// image's batch strides.
 pub(super) fn product(
     a: &GpuBuffer,
     la: &Layout,
@@ -342,7 +324,7 @@ pub(super) fn product(
     lb: &Layout,
     batch: &[usize],
     tail: Option<&Tail>,
-    window: Option<&[u32]>,
+    window: Option<(Loads, &[u32])>,
 ) -> Result<GpuBuffer> {
     let dt = a.dtype;
     if !DTYPES.contains(&dt) || b.dtype != dt {
@@ -376,15 +358,15 @@ pub(super) fn product(
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
         block = block.loads_for(la, lb, batch);
     }
-    if window.is_some() {
-        block = block.loading(block.a, Loads::Window);
+    if let Some((loads, _)) = window {
+        block = block.loading(block.a, loads);
     }
     let [tm, tn] = match kernel {
         Kernel::Tiled => [TILE, TILE],
         Kernel::Blocked => block.tile(),
     };
     let mut params = params(la, lb, batch, [m, k, n], [tm, tn])?;
-    params.extend_from_slice(window.unwrap_or_default());
+    params.extend_from_slice(window.map_or(&[], |(_, words)| words));
     let max = ctx.limits.max_compute_workgroups_per_dimension;
     let tiles = [n.div_ceil(tn), m.div_ceil(tm), nb];
     let grid = grid3(tiles, max as u64).ok_or_else(|| {
@@ -392,8 +374,9 @@ pub(super) fn product(
     })?;
     let mut buffers = vec![a.raw(), b.raw(), out.raw()];
     let pipeline = match (kernel, tail) {
-        (Kernel::Tiled, None) if window.is_some() => {
-            ctx.pipeline(&format!("matmul:{}:window", dt.name()), || window_source(Kernel::Tiled, block, dt))?
+        (Kernel::Tiled, None) if block.b.is_window() => {
+            let key = format!("matmul:{}:{}", dt.name(), window_key(block.b));
+            ctx.pipeline(&key, || window_source(Kernel::Tiled, block, dt))?
         }
         (Kernel::Tiled, None) => ctx.pipeline(&format!("matmul:{}", dt.name()), || source(dt))?,
         (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block, dt), || blocked_source(block, dt))?,
@@ -435,6 +418,15 @@ fn unroll_for(ctx: &super::GpuContext, kernel: Kernel, m: usize, k: usize, n: us
                 4 * (budget - OTHER_ITERATIONS)
             ),
         )),
+    }
+}
+
+/// What the tiled kernel's pipeline key adds for a window mode of B.
+pub fn window_key(b: Loads) -> &'static str {
+    if b == Loads::WindowT {
+        "window_t"
+    } else {
+        "window"
     }
 }
 
@@ -528,11 +520,11 @@ fn blocked_kernel(b: Block, dt: DType) -> String {
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
     assert!(unroll == 4 || a != Loads::AlongK, "AlongK loads need K unrolled 4x");
     assert!(b != Loads::AlongK, "B never reads AlongK");
-    assert!(a != Loads::Window, "only B reads through a window");
+    assert!(!a.is_window(), "only B reads through a window");
     assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
     let elem = wgsl_type(dt);
     let ty = |l: Loads| match l {
-        Loads::Scalar | Loads::Window => elem.to_string(),
+        Loads::Scalar | Loads::Window | Loads::WindowT => elem.to_string(),
         Loads::AlongK | Loads::Across => format!("vec4<{elem}>"),
     };
     let (ta, tb) = (ty(a), ty(b));
@@ -587,11 +579,8 @@ fn main(
     let csb = pm(11u);
 "
     );
-    if b == Loads::Window {
-        let names = ["out", "sh", "sw", "ph", "pw", "taps", "kw", "dh", "dw", "sc", "sy", "sx", "h", "w"];
-        for (i, name) in names.iter().enumerate() {
-            let _ = writeln!(w, "    let w_{name} = pm({}u);", WINDOW + i);
-        }
+    if b.is_window() {
+        w.push_str(&window_loads::lets());
     }
     // Element offsets of the block's rows of A and columns of B (clamped
     // into range: out-of-range lanes are computed but never stored). Across
@@ -614,12 +603,7 @@ fn main(
                 let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, n4) * csb;");
             }
             Loads::Across => {}
-            // A window's top-left corner in the image (padding makes it negative).
-            Loads::Window => {
-                let _ = writeln!(w, "    let j{c} = min(col0 + {c}u, N - 1u);");
-                let _ = writeln!(w, "    let wy{c} = i32((j{c} / w_out) * w_sh) - i32(w_ph);");
-                let _ = writeln!(w, "    let wx{c} = i32((j{c} % w_out) * w_sw) - i32(w_pw);");
-            }
+            Loads::Window | Loads::WindowT => w.push_str(&window_loads::column(c, b == Loads::WindowT)),
             _ => {
                 let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, N - 1u) * csb;");
             }
@@ -660,7 +644,7 @@ fn main(
                         let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ag{g}_{u}[{t}]);");
                     }
                 }
-                Loads::Scalar | Loads::Window => {
+                Loads::Scalar | Loads::Window | Loads::WindowT => {
                     for u in 0..unroll {
                         let _ = writeln!(
                             w,
@@ -685,7 +669,7 @@ fn main(
     for i in 0..rows {
         let a_i = match a {
             // (A never reads through a window: asserted above.)
-            Loads::Scalar | Loads::Window => wide.scalar(&format!("A[ra{i} + ka]")),
+            Loads::Scalar | Loads::Window | Loads::WindowT => wide.scalar(&format!("A[ra{i} + ka]")),
             Loads::AlongK => wide.scalar(&format!("A[(ra{i} + ka) >> 2u][(ra{i} + ka) & 3u]")),
             Loads::Across => {
                 if i % 4 == 0 {
@@ -725,8 +709,9 @@ fn main(
 /// the `q` vec4s `b{j}{suffix}` of B's row, one load each (`Across`) or one
 /// per element (`Scalar`).
 fn b_step_loads(w: &mut String, b: Loads, q: usize, wide: Widen, suffix: &str, k: &str) {
-    if b == Loads::Window {
-        return window_step_loads(w, q, wide, suffix, k);
+    if b.is_window() {
+        w.push_str(&window_loads::step(q, suffix, k, b == Loads::WindowT, |load| wide.scalar(load)));
+        return;
     }
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");
     for j in 0..q {
@@ -744,28 +729,6 @@ fn b_step_loads(w: &mut String, b: Loads, q: usize, wide: Widen, suffix: &str, k
             at(c + 2),
             at(c + 3)
         );
-    }
-}
-
-/// `b_step_loads` for B read through a window: step `k` is one tap (ki, kj)
-/// of one channel, decoded once for the block's columns; each column's
-/// pixel is its window's corner plus the tap's offset, 0 outside the image
-/// (the load itself is clamped by WGSL's bounds checks and discarded).
-fn window_step_loads(w: &mut String, q: usize, wide: Widen, s: &str, k: &str) {
-    let _ = writeln!(w, "        let kr{s} = {k} % w_taps;");
-    let _ = writeln!(w, "        let dy{s} = i32((kr{s} / w_kw) * w_dh);");
-    let _ = writeln!(w, "        let dx{s} = i32((kr{s} % w_kw) * w_dw);");
-    let _ = writeln!(w, "        let kb{s} = ob + ({k} / w_taps) * w_sc;");
-    for j in 0..q {
-        let at = |c: usize| {
-            let _ = writeln!(w, "        let y{c}{s} = wy{c} + dy{s};");
-            let _ = writeln!(w, "        let x{c}{s} = wx{c} + dx{s};");
-            let load = wide.scalar(&format!("B[kb{s} + u32(y{c}{s}) * w_sy + u32(x{c}{s}) * w_sx]"));
-            let inside = format!("y{c}{s} >= 0 && x{c}{s} >= 0 && u32(y{c}{s}) < w_h && u32(x{c}{s}) < w_w");
-            format!("select(0.0, {load}, {inside})")
-        };
-        let e: Vec<String> = (4 * j..4 * j + 4).map(at).collect();
-        let _ = writeln!(w, "        let b{j}{s} = vec4<f32>({}, {}, {}, {});", e[0], e[1], e[2], e[3]);
     }
 }
 

@@ -26,6 +26,7 @@ pub mod replay;
 pub mod run;
 mod run_index;
 pub mod runtime;
+pub mod window_loads;
 
 pub use runtime::{GpuContext, GpuCounters};
 

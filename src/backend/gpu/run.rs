@@ -81,6 +81,10 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             let [(w, lw), (x, lx)] = gpu_inputs::<2>(op, spec, inputs)?;
             super::conv_gemm::conv_gemm(w, lw, x, lx, g)
         }
+        KernelSpec::ConvWeightGemm(g) => {
+            let [(gy, lg), (x, lx)] = gpu_inputs::<2>(op, spec, inputs)?;
+            super::conv_gemm::conv_weight_gemm(gy, lg, x, lx, g)
+        }
         KernelSpec::IndexSelect { .. }
         | KernelSpec::Gather { .. }
         | KernelSpec::IndexAdd { .. }

@@ -127,6 +127,23 @@ pub struct GpuContext {
     /// Whether the blocked matmul reads aligned operands four elements per
     /// load (see `matmul::Loads`).
     matmul_vec4: AtomicBool,
+    /// Whether convolution products read the image through the window
+    /// (implicit GEMM, `conv_gemm.rs`) or make the columns first.
+    implicit_gemm: AtomicBool,
+}
+
+/// Whether an adapter runs the implicit GEMM (`GpuContext::implicit_gemm`):
+/// everywhere but on software adapters other than lavapipe, unless
+/// `SKIFF_GPU_IMPLICIT_GEMM=0|1` says otherwise. SwiftShader's shader
+/// compiler (Subzero) ran out of memory building the blocked kernel with its
+/// window loads (a 8x32 block: past 8 GB, natively and in Chromium's GPU
+/// process), so there the columns are made, as before.
+fn implicit_gemm_for(info: &wgpu::AdapterInfo) -> bool {
+    match std::env::var("SKIFF_GPU_IMPLICIT_GEMM").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => info.device_type != wgpu::DeviceType::Cpu || info.name.contains("llvmpipe"),
+    }
 }
 
 /// The blocked matmul's K unrolling for an adapter: 4 on software adapters
@@ -197,6 +214,7 @@ impl GpuContext {
         let limits = o.device.limits();
         let row_kernels = row_kernels_for(&o.info);
         let matmul_unroll = matmul_unroll_for(&o.info);
+        let implicit_gemm = implicit_gemm_for(&o.info);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -229,7 +247,20 @@ impl GpuContext {
             row_kernels: AtomicBool::new(row_kernels),
             matmul_unroll: AtomicUsize::new(matmul_unroll),
             matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
+            implicit_gemm: AtomicBool::new(implicit_gemm),
         })
+    }
+
+    /// Whether convolution products read the image through the window
+    /// (`implicit_gemm_for`) rather than through unfold's columns.
+    pub fn implicit_gemm(&self) -> bool {
+        self.implicit_gemm.load(Ordering::Relaxed)
+    }
+
+    /// Sets `implicit_gemm` from now on. Both give the same bits (tests
+    /// compare them on one device).
+    pub fn set_implicit_gemm(&self, on: bool) {
+        self.implicit_gemm.store(on, Ordering::Relaxed);
     }
 
     /// Whether the sliding-window kernels (unfold, fold, window argmax) run
