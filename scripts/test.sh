@@ -27,12 +27,18 @@ printf '\nGPU tests: %d ran, %d skipped (no adapter)\n' "$(count ran)" "$(count 
 # --all-targets leaves out doc tests: the crate docs carry a compiled example.
 step "cargo test --doc"
 cargo test --doc
+# skiff::distributed is a feature (it links Open MPI): its tests start
+# mpirun -np 2 on themselves (tests/distributed.rs), and its example builds.
+step "cargo test --features distributed: tests/distributed.rs, its examples and doc tests (MPI, 2 ranks on loopback)"
+cargo test --features distributed --test distributed --example ddp_mnist --example dist_bench
+cargo test --features distributed --doc distributed
+cargo clippy --features distributed --lib --test distributed --example ddp_mnist --example dist_bench -- -D warnings
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 step "cargo fmt --check"
 cargo fmt --check
-step "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps (the API docs build without warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps
+step "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --features distributed (the API docs build without warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features distributed
 step "cargo clippy --lib --no-default-features -- -D warnings (the cpu-only build)"
 cargo clippy --lib --no-default-features -- -D warnings
 # The npm package: the wasm32 builds with the `web` bindings, then everything

@@ -71,6 +71,11 @@ pub enum Error {
     /// the cpu keep working.
     #[error("{op}: {msg}")]
     DeviceLost { op: &'static str, msg: String },
+    /// A collective across processes (`skiff::distributed`) failed or timed
+    /// out waiting for the other ranks. After a timeout the process group is
+    /// unusable; dropping it ends the whole job.
+    #[error("{op}: {msg}")]
+    Distributed { op: &'static str, msg: String },
 }
 
 impl Error {
@@ -89,6 +94,10 @@ impl Error {
     pub(crate) fn memory(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Memory { op, msg: msg.into() }
     }
+    #[allow(dead_code)] // only skiff::distributed makes these
+    pub(crate) fn distributed(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Distributed { op, msg: msg.into() }
+    }
     #[allow(dead_code)] // only the GPU backend makes these
     pub(crate) fn gpu(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Gpu { op, msg: msg.into() }
@@ -105,7 +114,8 @@ impl Error {
             | Error::Autograd { op, .. }
             | Error::Memory { op, .. }
             | Error::Gpu { op, .. }
-            | Error::DeviceLost { op, .. } => op,
+            | Error::DeviceLost { op, .. }
+            | Error::Distributed { op, .. } => op,
         }
     }
 
@@ -123,6 +133,7 @@ impl Error {
             Error::Memory { msg, .. } => Error::Memory { op, msg },
             Error::Gpu { msg, .. } => Error::Gpu { op, msg },
             Error::DeviceLost { msg, .. } => Error::DeviceLost { op, msg },
+            Error::Distributed { msg, .. } => Error::Distributed { op, msg },
         }
     }
 }

@@ -96,6 +96,8 @@ pub mod autograd;
 pub mod backend;
 pub mod device;
 pub mod dispatch;
+#[cfg(all(feature = "distributed", not(target_arch = "wasm32")))]
+pub mod distributed;
 pub mod dtype;
 pub mod error;
 pub mod io;

@@ -486,3 +486,50 @@ fn the_converted_mnist_data_loads_when_present() {
         assert!((0.05..0.3).contains(&mean), "mean pixel {mean}");
     }
 }
+
+// ---- DistributedSampler -------------------------------------------------------
+
+fn shards(n: usize, world: usize, drop_tail: bool, epoch: u64) -> Vec<Vec<usize>> {
+    let data = TensorDataset::new(vec![Tensor::from_vec((0..n as i32).collect::<Vec<i32>>(), &[n]).unwrap()]).unwrap();
+    (0..world)
+        .map(|r| {
+            let s = skiff::io::DistributedSampler::new(r, world).unwrap().drop_tail(drop_tail);
+            DataLoader::new(data.clone(), 3).unwrap().shuffle(4).distributed(s).indices(epoch)
+        })
+        .collect()
+}
+
+#[test]
+fn distributed_sampler_pads_so_every_rank_gets_as_many_samples() {
+    for (n, world) in [(10, 3), (12, 4), (2, 3), (7, 1)] {
+        let s = shards(n, world, false, 0);
+        let per = n.div_ceil(world);
+        assert!(s.iter().all(|x| x.len() == per), "{n} over {world}: {s:?}");
+        let mut all: Vec<usize> = s.concat();
+        all.sort();
+        all.dedup();
+        assert_eq!(all, (0..n).collect::<Vec<_>>(), "{n} over {world}: every sample in some shard");
+    }
+    // Shard r takes positions r, r + world, ... of the shared permutation.
+    let data = TensorDataset::new(vec![Tensor::zeros(&[10], DType::F32).unwrap()]).unwrap();
+    let whole = DataLoader::new(data, 3).unwrap().shuffle(4).indices(2);
+    let s = shards(10, 3, false, 2);
+    assert_eq!(s[1], vec![whole[1], whole[4], whole[7], whole[0]], "padding repeats the order's start");
+}
+
+#[test]
+fn distributed_sampler_drop_tail_cuts_to_a_multiple_and_shards_are_disjoint() {
+    let s = shards(10, 3, true, 1);
+    assert!(s.iter().all(|x| x.len() == 3));
+    let mut all: Vec<usize> = s.concat();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 9, "disjoint: {s:?}");
+    let data = TensorDataset::new(vec![Tensor::zeros(&[10], DType::F32).unwrap()]).unwrap();
+    let sampler = skiff::io::DistributedSampler::new(2, 3).unwrap();
+    assert_eq!(DataLoader::new(data.clone(), 3).unwrap().distributed(sampler).num_batches(), 2); // 4 samples
+    let cut = DataLoader::new(data, 3).unwrap().drop_last(true).distributed(sampler.drop_tail(true));
+    assert_eq!(cut.num_batches(), 1); // 3 samples, one full batch
+    let e = skiff::io::DistributedSampler::new(3, 3).map(|_| ());
+    expect_err(e, Kind::Value, "DistributedSampler", &["rank 3", "world of 3"]);
+}

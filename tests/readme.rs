@@ -42,6 +42,23 @@ fn the_readme_mnist_snippet_is_an_excerpt_of_the_example() {
 }
 
 #[test]
+fn the_readme_distributed_snippet_is_an_excerpt_of_the_example() {
+    let readme = read("README.md");
+    let example = read("examples/ddp_mnist.rs");
+    let snippet = excerpt_of(&readme, "examples/ddp_mnist.rs");
+    let mut lines = example.lines().map(str::trim_end);
+    let mut checked = 0;
+    for line in snippet.lines().skip(1).map(str::trim_end).filter(|l| l.trim() != "...") {
+        assert!(
+            lines.any(|l| l == line),
+            "README.md's distributed snippet line {line:?} is not in examples/ddp_mnist.rs after the lines before it"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 25, "the snippet shows the group, the data, the model and the loop ({checked} lines)");
+}
+
+#[test]
 fn the_readme_amp_snippet_is_an_excerpt_of_the_grad_scaler_doc_test() {
     let readme = read("README.md");
     let docs: Vec<String> = read("src/amp/scaler.rs")

@@ -122,10 +122,30 @@ has_vulkan_icd() {
   grep -q 'libvulkan\.so\.1' <<<"$libs"
 }
 
+# skiff::distributed (cargo feature `distributed`): an MPI library with its
+# launcher (Open MPI), and libclang, with which the mpi crate's build reads
+# mpi.h.
+has_mpi() {
+  command -v mpirun >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1 || return 1
+  # The mpi crate's build script asks mpicc for its flags and bindgen for libclang.
+  ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1 ||
+    [ -n "${LIBCLANG_PATH:-}" ]
+}
+
+ensure_mpi() {
+  has_mpi && return 0
+  if [ "$(uname)" = Darwin ]; then
+    need "the distributed tests need Open MPI and libclang; run:" "brew install open-mpi llvm"
+  fi
+  install_system_packages "Open MPI and libclang for skiff::distributed (feature distributed)" \
+    openmpi-bin libopenmpi-dev libclang-dev
+}
+
 # What `npm test` needs beyond the build: clippy and rustfmt, a Chromium for the
-# browser suite, and a Vulkan driver (lavapipe, Mesa's software one, where
-# there is no GPU) for the GPU tests.
+# browser suite, a Vulkan driver (lavapipe, Mesa's software one, where
+# there is no GPU) for the GPU tests, and Open MPI for the distributed ones.
 ensure_test_toolchain() {
+  ensure_mpi
   ensure_wasm_toolchain
   rustup_add component clippy
   rustup_add component rustfmt

@@ -19,6 +19,7 @@
 //! # }
 //! ```
 
+use super::DistributedSampler;
 use crate::random::Generator;
 use crate::{Device, Error, Result, Tensor};
 use std::sync::Arc;
@@ -177,6 +178,7 @@ pub struct DataLoader {
     drop_last: bool,
     device: Device,
     prefetch: usize,
+    shard: Option<DistributedSampler>,
 }
 
 impl DataLoader {
@@ -190,7 +192,15 @@ impl DataLoader {
         if batch_size == 0 {
             return Err(Error::value("DataLoader", "batch_size must be at least 1, got 0"));
         }
-        Ok(DataLoader { dataset, batch_size, seed: None, drop_last: false, device: Device::Cpu, prefetch: 2 })
+        Ok(DataLoader {
+            dataset,
+            batch_size,
+            seed: None,
+            drop_last: false,
+            device: Device::Cpu,
+            prefetch: 2,
+            shard: None,
+        })
     }
     /// Shuffles every epoch with a permutation derived from `seed` and the epoch number.
     pub fn shuffle(mut self, seed: u64) -> DataLoader {
@@ -200,6 +210,12 @@ impl DataLoader {
     /// Drops the last batch when it would be smaller than `batch_size`.
     pub fn drop_last(mut self, on: bool) -> DataLoader {
         self.drop_last = on;
+        self
+    }
+    /// Keeps this rank's shard of every epoch (data-parallel training): give
+    /// every rank the same `shuffle` seed.
+    pub fn distributed(mut self, sampler: DistributedSampler) -> DataLoader {
+        self.shard = Some(sampler);
         self
     }
     /// Moves each batch to `device` (on the consuming thread).
@@ -220,14 +236,15 @@ impl DataLoader {
     }
     /// Batches per epoch.
     pub fn num_batches(&self) -> usize {
-        let n = self.dataset.len();
+        let n = self.shard.map_or(self.dataset.len(), |s| s.shard_len(self.dataset.len()));
         if self.drop_last {
             n / self.batch_size
         } else {
             n.div_ceil(self.batch_size)
         }
     }
-    /// The sample order of `epoch`: `0..len` unshuffled, else a seeded permutation.
+    /// The sample order of `epoch`: `0..len` unshuffled, else a seeded
+    /// permutation; with [`DataLoader::distributed`], this rank's shard of it.
     pub fn indices(&self, epoch: u64) -> Vec<usize> {
         let mut idx: Vec<usize> = (0..self.dataset.len()).collect();
         if let Some(seed) = self.seed {
@@ -237,7 +254,10 @@ impl DataLoader {
                 idx.swap(i, j);
             }
         }
-        idx
+        match self.shard {
+            Some(s) => s.shard(&idx),
+            None => idx,
+        }
     }
     fn batch_indices(&self, epoch: u64) -> Vec<Vec<usize>> {
         let mut batches: Vec<Vec<usize>> = self.indices(epoch).chunks(self.batch_size).map(<[usize]>::to_vec).collect();

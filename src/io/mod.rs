@@ -4,6 +4,8 @@
 pub mod data;
 pub mod mnist;
 pub mod safetensors;
+mod sampler;
 
 pub use data::{DataLoader, Dataset, Sample, TensorDataset};
 pub use mnist::Mnist;
+pub use sampler::DistributedSampler;

@@ -65,7 +65,8 @@ impl Kind {
             Error::Shape { .. } => Kind::Shape,
             Error::DType { .. } => Kind::DType,
             Error::Axis { .. } => Kind::Axis,
-            Error::Device { .. } | Error::Gpu { .. } => Kind::Device,
+            // Distributed: never raised in a browser (MPI is native only).
+            Error::Device { .. } | Error::Gpu { .. } | Error::Distributed { .. } => Kind::Device,
             Error::Value { .. } => Kind::Value,
             Error::Autograd { .. } => Kind::Autograd,
             Error::Memory { .. } => Kind::Memory,

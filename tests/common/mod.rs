@@ -95,6 +95,7 @@ pub enum Kind {
     Memory,
     Gpu,
     DeviceLost,
+    Distributed,
 }
 
 /// The variant and op of an error.
@@ -110,6 +111,7 @@ pub fn kind_and_op(e: &skiff::Error) -> (Kind, &'static str) {
         E::Memory { op, .. } => (Kind::Memory, *op),
         E::Gpu { op, .. } => (Kind::Gpu, *op),
         E::DeviceLost { op, .. } => (Kind::DeviceLost, *op),
+        E::Distributed { op, .. } => (Kind::Distributed, *op),
     }
 }
 
