@@ -3,7 +3,7 @@
 //! - `ProcessGroup::all_reduce` of f32 tensors from 1 Ki to 4 Mi elements:
 //!   time per call, algorithm bandwidth (bytes / time) and bus bandwidth
 //!   (2 (n - 1) / n bytes / time, the traffic a ring all_reduce moves per rank);
-//! - the CNN Adam step at a global batch of 64 split over the ranks: ms per
+//! - the CNN and MLP Adam steps at a global batch of 64 split over the ranks: ms per
 //!   step, and the part spent in `synchronize` (waiting for the buckets after
 //!   backward), for each compression.
 //!
@@ -15,6 +15,16 @@ use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
 use std::time::{Duration, Instant};
+
+fn mlp() -> Result<Sequential> {
+    Ok(Sequential::new()
+        .push(Flatten::new())
+        .push(Linear::new(784, 256)?)
+        .push(ReLU::new())
+        .push(Linear::new(256, 128)?)
+        .push(ReLU::new())
+        .push(Linear::new(128, 10)?))
+}
 
 fn cnn() -> Result<Sequential> {
     Ok(Sequential::new()
@@ -68,22 +78,22 @@ fn all_reduce_table(group: &ProcessGroup, device: &Device) -> Result<()> {
     Ok(())
 }
 
-fn step_table(group: &ProcessGroup, device: &Device) -> Result<()> {
+fn step_table(group: &ProcessGroup, device: &Device, name: &str, make: fn() -> Result<Sequential>) -> Result<()> {
     let per_rank = 64 / group.world_size();
     manual_seed(0);
     let x = Tensor::randn(&[per_rank, 1, 28, 28], DType::F32)?.to(device)?;
     let y = Tensor::from_vec((0..per_rank as i32).map(|i| i % 10).collect(), &[per_rank])?.to(device)?;
     if group.rank() == 0 {
         println!(
-            "\n| CNN step, {} ranks x {per_rank} digits | ms per step | of which synchronize | bytes sent per rank |",
+            "\n| {name} step, {} ranks x {per_rank} digits | ms per step | of which synchronize | bytes sent per rank |",
             group.world_size()
         );
         println!("| --- | --- | --- | --- |");
     }
-    for (name, compression) in
+    for (scheme, compression) in
         [("exact", Compression::None), ("f16", Compression::F16), ("top-k 1%", Compression::TopK { ratio: 0.01 })]
     {
-        let model = cnn()?;
+        let model = make()?;
         model.to(device)?;
         let ddp = DistributedDataParallel::new(&model, group, DdpConfig { compression, ..Default::default() })?;
         let mut opt = Adam::new(model.parameters(), AdamConfig::default())?;
@@ -103,7 +113,7 @@ fn step_table(group: &ProcessGroup, device: &Device) -> Result<()> {
         let sync = in_sync[in_sync.len() / 2];
         if group.rank() == 0 {
             println!(
-                "| {name} | {:.2} | {:.2} ms | {} |",
+                "| {scheme} | {:.2} | {:.2} ms | {} |",
                 step.as_secs_f64() * 1e3,
                 sync.as_secs_f64() * 1e3,
                 ddp.last_sync_bytes()
@@ -123,5 +133,6 @@ fn main() -> Result<()> {
         println!("{} ranks, tensors on {}\n", group.world_size(), device.describe());
     }
     all_reduce_table(&group, &device)?;
-    step_table(&group, &device)
+    step_table(&group, &device, "CNN", cnn)?;
+    step_table(&group, &device, "MLP 784-256-128-10", mlp)
 }

@@ -239,12 +239,75 @@ fn ddp_matches_one_process_with_the_whole_batch() {
     let both = g.all_gather(&mine).unwrap().to_vec::<f32>().unwrap();
     let (a, b) = both.split_at(both.len() / 2);
     assert!(a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()), "ranks diverged");
+    // The buckets' collectives start during backward: by the time the first
+    // layer's weight gets its gradient, the later layers' buckets are on their way.
+    let ddp = std::sync::Arc::new(ddp);
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+    let (watch, record) = (std::sync::Arc::downgrade(&ddp), seen.clone());
+    let first_weight = model.parameters()[0].clone();
+    let probe = first_weight
+        .register_hook(move |_| {
+            let started = watch.upgrade().map_or(0, |d| d.buckets_started());
+            record.store(started, std::sync::atomic::Ordering::SeqCst);
+            None
+        })
+        .unwrap();
+    opt.zero_grad();
+    model.forward(&rows(&x, 0, 0, 4)).unwrap().sum_all().unwrap().backward().unwrap();
+    let started = seen.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(started >= ddp.num_buckets() - 2, "{started} of {} buckets started during backward", ddp.num_buckets());
+    ddp.synchronize().unwrap();
+    assert_eq!(ddp.buckets_started(), 0, "synchronize ends the round");
+    probe.remove();
     // A second backward before synchronize is an error, on every rank.
     let l = model.forward(&rows(&x, 0, 0, 2)).unwrap().sum_all().unwrap();
     l.backward_with(None, skiff::BackwardOptions { retain_graph: true, ..Default::default() }).unwrap();
     let second = ddp.backward(&l);
     expect_err(second, Kind::Autograd, "DistributedDataParallel", &["second gradient before synchronize", "no_sync"]);
     println!("rank {r} ok");
+}
+
+/// DDP with the model on a GPU (gradients staged through the host) takes
+/// the steps DDP takes on the cpu.
+#[test]
+fn ddp_on_a_gpu_matches_the_cpu() {
+    let Some(g) = rank() else {
+        let test = "ddp_on_a_gpu_matches_the_cpu";
+        return assert_ranks_ok(test, &mpirun(test, 2, LIMIT), 2);
+    };
+    let Some(gpu) = common::gpu() else {
+        println!("rank {} ok", g.rank());
+        return;
+    };
+    manual_seed(5);
+    let x = Tensor::randn(&[5, 8, 6], DType::F32).unwrap();
+    let y = Tensor::from_vec((0..40).map(|i| i % 3).collect(), &[5, 8]).unwrap();
+    manual_seed(50 + g.rank() as u64);
+    let (on_cpu, on_gpu) = (mlp().unwrap(), mlp().unwrap());
+    on_gpu.to(&gpu).unwrap();
+    let ddp_cpu =
+        DistributedDataParallel::new(&on_cpu, &g, DdpConfig { bucket_bytes: 256, ..Default::default() }).unwrap();
+    on_gpu.load_state_dict(&on_cpu.state_dict(), true).unwrap();
+    let ddp_gpu =
+        DistributedDataParallel::new(&on_gpu, &g, DdpConfig { bucket_bytes: 256, ..Default::default() }).unwrap();
+    let cfg = AdamConfig { lr: 1e-2, ..Default::default() };
+    let (mut opt_cpu, mut opt_gpu) =
+        (Adam::new(on_cpu.parameters(), cfg).unwrap(), Adam::new(on_gpu.parameters(), cfg).unwrap());
+    for step in 0..5 {
+        let xs = x.narrow(0, step, 1).unwrap().squeeze(Some(0)).unwrap().narrow(0, 4 * g.rank(), 4).unwrap();
+        let ys = y.narrow(0, step, 1).unwrap().squeeze(Some(0)).unwrap().narrow(0, 4 * g.rank(), 4).unwrap();
+        for (model, ddp, opt, device) in
+            [(&on_cpu, &ddp_cpu, &mut opt_cpu, Device::Cpu), (&on_gpu, &ddp_gpu, &mut opt_gpu, gpu.clone())]
+        {
+            opt.zero_grad();
+            let (xs, ys) = (xs.to(&device).unwrap(), ys.to(&device).unwrap());
+            ddp.backward(&model.forward(&xs).unwrap().cross_entropy(&ys, Reduction::Mean, 0.0).unwrap()).unwrap();
+            assert_eq!(model.parameters()[0].grad().unwrap().device(), device, "the mean gradient stays on the device");
+            opt.step().unwrap();
+        }
+    }
+    assert_close_f32(&params(&on_gpu), &params(&on_cpu), 1e-4, "GPU vs cpu after 5 Adam steps");
+    println!("rank {} ok", g.rank());
 }
 
 fn assert_close_f32(got: &[f32], want: &[f32], tol: f32, what: &str) {
@@ -557,4 +620,26 @@ fn a_stalled_rank_makes_the_others_time_out() {
     let again = g.barrier().expect_err("the group failed");
     eprintln!("then: {again}");
     // Returning drops the group: MPI_Abort ends rank 1 too.
+}
+
+/// A rank that returns while the others still wait in a collective (an
+/// error in its loop, one step fewer): its finalize waits for them up to its
+/// timeout, then aborts the job.
+#[test]
+fn a_rank_that_returns_early_ends_the_job() {
+    let Some(g) = rank() else {
+        let job = mpirun("a_rank_that_returns_early_ends_the_job", 2, LIMIT);
+        assert!(!job.ok, "the job should fail:\n{}", job.output);
+        assert!(job.output.contains("rank 1 of 2 waited 3 s in MPI_Finalize"), "{}", job.output);
+        assert!(!job.output.contains("rank 0 finished"), "{}", job.output);
+        assert!(job.took < Duration::from_secs(60), "took {:?}:\n{}", job.took, job.output);
+        return;
+    };
+    g.barrier().unwrap();
+    g.set_timeout(Duration::from_secs(if g.rank() == 1 { 3 } else { 200 }));
+    if g.rank() == 1 {
+        return; // drops the group: MPI_Finalize
+    }
+    let r = g.all_reduce(&Tensor::ones(&[4], DType::F32).unwrap(), ReduceOp::Sum);
+    println!("rank 0 finished: {:?}", r.map(|_| ()));
 }

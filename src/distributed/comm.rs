@@ -84,6 +84,8 @@ pub(crate) struct Started {
 pub(crate) struct CommThread {
     requests: Option<Sender<Request>>,
     thread: Option<JoinHandle<()>>,
+    /// Signalled once MPI_Finalize returned.
+    finalized: Receiver<()>,
 }
 
 /// An answer on its way: [`Pending::wait`] blocks for it, up to a timeout.
@@ -114,14 +116,15 @@ impl CommThread {
     pub(crate) fn start() -> Result<(CommThread, Started)> {
         let (started_tx, started_rx) = channel::<Result<Started>>();
         let (requests, rx) = channel::<Request>();
+        let (finalized_tx, finalized) = channel::<()>();
         let thread = std::thread::Builder::new()
             .name("skiff-mpi".into())
-            .spawn(move || serve(started_tx, rx))
+            .spawn(move || serve(started_tx, rx, finalized_tx))
             .map_err(|e| Error::distributed("distributed::init", format!("cannot start the MPI thread: {e}")))?;
         let started = started_rx
             .recv()
             .map_err(|_| Error::distributed("distributed::init", "the MPI thread ended while starting MPI"))??;
-        Ok((CommThread { requests: Some(requests), thread: Some(thread) }, started))
+        Ok((CommThread { requests: Some(requests), thread: Some(thread), finalized }, started))
     }
 
     /// Queues `job`; collectives run one at a time in the order submitted.
@@ -131,12 +134,19 @@ impl CommThread {
         Some(Pending { rx })
     }
 
-    /// Ends the thread after the queued collectives, finalising MPI.
-    pub(crate) fn shutdown(mut self) {
+    /// Ends the thread after the queued collectives, finalising MPI. False
+    /// when MPI_Finalize did not return within `timeout`: it waits for every
+    /// rank, and a rank that finalises while another still waits in a
+    /// collective (it returned early, an error in its loop) would wait forever.
+    pub(crate) fn shutdown(mut self, timeout: Duration) -> bool {
         self.requests.take();
+        if self.finalized.recv_timeout(timeout).is_err() {
+            return false;
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        true
     }
 }
 
@@ -151,7 +161,7 @@ pub(crate) fn abort(code: i32) -> ! {
     std::process::exit(code)
 }
 
-fn serve(started: Sender<Result<Started>>, requests: Receiver<Request>) {
+fn serve(started: Sender<Result<Started>>, requests: Receiver<Request>, finalized: Sender<()>) {
     let Some((universe, _threading)) = mpi::initialize_with_threading(Threading::Multiple) else {
         let _ = started.send(Err(Error::distributed(
             "distributed::init",
@@ -165,13 +175,15 @@ fn serve(started: Sender<Result<Started>>, requests: Receiver<Request>) {
     if started.send(Ok(Started { rank, size })).is_err() {
         return;
     }
-    // Ends when every sender is dropped (shutdown); `universe` then drops,
-    // which finalises MPI.
+    // Ends when every sender is dropped (shutdown).
     for Request { job, reply } in requests {
         let out = run(&world, size, job);
         // The caller may have stopped waiting (a timeout): nothing to do.
         let _ = reply.send(out);
     }
+    drop(world);
+    drop(universe); // MPI_Finalize
+    let _ = finalized.send(());
 }
 
 fn op(r: Reduce) -> SystemOperation {

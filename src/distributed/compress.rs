@@ -12,20 +12,24 @@
 //!   lost, only delayed.
 
 use half::f16;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 
-/// `v` rounded to f16, as bits.
+/// `v` rounded to f16, as bits (`half`'s slice conversion: F16C or NEON
+/// where the processor has them).
 pub(crate) fn f16_encode(v: &[f32]) -> Vec<u16> {
-    v.iter().map(|x| f16::from_f32(*x).to_bits()).collect()
+    let mut out = vec![f16::ZERO; v.len()];
+    out.convert_from_f32_slice(v);
+    out.reinterpret_cast().to_vec()
 }
 
 /// The sum over ranks of `world` f16 buffers of `n` elements each,
 /// concatenated in rank order, summed in f32 in rank order.
 pub(crate) fn f16_sum(all: &[u16], n: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; n];
+    let mut wide = vec![0.0f32; n];
     for rank in all.chunks_exact(n.max(1)) {
-        for (o, b) in out.iter_mut().zip(rank) {
-            *o += f16::from_bits(*b).to_f32();
-        }
+        rank.reinterpret_cast::<f16>().convert_to_f32_slice(&mut wide);
+        out.iter_mut().zip(&wide).for_each(|(o, w)| *o += w);
     }
     out
 }

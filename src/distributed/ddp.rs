@@ -200,6 +200,11 @@ impl DistributedDataParallel {
     pub fn num_buckets(&self) -> usize {
         self.reducer.buckets.len()
     }
+    /// How many buckets' collectives have started since the last
+    /// synchronize: during backward, the ones the hooks already launched.
+    pub fn buckets_started(&self) -> usize {
+        self.reducer.lock().next_launch
+    }
     /// The bytes this rank sent into collectives at its last synchronize
     /// (what compression saves).
     pub fn last_sync_bytes(&self) -> usize {

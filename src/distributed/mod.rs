@@ -69,7 +69,8 @@ pub enum ReduceOp {
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The ranks of an MPI job (MPI_COMM_WORLD). Clones share it; the last one
-/// dropped finalises MPI (or, after a failed collective, aborts the job).
+/// dropped finalises MPI, which waits for every rank to finalise too, up to
+/// the timeout (then, as after a failed collective, it aborts the job).
 #[derive(Clone)]
 pub struct ProcessGroup(Arc<Group>);
 
@@ -299,8 +300,18 @@ impl Drop for Group {
         if failed || std::thread::panicking() {
             comm::abort(1);
         }
+        let timeout = Duration::from_millis(*self.timeout_ms.get_mut());
         if let Some(c) = self.comm.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            c.shutdown();
+            if !c.shutdown(timeout) {
+                eprintln!(
+                    "skiff::distributed: rank {} of {} waited {} s in MPI_Finalize for the other ranks (one may \
+                     still be waiting in a collective this rank never joined); aborting the job",
+                    self.rank,
+                    self.size,
+                    timeout.as_secs_f64()
+                );
+                comm::abort(1);
+            }
         }
     }
 }
