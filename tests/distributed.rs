@@ -267,6 +267,44 @@ fn ddp_matches_one_process_with_the_whole_batch() {
     println!("rank {r} ok");
 }
 
+/// Batch norm's running statistics follow rank 0's at every synchronize
+/// (`broadcast_buffers`, on by default), and drift apart without it.
+#[test]
+fn ddp_broadcasts_rank_0s_buffers() {
+    let Some(g) = rank() else {
+        let test = "ddp_broadcasts_rank_0s_buffers";
+        return assert_ranks_ok(test, &mpirun(test, 2, LIMIT), 2);
+    };
+    let bn_model = || -> Result<Sequential> {
+        Ok(Sequential::new().push(Linear::new(4, 3)?).push(skiff::nn::BatchNorm1d::new(3)?))
+    };
+    let running_mean = |m: &Sequential| m.state_dict().into_iter().find(|(n, _)| n == "1.running_mean").unwrap().1;
+    for broadcast_buffers in [true, false] {
+        manual_seed(9);
+        let model = bn_model().unwrap();
+        let ddp =
+            DistributedDataParallel::new(&model, &g, DdpConfig { broadcast_buffers, ..Default::default() }).unwrap();
+        // Each rank its own batch: the statistics each forward records differ.
+        manual_seed(20 + g.rank() as u64);
+        let x = Tensor::randn(&[6, 4], DType::F32).unwrap().mul_scalar(1.0 + g.rank() as f64).unwrap();
+        let loss = model.forward(&x).unwrap().pow_scalar(2.0).unwrap().sum_all().unwrap();
+        let mine = running_mean(&model).to_vec::<f32>().unwrap();
+        ddp.backward(&loss).unwrap();
+        let after = running_mean(&model);
+        let both = g.all_gather(&after).unwrap().to_vec::<f32>().unwrap();
+        let rank0_own =
+            g.broadcast(&Tensor::from_vec(mine.clone(), &[3]).unwrap(), 0).unwrap().to_vec::<f32>().unwrap();
+        if broadcast_buffers {
+            assert_eq!(both[..3], both[3..], "the same statistics on every rank");
+            assert_eq!(after.to_vec::<f32>().unwrap(), rank0_own, "rank 0's");
+        } else {
+            assert_ne!(both[..3], both[3..], "each rank keeps its own");
+            assert_eq!(after.to_vec::<f32>().unwrap(), mine);
+        }
+    }
+    println!("rank {} ok", g.rank());
+}
+
 /// DDP with the model on a GPU (gradients staged through the host) takes
 /// the steps DDP takes on the cpu.
 #[test]

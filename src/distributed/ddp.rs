@@ -6,7 +6,7 @@ use super::compress;
 use super::{from_host, to_host, ProcessGroup, Wait};
 use crate::autograd::hooks::HookHandle;
 use crate::error::{Error, Result};
-use crate::nn::Layer;
+use crate::nn::{Layer, Param};
 use crate::tensor::TensorImpl;
 use crate::{DType, Tensor};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -34,11 +34,15 @@ pub struct DdpConfig {
     pub bucket_bytes: usize,
     /// Compression of f32 (and f16) gradients; f64 ones always travel exact.
     pub compression: Compression,
+    /// Broadcast rank 0's buffers (batch norm's running statistics) at every
+    /// synchronize, as PyTorch does before every forward, so every rank
+    /// evaluates, and checkpoints, with the same statistics.
+    pub broadcast_buffers: bool,
 }
 
 impl Default for DdpConfig {
     fn default() -> DdpConfig {
-        DdpConfig { bucket_bytes: 1 << 20, compression: Compression::None }
+        DdpConfig { bucket_bytes: 1 << 20, compression: Compression::None, broadcast_buffers: true }
     }
 }
 
@@ -59,6 +63,8 @@ const OP: &str = "DistributedDataParallel";
 ///   [`DistributedDataParallel::backward`]) waits for the buckets and writes
 ///   the means into `.grad`. Call it after every backward, before the
 ///   optimizer step.
+/// - With [`DdpConfig::broadcast_buffers`] (the default), `synchronize` also
+///   copies rank 0's buffers (batch norm's running statistics) to every rank.
 /// - [`DistributedDataParallel::no_sync`]: gradient accumulation without
 ///   communication; the next synchronized backward averages the accumulated
 ///   `.grad`.
@@ -115,6 +121,8 @@ struct Round {
 struct Reducer {
     group: ProcessGroup,
     slots: Vec<Slot>,
+    /// The model's buffer cells, when they are broadcast at every synchronize.
+    buffers: Vec<(String, Param)>,
     buckets: Vec<Bucket>,
     compression: Compression,
     syncing: AtomicBool,
@@ -146,9 +154,15 @@ impl DistributedDataParallel {
         }
         let (slots, buckets) = layout(&params, config.bucket_bytes.max(1));
         let round = Round { residual: buckets.iter().map(|_| Vec::new()).collect(), ..Round::default() };
+        let buffers = if config.broadcast_buffers {
+            model.state_cells().into_iter().filter(|(_, _, is_param)| !is_param).map(|(n, p, _)| (n, p)).collect()
+        } else {
+            Vec::new()
+        };
         let reducer = Arc::new(Reducer {
             group: group.clone(),
             slots,
+            buffers,
             buckets,
             compression: config.compression,
             syncing: AtomicBool::new(true),
@@ -433,10 +447,27 @@ impl Reducer {
         self.last_bytes.store(round.bytes, Ordering::Relaxed);
         round.reset(self.buckets.len());
         drop(round);
+        let synced = self.broadcast_buffers();
         match first_error {
             Some(e) => Err(e),
-            None => written,
+            None => written.and(synced),
         }
+    }
+
+    /// Rank 0's buffers into every rank's (all broadcasts started, then awaited).
+    fn broadcast_buffers(&self) -> Result<()> {
+        let mut started = Vec::with_capacity(self.buffers.len());
+        for (name, cell) in &self.buffers {
+            let t = cell.get();
+            let values = to_host(OP, &t).map_err(|e| e.renamed(OP))?;
+            started.push((name, t, self.group.start(OP, Job::Broadcast(values, 0))));
+        }
+        for (name, t, wait) in started {
+            let rank0 = from_host(OP, wait.wait()?, t.shape(), t.dtype(), &t.device())?;
+            crate::no_grad(|| t.copy_(&rank0))
+                .map_err(|e| Error::value(OP, format!("writing rank 0's buffer {name:?}: {e}")))?;
+        }
+        Ok(())
     }
 
     /// Bucket `b`'s means into its parameters' `.grad`.
