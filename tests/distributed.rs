@@ -345,6 +345,19 @@ fn ddp_on_a_gpu_matches_the_cpu() {
         }
     }
     assert_close_f32(&params(&on_gpu), &params(&on_cpu), 1e-4, "GPU vs cpu after 5 Adam steps");
+    // The GPU's gradients reach the host one bucket at a time (concatenated
+    // on the device), not one readback per parameter.
+    let Device::Gpu(dev) = &gpu else { unreachable!("common::gpu gives a GPU") };
+    let xs = x.narrow(0, 0, 1).unwrap().squeeze(Some(0)).unwrap().to(&gpu).unwrap();
+    let loss = on_gpu.forward(&xs).unwrap().sum_all().unwrap();
+    dev.synchronize().unwrap();
+    let before = dev.counters().readbacks;
+    opt_gpu.zero_grad();
+    ddp_gpu.backward(&loss).unwrap();
+    let readbacks = dev.counters().readbacks - before;
+    // 256-byte buckets, last parameter first: [2.bias, 2.weight], [0.bias], [0.weight].
+    assert_eq!(ddp_gpu.num_buckets(), 3);
+    assert_eq!(readbacks, 3, "one readback per bucket, not one per parameter (4)");
     println!("rank {} ok", g.rank());
 }
 

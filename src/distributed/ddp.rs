@@ -57,8 +57,9 @@ const OP: &str = "DistributedDataParallel";
 ///   rank, after a check that every rank has the same parameter shapes.
 /// - Parameters are grouped, last first (the order backward reaches them),
 ///   into buckets of about [`DdpConfig::bucket_bytes`]. A gradient hook on each
-///   parameter copies its gradient to the host; when a bucket is full its
-///   collective starts on the communication thread while backward goes on.
+///   parameter collects its gradient; when a bucket is full it goes to the
+///   host (one readback per bucket on a GPU) and its collective starts on the
+///   communication thread while backward goes on.
 /// - [`DistributedDataParallel::synchronize`] (or
 ///   [`DistributedDataParallel::backward`]) waits for the buckets and writes
 ///   the means into `.grad`. Call it after every backward, before the
@@ -105,8 +106,9 @@ enum InFlight {
 
 #[derive(Default)]
 struct Round {
-    /// Per bucket: the host buffer being filled, and which of its params are in.
-    filling: Vec<Option<Payload>>,
+    /// Per bucket and position: the gradients in so far (None: none, a zero),
+    /// and which of its params are in.
+    filling: Vec<Vec<Option<Tensor>>>,
     filled: Vec<Vec<bool>>,
     launched: Vec<Option<InFlight>>,
     next_launch: usize,
@@ -272,7 +274,7 @@ fn layout(params: &[(String, Tensor)], cap: usize) -> (Vec<Slot>, Vec<Bucket>) {
 
 impl Round {
     fn reset(&mut self, buckets: usize) {
-        self.filling = (0..buckets).map(|_| None).collect();
+        self.filling = (0..buckets).map(|_| Vec::new()).collect();
         self.filled.clear();
         self.launched = (0..buckets).map(|_| None).collect();
         self.next_launch = 0;
@@ -318,34 +320,26 @@ impl Reducer {
             (Some(p), Some(g)) => Some(crate::no_grad(|| p.add(g))?),
             (p, g) => p.or_else(|| g.cloned()),
         };
-        let values = match local {
-            Some(t) => Some(to_host(OP, &t)?),
-            None => None,
-        };
         if round.filled.len() != self.buckets.len() {
             round.filled = self.buckets.iter().map(|bk| vec![false; bk.params.len()]).collect();
         }
-        let bucket = &self.buckets[b];
-        let buf = round.filling[b].get_or_insert_with(|| {
-            if bucket.wide {
-                Payload::F64(vec![0.0; bucket.len])
-            } else {
-                Payload::F32(vec![0.0; bucket.len])
-            }
-        });
-        let n: usize = slot.shape.iter().product();
-        let range = slot.offset..slot.offset + n;
-        match (buf, values) {
-            (Payload::F32(dst), Some(Payload::F32(src))) => dst[range].copy_from_slice(&src),
-            (Payload::F64(dst), Some(Payload::F64(src))) => dst[range].copy_from_slice(&src),
-            (_, None) => {} // no gradient: zeros
-            _ => unreachable!("buckets are split by gradient width"),
+        let parts = &mut round.filling[b];
+        if parts.is_empty() {
+            parts.resize(self.buckets[b].params.len(), None);
         }
+        parts[self.pos(b, i)] = local.map(|t| t.detach());
         let pos = self.pos(b, i);
         round.filled[b][pos] = true;
         while round.next_launch < self.buckets.len() && round.filled[round.next_launch].iter().all(|f| *f) {
             let next = round.next_launch;
-            self.launch(round, next);
+            let parts = std::mem::take(&mut round.filling[next]);
+            let payload = self.gather(next, parts).unwrap_or_else(|e| {
+                // The collective still runs (with zeros), so the peers are not
+                // left waiting; synchronize returns the error.
+                round.error.get_or_insert(e);
+                self.zeros(next)
+            });
+            self.launch(round, next, payload);
             round.next_launch += 1;
         }
         Ok(())
@@ -355,9 +349,58 @@ impl Reducer {
         self.buckets[b].params.iter().position(|p| *p == i).expect("a parameter is in its bucket")
     }
 
-    /// Starts bucket `b`'s collective.
-    fn launch(&self, round: &mut Round, b: usize) {
-        let payload = round.filling[b].take().expect("a full bucket has a buffer");
+    fn zeros(&self, b: usize) -> Payload {
+        let bucket = &self.buckets[b];
+        if bucket.wide {
+            Payload::F64(vec![0.0; bucket.len])
+        } else {
+            Payload::F32(vec![0.0; bucket.len])
+        }
+    }
+
+    /// Bucket `b`'s gradients as one host buffer. Gradients on a GPU are
+    /// concatenated there first, so a bucket costs one readback, not one per
+    /// parameter.
+    fn gather(&self, b: usize, parts: Vec<Option<Tensor>>) -> Result<Payload> {
+        let bucket = &self.buckets[b];
+        let present: Vec<&Tensor> = parts.iter().flatten().collect();
+        let device = present.first().map(|t| t.device());
+        let one_gpu = device.as_ref().is_some_and(|d| *d != crate::Device::Cpu)
+            && present.iter().all(|t| Some(t.device()) == device);
+        if one_gpu {
+            let device = device.expect("checked above");
+            let dtype = if bucket.wide { DType::F64 } else { DType::F32 };
+            let flat = crate::no_grad(|| -> Result<Tensor> {
+                let pieces = bucket
+                    .params
+                    .iter()
+                    .zip(&parts)
+                    .map(|(&i, t)| match t {
+                        Some(t) => t.to_dtype(dtype)?.reshape(&[-1]),
+                        None => Tensor::zeros_on(&[self.slots[i].shape.iter().product()], dtype, &device),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Tensor::concat(&pieces, 0)
+            })
+            .map_err(|e| e.renamed(OP))?;
+            return to_host(OP, &flat);
+        }
+        let mut buf = self.zeros(b);
+        for (&i, t) in bucket.params.iter().zip(&parts) {
+            let Some(t) = t else { continue }; // no gradient: zeros
+            let slot = &self.slots[i];
+            let range = slot.offset..slot.offset + slot.shape.iter().product::<usize>();
+            match (&mut buf, to_host(OP, t)?) {
+                (Payload::F32(dst), Payload::F32(src)) => dst[range].copy_from_slice(&src),
+                (Payload::F64(dst), Payload::F64(src)) => dst[range].copy_from_slice(&src),
+                _ => unreachable!("buckets are split by gradient width"),
+            }
+        }
+        Ok(buf)
+    }
+
+    /// Starts bucket `b`'s collective on `payload`.
+    fn launch(&self, round: &mut Round, b: usize, payload: Payload) {
         let g = &self.group;
         let flight = match (payload, self.compression) {
             (Payload::F32(v), Compression::F16) => {
