@@ -13,16 +13,6 @@ use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{manual_seed, no_grad, DType, Device, Reduction, Result};
 use std::path::PathBuf;
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
-    if dir.join("train-images-idx3-ubyte").exists() {
-        return Some(dir);
-    }
-    assert!(!common::required(), "{} is missing: run npm run data", dir.display());
-    eprintln!("SKIPPED: {} is missing (npm run data)", dir.display());
-    None
-}
-
 fn mlp() -> Result<Sequential> {
     Ok(Sequential::new()
         .push(Flatten::new())
@@ -79,7 +69,7 @@ fn train(make: fn() -> Result<Sequential>, mixed: bool, device: &Device, dir: &P
 }
 
 fn same_accuracy(name: &str, make: fn() -> Result<Sequential>, device: &Device) {
-    let Some(dir) = data_dir() else { return };
+    let Some(dir) = common::mnist_dir() else { return };
     let full = train(make, false, device, &dir).unwrap();
     let mixed = train(make, true, device, &dir).unwrap();
     eprintln!("{name} on {}: test accuracy f32 {full:.2}%, autocast + GradScaler {mixed:.2}%", device.describe());

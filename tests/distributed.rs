@@ -466,16 +466,6 @@ fn compressed_gradients_are_what_each_scheme_promises() {
     println!("rank {} ok", g.rank());
 }
 
-fn mnist_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
-    if dir.join("train-images-idx3-ubyte").exists() {
-        return Some(dir);
-    }
-    assert!(!common::required(), "{} is missing: run npm run data", dir.display());
-    eprintln!("SKIPPED: {} is missing (npm run data)", dir.display());
-    None
-}
-
 /// Test accuracy (percent) of an MLP trained for one epoch of MNIST with
 /// DDP, each rank on its shard (32 of each 64 digits).
 fn mnist_accuracy(g: &ProcessGroup, dir: &PathBuf, compression: Compression) -> Result<f64> {
@@ -511,12 +501,12 @@ fn mnist_accuracy(g: &ProcessGroup, dir: &PathBuf, compression: Compression) -> 
 fn compressed_training_converges_on_mnist() {
     let Some(g) = rank() else {
         let test = "compressed_training_converges_on_mnist";
-        if mnist_dir().is_some() {
+        if common::mnist_dir().is_some() {
             assert_ranks_ok(test, &mpirun(test, 2, LIMIT), 2);
         }
         return;
     };
-    let dir = mnist_dir().expect("checked by the outer test");
+    let dir = common::mnist_dir().expect("checked by the outer test");
     let exact = mnist_accuracy(&g, &dir, Compression::None).unwrap();
     let f16 = mnist_accuracy(&g, &dir, Compression::F16).unwrap();
     let topk = mnist_accuracy(&g, &dir, Compression::TopK { ratio: 0.01 }).unwrap();

