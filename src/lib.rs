@@ -94,6 +94,7 @@
 pub mod amp;
 pub mod autograd;
 pub mod backend;
+pub mod custom;
 pub mod device;
 pub mod dispatch;
 #[cfg(all(feature = "distributed", not(target_arch = "wasm32")))]

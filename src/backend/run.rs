@@ -220,3 +220,20 @@ pub fn upload(host: &CpuBuffer, layout: &Layout, device: &Device) -> Result<Buff
         Device::Gpu(d) => super::gpu::elementwise::upload(d.context(), host, layout).map(Buffer::Gpu),
     }
 }
+
+/// A compiler's error: the (line, column) of the whole source it points at, if any, and its text.
+pub type CompileError = (Option<(usize, usize)>, String);
+
+/// The errors `device`'s WGSL compiler reports for `source` (a custom
+/// kernel's, checked at registration): the browser's compiler on WebGPU,
+/// naga natively; none on the cpu, which compiles no WGSL.
+pub async fn compile_errors(device: &Device, source: &str) -> Vec<CompileError> {
+    match device {
+        Device::Cpu => {
+            let _ = source;
+            Vec::new()
+        }
+        #[cfg(feature = "gpu")]
+        Device::Gpu(d) => super::gpu::custom::compile_errors(d.context(), source).await,
+    }
+}

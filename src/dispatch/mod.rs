@@ -5,6 +5,7 @@
 
 pub mod conv;
 pub mod create;
+pub mod custom;
 pub mod elementwise;
 pub mod index;
 pub mod matmul;

@@ -4,6 +4,7 @@
 //! kernels here and the backends can run them without knowing any op.
 
 mod check;
+pub mod custom;
 pub mod fused;
 pub mod random;
 mod sequence;
@@ -11,6 +12,7 @@ mod serial;
 mod spec;
 
 pub use check::{CheckWhat, Effect, IndexCheck};
+pub use custom::CustomKernel;
 pub use fused::{Epilogue, FusedElementwise, FusedOp, FusedStep, Operand};
 pub use random::Distribution;
 pub use sequence::Sequence;

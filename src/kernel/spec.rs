@@ -4,8 +4,8 @@
 //! can be recorded, compared, hashed and replayed.
 
 use super::{
-    BinaryKernel, CompareKernel, Distribution, Epilogue, FusedElementwise, IndexCheck, PoolWindows, ReduceKind,
-    Sequence, UnaryKernel, Window2d,
+    BinaryKernel, CompareKernel, CustomKernel, Distribution, Epilogue, FusedElementwise, IndexCheck, PoolWindows,
+    ReduceKind, Sequence, UnaryKernel, Window2d,
 };
 use crate::dtype::DType;
 use crate::shape::Dims;
@@ -126,6 +126,14 @@ pub enum KernelSpec {
     /// (`program::fuse_epilogues`). Inputs: the head's, then the tail's
     /// inputs after its first (which is the head's result).
     Epilogue(Arc<Epilogue>),
+    /// A user-written kernel (`skiff::custom`): one output element per
+    /// invocation, f32 (f64 on the cpu). Inputs: `kernel.inputs` views;
+    /// `scalars`: the call's numbers (a program's inputs when they change).
+    Custom {
+        #[serde(with = "super::custom::by_name")]
+        kernel: Arc<CustomKernel>,
+        scalars: Vec<Scalar>,
+    },
 }
 
 impl KernelSpec {
@@ -158,6 +166,7 @@ impl KernelSpec {
             KernelSpec::ScatterAdd { .. } => "scatter_add".into(),
             KernelSpec::Fused(f) => f.name(),
             KernelSpec::Epilogue(e) => e.name(),
+            KernelSpec::Custom { kernel, .. } => format!("custom:{}", kernel.name),
         }
     }
 
@@ -171,6 +180,7 @@ impl KernelSpec {
             KernelSpec::Fill { value, .. } => vec![*value],
             KernelSpec::Adam { hyper } => hyper.to_vec(),
             KernelSpec::Fused(f) => f.steps.iter().flat_map(|s| s.op.scalars().iter().copied()).collect(),
+            KernelSpec::Custom { scalars, .. } => scalars.clone(),
             KernelSpec::Epilogue(e) => {
                 let mut all = e.head.scalars();
                 all.extend(e.tail.steps.iter().flat_map(|s| s.op.scalars().iter().copied()));
@@ -186,6 +196,7 @@ impl KernelSpec {
             KernelSpec::Unary { params, .. } => params.get_mut(at),
             KernelSpec::Fill { value, .. } => (at == 0).then_some(value),
             KernelSpec::Adam { hyper } => hyper.get_mut(at),
+            KernelSpec::Custom { scalars, .. } => scalars.get_mut(at),
             KernelSpec::Epilogue(e) => {
                 let head = e.head.scalars().len();
                 let e = Arc::make_mut(e);
@@ -221,6 +232,7 @@ impl KernelSpec {
             KernelSpec::Fill { .. } | KernelSpec::Sequence { .. } | KernelSpec::Random { .. } => 0,
             KernelSpec::Fused(f) => f.inputs.len(),
             KernelSpec::Epilogue(e) => e.arity(),
+            KernelSpec::Custom { kernel, .. } => kernel.inputs,
             _ => 1,
         }
     }

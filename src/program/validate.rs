@@ -396,6 +396,13 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
             }
             head
         }
+        KernelSpec::Custom { kernel, scalars } => {
+            let dtypes: Vec<DType> = ins.iter().map(|i| i.0).collect();
+            let shapes: Vec<&[usize]> = ins.iter().map(|i| i.1).collect();
+            let (dtype, out) = kernel.output(&dtypes, &shapes, scalars.len()).map_err(|e| bad(at, e.to_string()))?;
+            same(at, spec, &out, shape)?;
+            dtype
+        }
         other => return Err(bad(at, format!("{} is not a kernel that makes a buffer from inputs", other.name()))),
     })
 }

@@ -5,6 +5,7 @@ pub mod buffer;
 pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, CpuBuffer, Elem};
 pub mod conv;
 pub mod create;
+mod custom;
 pub mod elementwise;
 pub mod fused;
 pub mod index;

@@ -147,6 +147,7 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
             views.extend_from_slice(extras);
             super::fused::run(op, &e.tail, &views, out_shape)?
         }
+        KernelSpec::Custom { kernel, scalars } => super::custom::run(op, spec, kernel, scalars, inputs, out_shape)?,
         KernelSpec::Fill { .. }
         | KernelSpec::Sequence { .. }
         | KernelSpec::Random { .. }

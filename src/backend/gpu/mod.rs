@@ -11,6 +11,7 @@ pub mod checks;
 pub mod context;
 pub mod conv;
 pub mod conv_gemm;
+pub mod custom;
 pub mod elementwise;
 pub mod epilogue;
 pub mod fused;

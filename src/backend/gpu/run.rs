@@ -105,6 +105,14 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
                 .ok_or_else(|| mismatch(op, spec))?;
             super::epilogue::run(op, e, &views, out_shape)
         }
+        KernelSpec::Custom { kernel, scalars } => {
+            let views = inputs
+                .iter()
+                .map(|v| v.buffer.as_gpu().map(|b| (b, v.layout)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| mismatch(op, spec))?;
+            super::custom::run(op, kernel, scalars, &views, out_shape)
+        }
         KernelSpec::Fill { .. }
         | KernelSpec::Sequence { .. }
         | KernelSpec::Random { .. }
