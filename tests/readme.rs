@@ -59,6 +59,21 @@ fn the_readme_distributed_snippet_is_an_excerpt_of_the_example() {
 }
 
 #[test]
+fn the_readme_custom_op_snippet_is_an_excerpt_of_the_example() {
+    let readme = read("README.md");
+    let example = read("examples/custom_op.rs");
+    let snippet = excerpt_of(&readme, "examples/custom_op.rs");
+    let mut lines = example.lines().map(str::trim_end);
+    for line in snippet.lines().skip(1).map(str::trim_end) {
+        assert!(
+            lines.any(|l| l == line),
+            "README.md's custom op snippet line {line:?} is not in examples/custom_op.rs after the lines before it"
+        );
+    }
+    assert!(snippet.lines().count() > 10, "the snippet shows the op");
+}
+
+#[test]
 fn the_readme_amp_snippet_is_an_excerpt_of_the_grad_scaler_doc_test() {
     let readme = read("README.md");
     let docs: Vec<String> = read("src/amp/scaler.rs")

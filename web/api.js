@@ -597,6 +597,7 @@ export const loadInferenceModel = (bytes, options) => {
 
 // nn, optim and the free functions over modules live in modules.js.
 export * from './modules.js';
+export { customOp } from './custom.js';
 
 // ---- misc ------------------------------------------------------------------------
 

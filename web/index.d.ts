@@ -393,6 +393,54 @@ declare class SkiffFunction {
 }
 export { SkiffFunction as Function };
 
+/** What a custom op's cpu function gets (`customOp`). */
+export interface CustomCpuCall {
+  /** Each input's elements (row-major, widened to float64) and shape. */
+  readonly inputs: { data: Float64Array; shape: number[] }[];
+  /** The call's scalars. */
+  readonly scalars: number[];
+  /** The output's shape (from the shape rule). */
+  readonly shape: number[];
+  /** Elements of the output. */
+  readonly numel: number;
+  /** The element of input k that output element i reads when input k broadcasts to the output (WGSL's bcast(k, i)). */
+  bcast(k: number, i: number): number;
+}
+
+/** What a custom op's backward gets. */
+export interface CustomBackwardCall {
+  readonly inputs: Tensor[];
+  readonly output: Tensor;
+  readonly grad: Tensor;
+  readonly scalars: number[];
+}
+
+/** An op written by its user (README: "Custom ops"). */
+export interface CustomOpDefinition {
+  /** The op's name: letters, digits, '_', '.', '-'; one op per name. */
+  name: string;
+  /** WGSL defining `fn compute(i: u32) -> f32`, output element i; inputs are `X0`, `X1`, ... (contiguous `array<f32>`). */
+  wgsl: string;
+  /** The output's elements in row-major order, for the cpu backend. */
+  cpu(call: CustomCpuCall): ArrayLike<number>;
+  /** How many tensors it reads (default 1, at most 6). */
+  inputs?: number;
+  /** How many numbers each call passes, as its last argument (default 0). */
+  scalars?: number;
+  /** The output's shape from the inputs' shapes (default: they broadcast). */
+  shape?(shapes: number[][]): number[];
+  /** One gradient per input (null/undefined for none), made with skiff ops. Without it, differentiating the op is an error. */
+  backward?(call: CustomBackwardCall): Tensor | (Tensor | null | undefined)[];
+}
+
+/**
+ * Registers a custom op; resolves to the function that runs it:
+ * `op(...inputs)`, or `op(...inputs, scalars)` when it takes scalars. With
+ * WebGPU open, the browser's WGSL compiler checks the kernel first and a
+ * refusal rejects, naming the line of `wgsl`.
+ */
+export function customOp(definition: CustomOpDefinition): Promise<(...inputs: (Tensor | number[])[]) => Tensor>;
+
 /** A function compiled by `jit`: called like the original, with what it did on the side. */
 export type Compiled<A extends Tensor[], R extends Tensor | Tensor[]> = ((...inputs: A) => R) & {
   /** Why each capture happened (first call, which guard missed), latest last. */

@@ -23,6 +23,7 @@ mod args;
 mod autograd;
 #[cfg(feature = "web-testing")]
 mod bench;
+mod custom;
 mod error;
 mod handles;
 mod jit;

@@ -139,6 +139,26 @@ export async function tour(): Promise<number> {
   }
   console.log(sgd, conv);
 
+  // ---- custom ops --------------------------------------------------------------------------
+  const silu = await skiff.customOp({
+    name: 'silu',
+    wgsl: 'fn compute(i: u32) -> f32 { let x = X0[i]; return x / (1.0 + exp(-x)); }',
+    cpu: ({ inputs: [x] }) => x.data.map((v) => v / (1 + Math.exp(-v))),
+    backward: ({ inputs: [x], grad }) => grad.mul(x.sigmoid()),
+  });
+  const mulAdd = await skiff.customOp({
+    name: 'scaled',
+    inputs: 2,
+    scalars: 1,
+    wgsl: 'fn compute(i: u32) -> f32 { return X0[bcast(0u, i)] * scalar(0u) + X1[bcast(1u, i)]; }',
+    cpu: (c) => Array.from({ length: c.numel }, (_, i) => c.inputs[0].data[c.bcast(0, i)] * c.scalars[0] + c.inputs[1].data[c.bcast(1, i)]),
+    shape: (shapes) => shapes[0],
+  });
+  const activated: Tensor = mulAdd(silu(tensor([1, 2])), tensor([3, 4]), [0.5]);
+  // @ts-expect-error: wgsl is a string
+  await skiff.customOp({ name: 'bad', wgsl: 3, cpu: () => [] });
+  console.log(activated);
+
   // ---- memory -----------------------------------------------------------------------------
   const kept: Tensor = tidy(() => keep(tensor([1])).add(1));
   const fromAsync: { t: Tensor } = await tidy(async () => ({ t: tensor([2]) }));

@@ -6,6 +6,7 @@ import { lossInitScenarios } from './surface-loss-init.js';
 import { optimScenarios } from './surface-optim.js';
 import { apiScenarios } from './surface-api.js';
 import { errorScenarios } from './surface-errors.js';
+import { customScenarios } from './surface-custom.js';
 
 export const surfaceScenarios = {
   ...nnScenarios,
@@ -14,4 +15,5 @@ export const surfaceScenarios = {
   ...optimScenarios,
   ...apiScenarios,
   ...errorScenarios,
+  ...customScenarios,
 };
