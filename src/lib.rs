@@ -107,6 +107,7 @@ pub mod kernel;
 pub mod nn;
 pub mod ops;
 pub mod optim;
+pub mod profile;
 pub mod program;
 pub mod random;
 pub mod shape;
@@ -124,5 +125,7 @@ pub use error::{Error, Result};
 /// The f16 element type (from the `half` crate): `to_vec::<f16>()`, `from_vec(Vec<f16>, ..)`.
 pub use half::f16;
 pub use ops::composite::Reduction;
+#[cfg(not(target_arch = "wasm32"))]
+pub use profile::profile;
 pub use random::manual_seed;
 pub use tensor::Tensor;

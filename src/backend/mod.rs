@@ -7,6 +7,7 @@
 //! (tests/layering.rs). `crate::dispatch` turns tensors into their calls.
 
 pub mod cpu;
+pub mod events;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod half;

@@ -75,6 +75,7 @@ fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<(
 /// Runs `spec` on `inputs` (all on one device) into a new contiguous buffer
 /// of `out_shape`, on the backend that holds the first input.
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
+    let _span = super::events::op(op);
     check_arity(op, spec, inputs)?;
     if super::half::involved(spec, inputs, &[]) {
         return super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape));
@@ -106,6 +107,7 @@ pub fn room(op: &'static str, device: &Device, n: usize, dtype: crate::dtype::DT
 /// Runs a kernel without inputs (`KernelSpec::Fill`) into a new buffer of
 /// `out_shape` on `device`.
 pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &[usize]) -> Result<Buffer> {
+    let _span = super::events::op(op);
     check_arity(op, spec, &[])?;
     // f16 fills, sequences and draws are made in f32 and rounded once (`half`).
     if let Some(wide) = super::half::widened_creation(spec) {
@@ -126,6 +128,7 @@ pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &
 /// storage remembers a check of all of it, so equal values are not checked
 /// twice). Nothing is read back.
 pub fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) -> Result<()> {
+    let _span = super::events::op("index_check");
     let KernelSpec::IndexCheck(c) = spec else { return Err(wrong_entry("check", spec)) };
     let g = index.read();
     match &*g {
@@ -138,6 +141,7 @@ pub fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) -> Result<()> 
 /// Runs an in-place `spec` (`CopyInto`, `Adam`) reading `inputs` and writing
 /// into `outputs`, on the backend that holds the first output.
 pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+    let _span = super::events::op(op);
     check_arity(op, spec, inputs)?;
     if outputs.is_empty() {
         return Err(Error::value(op, format!("internal: kernel {} writes no output", spec.name())));
@@ -159,6 +163,7 @@ fn run_into_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], out
 /// A contiguous host copy of `view` (natively a GPU readback blocks; in the
 /// browser it is an error saying to await `start_download` instead).
 pub fn download(view: View) -> Result<CpuBuffer> {
+    let _span = super::events::op("download");
     match view.buffer {
         Buffer::Cpu(b) => Ok(
             crate::with_cpu_buffer!(b, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, view.layout))),
@@ -192,6 +197,7 @@ impl Pending {
 
 /// Starts a contiguous host copy of `view`; nothing blocks.
 pub fn start_download(view: View) -> Result<Pending> {
+    let _span = super::events::op("download");
     match view.buffer {
         Buffer::Cpu(_) => download(view).map(Pending::Ready),
         #[cfg(feature = "gpu")]
@@ -212,6 +218,7 @@ pub fn upload_owned(host: CpuBuffer, device: &Device) -> Result<Buffer> {
 /// The elements of the host buffer `host` (viewed as `layout`) in a new
 /// contiguous buffer on `device`.
 pub fn upload(host: &CpuBuffer, layout: &Layout, device: &Device) -> Result<Buffer> {
+    let _span = super::events::op("upload");
     match device {
         Device::Cpu => Ok(Buffer::Cpu(
             crate::with_cpu_buffer!(host, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, layout))),

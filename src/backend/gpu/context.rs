@@ -42,7 +42,9 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
     // Half-precision shaders wherever the adapter has them (lavapipe and most
     // real GPUs; not SwiftShader): the f16 kernels need the device to enable
     // them at creation.
-    let features = adapter.features() & wgpu::Features::SHADER_F16;
+    // Timestamp queries too, for the profiler's kernel times (used only
+    // while a profile records).
+    let features = adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY);
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("skiff"),

@@ -27,6 +27,7 @@ pub mod replay;
 pub mod run;
 mod run_index;
 pub mod runtime;
+pub mod timing;
 pub mod window_loads;
 
 pub use runtime::{GpuContext, GpuCounters};

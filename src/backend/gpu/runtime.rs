@@ -4,6 +4,7 @@
 //! upload and the counters tests and benchmarks read.
 
 use super::context::{self, Opened};
+use crate::backend::events;
 use crate::error::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -73,6 +74,8 @@ pub(crate) struct Batch {
     /// Programs' own uniform rings (see `replay`) and the host copy of the
     /// slots this batch's dispatches use, written before it is submitted.
     pub(super) rings: Vec<(wgpu::Buffer, Vec<u8>)>,
+    /// The profiler's timestamp queries (see `timing`), while a session records.
+    pub(super) timing: Option<super::timing::Timing>,
 }
 
 impl Batch {
@@ -239,6 +242,7 @@ impl GpuContext {
                 checks: IndexChecks::default(),
                 written: Vec::new(),
                 rings: Vec::new(),
+                timing: None,
             }),
             counters: Counters::default(),
             failure,
@@ -426,6 +430,23 @@ impl GpuContext {
         [x, y, z]: [u32; 3],
     ) {
         self.counters.dispatches.fetch_add(1, Ordering::Relaxed);
+        events::count(events::Count::Dispatch, 0);
+        if let Some((queries, at)) = self.timing_slot(&mut batch.timing) {
+            // Profiling: a pass of its own, timestamped at both ends.
+            batch.end_pass();
+            let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+            let writes = wgpu::ComputePassTimestampWrites {
+                query_set: &queries,
+                beginning_of_pass_write_index: Some(at),
+                end_of_pass_write_index: Some(at + 1),
+            };
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: Some(writes) });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[offset]);
+            pass.dispatch_workgroups(x, y, z);
+            return;
+        }
         if batch.pass.is_none() {
             let encoder = batch.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
             let pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
@@ -446,9 +467,13 @@ impl GpuContext {
         for (ring, host) in std::mem::take(&mut batch.rings) {
             self.queue.write_buffer(&ring, 0, &host);
         }
+        if let Some(enc) = batch.encoder.as_mut() {
+            super::timing::resolve(&mut batch.timing, enc);
+        }
         if let Some(enc) = batch.encoder.take() {
             self.queue.submit(Some(enc.finish()));
             self.counters.submits.fetch_add(1, Ordering::Relaxed);
+            events::count(events::Count::Submit, 0);
         }
         batch.slot = 0;
         let written = std::mem::take(&mut batch.written);
@@ -463,6 +488,13 @@ impl GpuContext {
             }
             Error::gpu("gpu", reason)
         });
+    }
+
+    /// The profiler's timing state of session `session`, taken (with the
+    /// batch's queries already resolved: call after `flush`).
+    pub(super) fn take_timing(&self, session: u64) -> Option<super::timing::Timing> {
+        let mut batch = lock(&self.batch);
+        batch.timing.take_if(|t| t.session() == session)
     }
 
     /// Submits everything recorded so far (PyTorch's `synchronize` without the wait).
@@ -526,6 +558,7 @@ impl GpuContext {
         }
         staging.unmap();
         self.counters.uploads.fetch_add(1, Ordering::Relaxed);
+        events::count(events::Count::Upload, bytes.len() as u64);
         let mut batch = lock(&self.batch);
         self.note_written(dst, &[]);
         if context::DEFERRED_ERRORS {
@@ -573,6 +606,7 @@ impl GpuContext {
         }
         self.submit_locked(&mut batch);
         self.counters.readbacks.fetch_add(1, Ordering::Relaxed);
+        events::count(events::Count::Readback, size);
         Ok(Some((staging, checks)))
     }
 }
