@@ -175,10 +175,11 @@ impl Profile {
             s += &format!("{:<28} {:>7} {:>10.3} {:>10} {:>8}\n", o.op, o.calls, o.host_ms, gpu, o.gpu_kernels);
         }
         let host: f64 = self.ops.iter().map(|o| o.host_ms).sum();
-        let gpu: f64 = self.ops.iter().filter_map(|o| o.gpu_ms).sum();
+        let timed: Vec<f64> = self.ops.iter().filter_map(|o| o.gpu_ms).collect();
+        let gpu = if timed.is_empty() { "-".to_string() } else { format!("{:.3}", timed.iter().sum::<f64>()) };
         let calls: u64 = self.ops.iter().map(|o| o.calls).sum();
         let kernels: u64 = self.ops.iter().map(|o| o.gpu_kernels).sum();
-        s += &format!("{:<28} {:>7} {:>10.3} {:>10.3} {:>8}\n", "total", calls, host, gpu, kernels);
+        s += &format!("{:<28} {:>7} {:>10.3} {:>10} {:>8}\n", "total", calls, host, gpu, kernels);
         s += &format!(
             "wall {:.3} ms; {} dispatches, {} submits, {} uploads ({} bytes), {} readbacks ({} bytes)\n",
             self.wall_ms,

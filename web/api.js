@@ -595,6 +595,32 @@ export const loadInferenceModel = (bytes, options) => {
   return raw.loadInferenceModel(bytes, options);
 };
 
+// ---- profiling -----------------------------------------------------------------
+
+/**
+ * Runs fn (sync or async) while recording every kernel the page runs, and
+ * resolves to the profile with fn's result:
+ *   const p = await skiff.profile(async () => { step(); await loss.item(); });
+ *   console.log(p.table);            // per op: calls, host ms, GPU ms (timestamp queries)
+ *   p.ops, p.dispatches, p.readbacks, p.chromeTrace (chrome://tracing, Perfetto)
+ * If fn throws, the session ends and the promise rejects with fn's error.
+ */
+export async function profile(fn) {
+  if (typeof fn !== 'function') throw fail('profile', 'argument', `fn must be a function, got ${describe(fn)}`);
+  ready('profile');
+  raw.profileStart();
+  let result;
+  let thrown = null;
+  try {
+    result = await fn();
+  } catch (e) {
+    thrown = { e };
+  }
+  const recorded = await raw.profileFinish();
+  if (thrown) throw thrown.e;
+  return { ...recorded, result };
+}
+
 // nn, optim and the free functions over modules live in modules.js.
 export * from './modules.js';
 export { customOp } from './custom.js';

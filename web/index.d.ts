@@ -393,6 +393,46 @@ declare class SkiffFunction {
 }
 export { SkiffFunction as Function };
 
+/** One op's share of a profile. */
+export interface ProfileOp {
+  op: string;
+  /** Kernel calls made under this op. */
+  calls: number;
+  /** Time inside those calls on the host (on WebGPU: recording the dispatch), in ms. */
+  hostMs: number;
+  /** Time its kernels ran on the GPU, in ms (null: none timed, e.g. no timestamp-query). */
+  gpuMs: number | null;
+  /** Its timed GPU kernels. */
+  gpuKernels: number;
+}
+
+/** What `profile` recorded, with the profiled function's result. */
+export interface Profile<R> {
+  result: R;
+  wallMs: number;
+  /** The most expensive first. */
+  ops: ProfileOp[];
+  dispatches: number;
+  submits: number;
+  uploads: number;
+  uploadBytes: number;
+  readbacks: number;
+  readbackBytes: number;
+  /** Devices whose kernels were timed (timestamp queries). */
+  timedDevices: string[];
+  untimedDispatches: number;
+  /** The profile as a printable table. */
+  table: string;
+  /** Chrome's trace event JSON (chrome://tracing, Perfetto). */
+  chromeTrace: string;
+}
+
+/**
+ * Runs `fn` (sync or async) while recording every kernel the page runs;
+ * resolves to the profile and fn's result. Profiles do not nest.
+ */
+export function profile<R>(fn: () => R): Promise<Profile<Awaited<R>>>;
+
 /** What a custom op's cpu function gets (`customOp`). */
 export interface CustomCpuCall {
   /** Each input's elements (row-major, widened to float64) and shape. */

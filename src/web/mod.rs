@@ -31,6 +31,7 @@ mod nn;
 mod ops;
 mod optim;
 mod opts;
+mod profile;
 mod runtime;
 mod tensor;
 #[cfg(feature = "web-testing")]

@@ -159,6 +159,13 @@ export async function tour(): Promise<number> {
   await skiff.customOp({ name: 'bad', wgsl: 3, cpu: () => [] });
   console.log(activated);
 
+  // ---- profiling ---------------------------------------------------------------------------
+  const prof = await skiff.profile(async () => activated.sum().item());
+  const total: number = prof.result;
+  const gpuMs: number | null = prof.ops[0].gpuMs;
+  const trace: string = prof.chromeTrace;
+  console.log(total, gpuMs, trace.length, prof.table, prof.dispatches, prof.timedDevices);
+
   // ---- memory -----------------------------------------------------------------------------
   const kept: Tensor = tidy(() => keep(tensor([1])).add(1));
   const fromAsync: { t: Tensor } = await tidy(async () => ({ t: tensor([2]) }));

@@ -7,6 +7,7 @@ import { optimScenarios } from './surface-optim.js';
 import { apiScenarios } from './surface-api.js';
 import { errorScenarios } from './surface-errors.js';
 import { customScenarios } from './surface-custom.js';
+import { toolScenarios } from './surface-tools.js';
 
 export const surfaceScenarios = {
   ...nnScenarios,
@@ -16,4 +17,5 @@ export const surfaceScenarios = {
   ...apiScenarios,
   ...errorScenarios,
   ...customScenarios,
+  ...toolScenarios,
 };
