@@ -104,6 +104,7 @@ pub mod error;
 pub mod io;
 pub mod jit;
 pub mod kernel;
+pub mod memory;
 pub mod nn;
 pub mod ops;
 pub mod optim;

@@ -6,6 +6,7 @@
 //! device, error, `crate::kernel`), never tensors, autograd or ops
 //! (tests/layering.rs). `crate::dispatch` turns tensors into their calls.
 
+pub mod census;
 pub mod cpu;
 pub mod events;
 #[cfg(feature = "gpu")]
@@ -148,6 +149,8 @@ pub struct StorageInner {
     /// `index_bound`.
     #[cfg(feature = "gpu")]
     device_check: std::sync::Mutex<Option<(u64, usize, u64)>>,
+    /// Where it came from, while origins are tracked (`census`).
+    pub(crate) origin: Option<Box<census::Origin>>,
 }
 
 /// What an op guarantees about the i32 values it wrote (see `index_bound`).
@@ -187,7 +190,7 @@ pub fn new_storage(buf: Buffer) -> Storage {
     let device = buf.device();
     #[allow(irrefutable_let_patterns)] // without the `gpu` feature
     let cpu_bytes = if let Buffer::Cpu(b) = &buf { cpu::pool::storage_created(b) } else { 0 };
-    Arc::new(StorageInner {
+    let storage = Arc::new(StorageInner {
         data: RwLock::new(buf),
         version: AtomicU64::new(0),
         history_epoch: AtomicU64::new(0),
@@ -198,7 +201,10 @@ pub fn new_storage(buf: Buffer) -> Storage {
         cpu_bytes,
         #[cfg(feature = "gpu")]
         device_check: std::sync::Mutex::new(None),
-    })
+        origin: census::origin(),
+    });
+    census::register(&storage);
+    storage
 }
 
 impl Drop for StorageInner {
@@ -213,6 +219,10 @@ impl Drop for StorageInner {
 }
 
 impl StorageInner {
+    /// Where it came from, if it was made while origins were tracked.
+    pub fn origin(&self) -> Option<&census::Origin> {
+        self.origin.as_deref()
+    }
     #[cfg(feature = "gpu")]
     pub(crate) fn set_mirror(&self, values: Vec<i32>) {
         *self.mirror.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.version(), values));

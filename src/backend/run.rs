@@ -77,10 +77,13 @@ fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<(
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
     let _span = super::events::op(op);
     check_arity(op, spec, inputs)?;
-    if super::half::involved(spec, inputs, &[]) {
-        return super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape));
-    }
-    run_on_backend(op, spec, inputs, out_shape)
+    let out = if super::half::involved(spec, inputs, &[]) {
+        super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape))
+    } else {
+        run_on_backend(op, spec, inputs, out_shape)
+    };
+    super::census::note_op(op);
+    out
 }
 
 fn run_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
@@ -115,11 +118,13 @@ pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &
         let all = Layout::contiguous(&[made.len()]);
         return run(op, &KernelSpec::Cast { to: DType::F16 }, &[View::new(&made, &all)], &all.shape);
     }
-    match device {
+    let out = match device {
         Device::Cpu => super::cpu::run::create(op, spec, out_shape).map(Buffer::Cpu),
         #[cfg(feature = "gpu")]
         Device::Gpu(d) => super::gpu::run::create(op, spec, d.context(), out_shape).map(Buffer::Gpu),
-    }
+    };
+    super::census::note_op(op);
+    out
 }
 
 /// Runs a range check (`KernelSpec::IndexCheck`) of the index view `layout`
@@ -219,6 +224,7 @@ pub fn upload_owned(host: CpuBuffer, device: &Device) -> Result<Buffer> {
 /// contiguous buffer on `device`.
 pub fn upload(host: &CpuBuffer, layout: &Layout, device: &Device) -> Result<Buffer> {
     let _span = super::events::op("upload");
+    super::census::note_op("to");
     match device {
         Device::Cpu => Ok(Buffer::Cpu(
             crate::with_cpu_buffer!(host, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, layout))),
