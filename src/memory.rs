@@ -10,14 +10,14 @@
 //! use skiff::{memory, DType, Tensor};
 //! memory::track_origins(true);
 //! let x = Tensor::ones(&[256], DType::F32)?;
-//! let mut kept = Vec::new();
+//! let mut history = Vec::new();
 //! for _ in 0..10 {
-//!     kept.push(x.exp()?); // the leak
+//!     history.push(x.exp()?); // the leak
 //! }
 //! let sites = memory::live_by_origin();
+//! print!("{}", memory::origins_table(&sites));
 //! let top = sites.iter().find(|s| s.op == "exp").unwrap();
 //! assert_eq!((top.tensors, top.bytes), (10, 10 * 256 * 4));
-//! println!("{}", memory::origins_table(&sites));
 //! memory::track_origins(false);
 //! # Ok(())
 //! # }

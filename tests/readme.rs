@@ -74,6 +74,24 @@ fn the_readme_custom_op_snippet_is_an_excerpt_of_the_example() {
 }
 
 #[test]
+fn the_readme_leak_snippet_is_an_excerpt_of_the_memory_doc_test() {
+    let readme = read("README.md");
+    let docs: Vec<String> = read("src/memory.rs")
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!").map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()))
+        .collect();
+    let snippet = excerpt_of(&readme, "src/memory.rs");
+    let mut lines = docs.iter();
+    for line in snippet.lines().skip(1) {
+        assert!(
+            lines.any(|d| d == line),
+            "README.md's leak snippet line {line:?} is not in src/memory.rs's doc example after the lines before it"
+        );
+    }
+    assert!(snippet.lines().count() > 8, "the snippet shows the report");
+}
+
+#[test]
 fn the_readme_amp_snippet_is_an_excerpt_of_the_grad_scaler_doc_test() {
     let readme = read("README.md");
     let docs: Vec<String> = read("src/amp/scaler.rs")

@@ -443,10 +443,30 @@ export function keep(t) {
   return raw.keep(t);
 }
 
-/** Live tensor handles, bytes per device, open scopes, and the GPU runtime's figures. */
-export function memory() {
+/**
+ * Live tensor handles, bytes per device, open scopes, and the GPU runtime's
+ * figures. memory({ detailed: true }) adds `origins`: the live tensors made
+ * while trackOrigins(true) was on, grouped by where they were made (op,
+ * caller line and the callers above it, device), the most bytes first.
+ */
+export function memory(options) {
   ready('memory');
-  return raw.memoryInfo();
+  const { detailed = false } = checkOptions('memory', options, ['detailed']);
+  if (typeof detailed !== 'boolean') throw fail('memory', 'argument', `detailed must be a boolean, got ${describe(detailed)}`);
+  const info = raw.memoryInfo();
+  return detailed ? { ...info, origins: raw.memoryOrigins() } : info;
+}
+
+/**
+ * Starts (or stops) recording where each new tensor is made, for
+ * memory({ detailed: true }): a stack trace per tensor, so leave it off
+ * unless looking for a leak.
+ */
+export function trackOrigins(on = true) {
+  ready('trackOrigins');
+  // skiff's own frames come first in a stack: keep room for the caller's.
+  if (on === true && Error.stackTraceLimit < 64) Error.stackTraceLimit = 64;
+  raw.trackOrigins(on);
 }
 
 /**

@@ -337,7 +337,23 @@ export interface MemoryInfo {
   /** The GPU runtime's figures (every live buffer, incl. gradients and optimizer state), or null without WebGPU. */
   gpu: { liveBytes: number; pooledBytes: number; buffersCreated: number; readbacks: number; submits: number } | null;
 }
-export function memory(): MemoryInfo;
+/** Live tensors made at one place while origins were tracked (`memory({ detailed: true })`). */
+export interface MemoryOrigin {
+  /** The op whose kernel made them ('from data' for tensors made from JS values). */
+  op: string;
+  /** The first caller outside skiff, "url:line:column". */
+  site: string;
+  /** That caller and those above it, innermost first (at most 4). */
+  stack: string[];
+  device: DeviceName;
+  /** How many (a storage counts once, however many views share it). */
+  tensors: number;
+  bytes: number;
+}
+export function memory(options: { detailed: true }): MemoryInfo & { origins: MemoryOrigin[] };
+export function memory(options?: { detailed?: boolean }): MemoryInfo;
+/** Starts (or stops) recording where each new tensor is made, for memory({ detailed: true }); costs a stack trace per tensor. */
+export function trackOrigins(on?: boolean): void;
 /** Frees the pools of unused buffers (the cpu pool and the GPU's); live tensors are untouched. */
 export function emptyCache(): void;
 

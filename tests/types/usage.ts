@@ -169,6 +169,13 @@ export async function tour(): Promise<number> {
   // ---- memory -----------------------------------------------------------------------------
   const kept: Tensor = tidy(() => keep(tensor([1])).add(1));
   const fromAsync: { t: Tensor } = await tidy(async () => ({ t: tensor([2]) }));
+  skiff.trackOrigins(true);
+  const detailed = memory({ detailed: true });
+  const madeAt: string = detailed.origins[0]?.stack.join(' <- ') ?? '';
+  // @ts-expect-error: origins only with { detailed: true }
+  memory().origins;
+  skiff.trackOrigins(false);
+  console.log(madeAt);
   const m = memory();
   const live: number = m.tensors;
   const bytesCpu: number = m.bytes.cpu + m.bytes.webgpu;

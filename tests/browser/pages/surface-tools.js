@@ -52,3 +52,47 @@ export const toolScenarios = {
     return c.report();
   },
 };
+
+/** "file:line" of the caller of `lineHere` (the frame below it in the stack). */
+function lineHere() {
+  const frames = new Error().stack.split('\n').filter((l) => /:\d+:\d+\)?$/.test(l));
+  const m = frames[1].match(/([^/\s(]+):(\d+):\d+\)?$/);
+  return `${m[1]}:${m[2]}:`;
+}
+
+toolScenarios.leakReport = async (skiff) => {
+  const c = checker();
+  await c.throws('detailed needs tracking', () => skiff.memory({ detailed: true }), /^memory: .*call trackOrigins\(true\) first/);
+  await c.throws('a bad option', () => skiff.memory({ detail: true }), /^memory: unknown option "detail"/);
+  skiff.trackOrigins(true);
+  const x = skiff.ones([32]);
+  const kept = [];
+  let at = '';
+  for (let i = 0; i < 5; i++) {
+    // Both handles stay alive: the exp too, until disposed (or collected).
+    const e = x.exp(); kept.push(e, e.mul(x)); at = lineHere();
+  }
+  const temp = x.sin();
+  temp.dispose();
+  const m = skiff.memory({ detailed: true });
+  skiff.trackOrigins(false);
+  const device = skiff.getDefaultDevice();
+  // The test harness wraps skiff's methods (pages/trace.js), so the loop's
+  // line is the wrapper's caller: one of the stack's frames.
+  const from = (o) => o.stack.some((f) => f.includes(at));
+  const leak = m.origins.find((o) => from(o) && o.op === 'mul');
+  c.ok('the leak is one site, at the line of the loop', leak !== undefined, `${at} in ${JSON.stringify(m.origins.map((o) => [o.op, o.stack]))}`);
+  if (leak) {
+    c.equal('5 tensors of 32 float32 on the default device', [leak.tensors, leak.bytes, leak.device], [5, 5 * 32 * 4, device]);
+    c.ok('its stack starts with the site', leak.stack[0] === leak.site && leak.stack.length <= 4);
+  }
+  const exp = m.origins.find((o) => from(o) && o.op === 'exp');
+  c.equal('the intermediate handles are listed too', exp && [exp.tensors, exp.bytes], [5, 5 * 32 * 4]);
+  c.ok('a disposed tensor is not listed', !m.origins.some((o) => o.op === 'sin'));
+  kept.forEach((t) => t.dispose());
+  skiff.trackOrigins(true);
+  const after = skiff.memory({ detailed: true });
+  skiff.trackOrigins(false);
+  c.ok('disposed, the leak leaves the report', !after.origins.some(from));
+  return c.report();
+};
