@@ -28,19 +28,17 @@ fn a_leak_in_a_loop_is_found_at_its_line() {
     let mut kept = Vec::new();
     let mut leak_line = 0;
     for _ in 0..7 {
-        kept.push(x.exp().unwrap().mul_scalar(2.0).unwrap());
-        leak_line = line!();
+        let (t, line) = (x.exp().unwrap().mul_scalar(2.0).unwrap(), line!());
+        kept.push(t);
+        leak_line = line;
         let _dropped = x.sin().unwrap();
     }
-    let data = Tensor::from_vec(vec![1.0f32; 64], &[64]).unwrap();
-    let data_line = line!();
+    let (data, data_line) = (Tensor::from_vec(vec![1.0f32; 64], &[64]).unwrap(), line!());
     let ((first, helper_line), first_line) = (helper(&x), line!());
     let ((second, _), second_line) = (helper(&x), line!());
     let mut devices = Vec::new();
     if let Some(gpu) = common::gpu() {
-        let on_gpu = x.to(&gpu).unwrap().tanh().unwrap();
-        let gpu_line = line!();
-        devices.push((on_gpu, gpu_line));
+        devices.push((x.to(&gpu).unwrap().tanh().unwrap(), line!()));
     }
     let sites = memory::live_by_origin();
     memory::track_origins(false);

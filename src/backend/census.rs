@@ -59,10 +59,16 @@ pub fn note_op(op: &'static str) {
 }
 
 /// The origin of a storage being made now, when tracking.
+#[inline]
 pub(super) fn origin() -> Option<Box<Origin>> {
     if !tracking() {
         return None;
     }
+    make_origin()
+}
+
+#[cold]
+fn make_origin() -> Option<Box<Origin>> {
     let op = LAST_OP.with(|l| l.replace(""));
     let mut stack = match LOCATOR.get() {
         Some(f) => f(),
@@ -76,15 +82,14 @@ pub(super) fn origin() -> Option<Box<Origin>> {
 }
 
 /// Lists a storage that has an origin.
+#[cold]
 pub(super) fn register(s: &Storage) {
-    if s.origin.is_some() {
-        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        // Forget the dropped ones now and then, so the list stays the size of what lives.
-        if live.len() >= 1024 && live.len().is_power_of_two() {
-            live.retain(|w| w.strong_count() > 0);
-        }
-        live.push(std::sync::Arc::downgrade(s));
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    // Forget the dropped ones now and then, so the list stays the size of what lives.
+    if live.len() >= 1024 && live.len().is_power_of_two() {
+        live.retain(|w| w.strong_count() > 0);
     }
+    live.push(std::sync::Arc::downgrade(s));
 }
 
 /// Every live storage that has an origin.
