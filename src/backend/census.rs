@@ -38,6 +38,7 @@ pub const FRAMES: usize = 4;
 /// Turns origin tracking on or off.
 pub fn set_tracking(on: bool) {
     TRACKING.store(on, Ordering::Release);
+    super::events::watch(super::events::TRACKING, on);
 }
 
 #[inline]

@@ -8,10 +8,15 @@
 //! allocated or timed.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// Whether anything watches kernel calls: bit 0 a profile, bit 1 origin
+/// tracking (`census`). The entry points test this one flag first.
+static WATCHED: AtomicU8 = AtomicU8::new(0);
+pub(super) const PROFILING: u8 = 1;
+pub(super) const TRACKING: u8 = 2;
 /// Bumped by every `start`, so the GPU contexts know a new session began.
 static SESSION: AtomicU64 = AtomicU64::new(0);
 static LOG: Mutex<Log> = Mutex::new(Log::new());
@@ -87,6 +92,22 @@ fn log() -> MutexGuard<'static, Log> {
     LOG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether a profile records or origins are tracked: the one check a kernel
+/// call makes when neither is on.
+#[inline]
+pub fn watched() -> bool {
+    WATCHED.load(Ordering::Relaxed) != 0
+}
+
+/// Sets or clears one of the `WATCHED` bits.
+pub(super) fn watch(bit: u8, on: bool) {
+    if on {
+        WATCHED.fetch_or(bit, Ordering::AcqRel);
+    } else {
+        WATCHED.fetch_and(!bit, Ordering::AcqRel);
+    }
+}
+
 /// Whether a profiling session is recording.
 #[inline]
 pub fn enabled() -> bool {
@@ -105,12 +126,14 @@ pub fn start() -> bool {
     }
     *log() = Log { origin_us: now_us(), ..Log::new() };
     SESSION.fetch_add(1, Ordering::AcqRel);
+    watch(PROFILING, true);
     true
 }
 
 /// Ends the session and returns what it recorded.
 pub fn finish() -> Log {
     ENABLED.store(false, Ordering::Release);
+    watch(PROFILING, false);
     std::mem::take(&mut *log())
 }
 

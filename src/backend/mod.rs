@@ -201,7 +201,7 @@ pub fn new_storage(buf: Buffer) -> Storage {
         cpu_bytes,
         #[cfg(feature = "gpu")]
         device_check: std::sync::Mutex::new(None),
-        origin: census::origin(),
+        origin: if events::watched() { census::origin() } else { None },
     });
     if storage.origin.is_some() {
         census::register(&storage);

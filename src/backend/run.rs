@@ -75,15 +75,31 @@ fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<(
 /// Runs `spec` on `inputs` (all on one device) into a new contiguous buffer
 /// of `out_shape`, on the backend that holds the first input.
 pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
-    let _span = super::events::op(op);
-    check_arity(op, spec, inputs)?;
-    let out = if super::half::involved(spec, inputs, &[]) {
-        super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape))
-    } else {
-        run_on_backend(op, spec, inputs, out_shape)
-    };
+    if super::events::watched() {
+        return run_watched(op, spec, inputs, out_shape);
+    }
+    run_unwatched(op, spec, inputs, out_shape)
+}
+
+/// `run` while a profile records or origins are tracked: timed, and its op
+/// noted for the storage it makes.
+#[cold]
+#[inline(never)]
+fn run_watched(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
+    let span = super::events::op(op);
+    let out = run_unwatched(op, spec, inputs, out_shape);
+    drop(span);
     super::census::note_op(op);
     out
+}
+
+#[inline]
+fn run_unwatched(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
+    check_arity(op, spec, inputs)?;
+    if super::half::involved(spec, inputs, &[]) {
+        return super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape));
+    }
+    run_on_backend(op, spec, inputs, out_shape)
 }
 
 fn run_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
