@@ -45,19 +45,6 @@ pub struct GpuTime {
     pub dur_ns: f64,
 }
 
-/// The GPU times of session `session` from every device that timed
-/// dispatches in it (one readback each), and how many dispatches went
-/// untimed (a session keeps 32,768 per device).
-pub async fn gpu_times(session: u64) -> crate::error::Result<(Vec<GpuTime>, u64)> {
-    #[cfg(feature = "gpu")]
-    return super::gpu::timing::collect(session).await;
-    #[cfg(not(feature = "gpu"))]
-    {
-        let _ = session;
-        Ok((Vec::new(), 0))
-    }
-}
-
 /// What crossed between host and devices, and how the GPU work was sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {

@@ -16,8 +16,8 @@ pub mod replay;
 pub(crate) mod run;
 
 pub use run::{
-    check, compile_errors, create, download, room, run, run_into, start_download, upload, upload_owned, CompileError,
-    Pending, View, ViewMut,
+    check, compile_errors, create, download, gpu_times, room, run, run_into, start_download, upload, upload_owned,
+    CompileError, Pending, View, ViewMut,
 };
 
 use crate::device::Device;

@@ -266,3 +266,16 @@ pub async fn compile_errors(device: &Device, source: &str) -> Vec<CompileError> 
         Device::Gpu(d) => super::gpu::custom::compile_errors(d.context(), source).await,
     }
 }
+
+/// The GPU kernel times of profiling session `session` from every device
+/// that timed dispatches in it (one readback each), and how many
+/// dispatches went untimed (a session keeps 32,768 per device).
+pub async fn gpu_times(session: u64) -> Result<(Vec<super::events::GpuTime>, u64)> {
+    #[cfg(feature = "gpu")]
+    return super::gpu::timing::collect(session).await;
+    #[cfg(not(feature = "gpu"))]
+    {
+        let _ = session;
+        Ok((Vec::new(), 0))
+    }
+}
