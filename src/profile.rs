@@ -96,7 +96,7 @@ pub async fn finish() -> Result<Profile> {
     let session = events::session();
     let end = events::now_us();
     let log = events::finish();
-    let (gpu, untimed) = crate::backend::gpu_times(session).await?;
+    let (gpu, untimed) = crate::backend::kernel_times(session).await?;
     Ok(Profile::build(log.spans, log.counts, gpu, untimed, (end - log.origin_us) / 1e3))
 }
 

@@ -16,7 +16,7 @@ pub mod replay;
 pub(crate) mod run;
 
 pub use run::{
-    check, compile_errors, create, download, gpu_times, room, run, run_into, start_download, upload, upload_owned,
+    check, compile_errors, create, download, kernel_times, room, run, run_into, start_download, upload, upload_owned,
     CompileError, Pending, View, ViewMut,
 };
 

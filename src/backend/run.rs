@@ -270,7 +270,7 @@ pub async fn compile_errors(device: &Device, source: &str) -> Vec<CompileError> 
 /// The GPU kernel times of profiling session `session` from every device
 /// that timed dispatches in it (one readback each), and how many
 /// dispatches went untimed (a session keeps 32,768 per device).
-pub async fn gpu_times(session: u64) -> Result<(Vec<super::events::GpuTime>, u64)> {
+pub async fn kernel_times(session: u64) -> Result<(Vec<super::events::GpuTime>, u64)> {
     #[cfg(feature = "gpu")]
     return super::gpu::timing::collect(session).await;
     #[cfg(not(feature = "gpu"))]
