@@ -110,6 +110,15 @@ pub(super) fn resolve(timing: &mut Option<Timing>, encoder: &mut wgpu::CommandEn
     t.used = 0;
 }
 
+/// A name for the device: the adapter's, or in a browser (whose WebGPU
+/// adapter info leaves the name empty) its backend and type.
+fn device_label(info: &wgpu::AdapterInfo) -> String {
+    match info.name.is_empty() {
+        false => info.name.clone(),
+        true => format!("{:?} adapter ({:?})", info.backend, info.device_type),
+    }
+}
+
 /// The dispatch times every context recorded in session `session` (one
 /// readback per context), and how many dispatches went untimed.
 pub async fn collect(session: u64) -> Result<(Vec<GpuTime>, u64)> {
@@ -130,12 +139,13 @@ pub async fn collect(session: u64) -> Result<(Vec<GpuTime>, u64)> {
         let bytes = read(Readback::start(&ctx, &t.results, t.resolved as u64 * 8)?).await?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         let period = ctx.queue.get_timestamp_period() as f64;
+        let device = device_label(&ctx.info);
         for (op, at) in t.entries {
             let (begin, end) = (ticks[at as usize], ticks[at as usize + 1]);
             let op = if op.is_empty() { "(program replay)" } else { op };
             times.push(GpuTime {
                 op,
-                device: ctx.info.name.clone(),
+                device: device.clone(),
                 start_ns: begin as f64 * period,
                 dur_ns: end.saturating_sub(begin) as f64 * period,
             });

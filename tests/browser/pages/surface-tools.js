@@ -30,6 +30,7 @@ export const toolScenarios = {
       c.equal('one readback of the result', [p.readbacks, p.readbackBytes], [1, 16 * 8 * 4]);
       const kernels = p.ops.reduce((n, o) => n + o.gpuKernels, 0);
       if (p.timedDevices.length) {
+        c.ok('the timed device has a name', p.timedDevices.every((d) => typeof d === 'string' && d.length > 0), JSON.stringify(p.timedDevices));
         c.equal('timestamp queries: every dispatch timed', kernels + p.untimedDispatches, p.dispatches);
         c.ok('matmul ran on the GPU for some time', p.ops.find((o) => o.op === 'matmul').gpuMs > 0, p.table);
       } else {
