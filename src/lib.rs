@@ -95,6 +95,7 @@ pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod custom;
+pub mod determinism;
 pub mod device;
 pub mod dispatch;
 #[cfg(all(feature = "distributed", not(target_arch = "wasm32")))]
@@ -120,6 +121,7 @@ pub mod web;
 
 pub use autograd::{enable_grad, grad, no_grad, BackwardOptions, Function, FunctionCtx, GradOptions};
 pub use backend::empty_cache;
+pub use determinism::{is_deterministic, set_deterministic};
 pub use device::Device;
 pub use dtype::DType;
 pub use error::{Error, Result};

@@ -6,6 +6,7 @@
 mod check;
 pub mod custom;
 pub mod fused;
+pub mod math;
 pub mod random;
 mod sequence;
 mod serial;
@@ -109,22 +110,63 @@ impl<T, U> Clone for BinarySlices<T, U> {
 }
 impl<T, U> Copy for BinarySlices<T, U> {}
 
-/// A unary row's kernels: one per float dtype on the cpu, and a WGSL
-/// expression over `x` (with scalars `p0`, `p1`) for the GPU template.
+/// A unary row's cpu kernels for one route of the math (`math::fast` or
+/// `math::portable`): one per float dtype.
+#[derive(Clone, Copy)]
+pub struct UnaryFns {
+    pub f32: UnarySlice<f32>,
+    pub f64: UnarySlice<f64>,
+}
+
+/// A unary row's kernels: the cpu's, built twice from one formula (the
+/// target's own math, and the portable math of deterministic mode), and a
+/// WGSL expression over `x` (with scalars `p0`, `p1`) for the GPU template.
 /// A row is identified by its op's name (equality and hashing use it).
 pub struct UnaryKernel {
     pub name: &'static str,
-    pub f32: UnarySlice<f32>,
-    pub f64: UnarySlice<f64>,
+    pub fast: UnaryFns,
+    pub portable: UnaryFns,
     pub wgsl: &'static str,
 }
 
-/// A binary row's kernels, one per float dtype, and a WGSL expression over `a`, `b`.
-pub struct BinaryKernel {
-    pub name: &'static str,
+impl UnaryKernel {
+    /// The cpu kernels of the current mode (`crate::determinism`).
+    #[inline]
+    pub fn cpu(&self) -> &UnaryFns {
+        if crate::determinism::is_deterministic() {
+            &self.portable
+        } else {
+            &self.fast
+        }
+    }
+}
+
+/// A binary row's cpu kernels for one route of the math, one per float dtype.
+#[derive(Clone, Copy)]
+pub struct BinaryFns {
     pub f32: BinarySlices<f32, f32>,
     pub f64: BinarySlices<f64, f64>,
+}
+
+/// A binary row's kernels, built twice like a unary row's, and a WGSL
+/// expression over `a`, `b`.
+pub struct BinaryKernel {
+    pub name: &'static str,
+    pub fast: BinaryFns,
+    pub portable: BinaryFns,
     pub wgsl: &'static str,
+}
+
+impl BinaryKernel {
+    /// The cpu kernels of the current mode (`crate::determinism`).
+    #[inline]
+    pub fn cpu(&self) -> &BinaryFns {
+        if crate::determinism::is_deterministic() {
+            &self.portable
+        } else {
+            &self.fast
+        }
+    }
 }
 
 /// A comparison's kernels, one per dtype, producing masks, and a WGSL bool expression.

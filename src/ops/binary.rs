@@ -7,8 +7,8 @@ use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, Op
 use crate::autograd::{needs_record, record};
 use crate::dispatch::elementwise as be;
 use crate::error::Result;
-use crate::kernel::BinaryKernel;
 use crate::kernel::BinarySlices;
+use crate::kernel::{BinaryFns, BinaryKernel};
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
@@ -25,9 +25,16 @@ pub struct BinaryDef {
 #[macro_export]
 #[doc(hidden)]
 macro_rules! binary_slices {
-    ($t:ty => $u:ty, |$a:ident, $b:ident| $e:expr) => {{
+    ($t:ty => $u:ty, |$a:ident, $b:ident| $e:expr) => {
+        $crate::binary_slices!(fast, $t => $u, |$a, $b| $e)
+    };
+    // With the math route (`kernel::math::fast` or `portable`) the formula's
+    // `powf(a, b)` and the like resolve to.
+    ($route:ident, $t:ty => $u:ty, |$a:ident, $b:ident| $e:expr) => {{
         #[inline(always)]
         fn f($a: $t, $b: $t) -> $u {
+            #[allow(unused_imports)]
+            use $crate::kernel::math::$route::*;
             $e
         }
         fn vv(x: &[$t], y: &[$t], o: &mut [$u]) {
@@ -65,8 +72,14 @@ macro_rules! binary_row {
             },
             kernel: BinaryKernel {
                 name: $name,
-        f32: binary_slices!(f32 => f32, |$a, $b| $e),
-        f64: binary_slices!(f64 => f64, |$a, $b| $e),
+                fast: BinaryFns {
+            f32: binary_slices!(fast, f32 => f32, |$a, $b| $e),
+            f64: binary_slices!(fast, f64 => f64, |$a, $b| $e),
+                },
+                portable: BinaryFns {
+            f32: binary_slices!(portable, f32 => f32, |$a, $b| $e),
+            f64: binary_slices!(portable, f64 => f64, |$a, $b| $e),
+                },
                 wgsl: $wgsl,
             },
             saves_inputs: $si,
@@ -143,7 +156,7 @@ binary_row!(DIV, "div", sig: "div(self, other: Tensor | scalar) -> Tensor", doc:
     },
     cases: || broadcast_cases(0.5, 2.0, |xs| xs[0].div(&xs[1]),
         |h| reference::zip(&h[0], &h[1], Kind::Float, |a, b| a / b)));
-binary_row!(POW, "pow", sig: "pow(self, exponent: Tensor) -> Tensor", doc: "x ** y, broadcast.", fwd: |a| a.this()?.pow(a.tensor("exponent")?), |a, b| a.powf(b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
+binary_row!(POW, "pow", sig: "pow(self, exponent: Tensor) -> Tensor", doc: "x ** y, broadcast.", fwd: |a| a.this()?.pow(a.tensor("exponent")?), |a, b| powf(a, b), wgsl: "spow(a, b)", saves_inputs: true, saves_output: true,
     backward: |c, g| {
         let (a, b, y) = (c.saved(0), c.saved(1), c.saved(2));
         grads(c, || g[0].mul(b)?.mul(&a.pow(&b.sub_scalar(1.0)?)?), || g[0].mul(y)?.mul(&a.log()?))

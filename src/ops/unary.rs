@@ -8,7 +8,7 @@ use crate::autograd::{needs_record, record};
 use crate::dispatch::elementwise as be;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernel::UnaryKernel;
+use crate::kernel::{UnaryFns, UnaryKernel};
 use crate::tensor::Tensor;
 
 /// What a unary row's backward reads back.
@@ -31,8 +31,9 @@ pub trait Real: Copy {
     fn erf_(self) -> Self;
     /// The standard normal CDF, 0.5 * (1 + erf(x / sqrt(2))).
     fn normal_cdf(self) -> Self;
-    /// GELU's tanh approximation, with sqrt(2/pi) at the width's full precision.
-    fn gelu_tanh(self) -> Self;
+    /// GELU's tanh approximation, with sqrt(2/pi) at the width's full
+    /// precision, with the route's `tanh`.
+    fn gelu_tanh(self, tanh: fn(Self) -> Self) -> Self;
 }
 impl Real for f32 {
     fn erf_(self) -> f32 {
@@ -41,8 +42,8 @@ impl Real for f32 {
     fn normal_cdf(self) -> f32 {
         0.5 * (1.0 + libm::erff(self * std::f32::consts::FRAC_1_SQRT_2))
     }
-    fn gelu_tanh(self) -> f32 {
-        0.5 * self * (1.0 + (SQRT_2_OVER_PI as f32 * (self + GELU_K as f32 * self * self * self)).tanh())
+    fn gelu_tanh(self, tanh: fn(f32) -> f32) -> f32 {
+        0.5 * self * (1.0 + tanh(SQRT_2_OVER_PI as f32 * (self + GELU_K as f32 * self * self * self)))
     }
 }
 impl Real for f64 {
@@ -52,15 +53,18 @@ impl Real for f64 {
     fn normal_cdf(self) -> f64 {
         0.5 * (1.0 + libm::erf(self * std::f64::consts::FRAC_1_SQRT_2))
     }
-    fn gelu_tanh(self) -> f64 {
-        0.5 * self * (1.0 + (SQRT_2_OVER_PI * (self + GELU_K * self * self * self)).tanh())
+    fn gelu_tanh(self, tanh: fn(f64) -> f64) -> f64 {
+        0.5 * self * (1.0 + tanh(SQRT_2_OVER_PI * (self + GELU_K * self * self * self)))
     }
 }
 
+/// A slice kernel from a formula, whose `exp(x)`, `tanh(x)` and the like
+/// resolve to `$route` (`kernel::math::fast` or `portable`).
 macro_rules! slice_kernel {
-    ($t:ty, |$x:ident, $p:ident| $e:expr) => {{
-        #[allow(unused_variables, clippy::redundant_closure_call)]
+    ($route:ident, $t:ty, |$x:ident, $p:ident| $e:expr) => {{
+        #[allow(unused_variables, unused_imports, clippy::redundant_closure_call)]
         fn k(xs: &[$t], out: &mut [$t], $p: [$t; 2]) {
+            use $crate::kernel::math::$route::*;
             for (o, &$x) in out.iter_mut().zip(xs) {
                 *o = $e;
             }
@@ -85,8 +89,14 @@ macro_rules! unary_row {
             },
             kernel: UnaryKernel {
                 name: $name,
-                f32: slice_kernel!(f32, |$x, $p| $e),
-                f64: slice_kernel!(f64, |$x, $p| $e),
+                fast: UnaryFns {
+                    f32: slice_kernel!(fast, f32, |$x, $p| $e),
+                    f64: slice_kernel!(fast, f64, |$x, $p| $e),
+                },
+                portable: UnaryFns {
+                    f32: slice_kernel!(portable, f32, |$x, $p| $e),
+                    f64: slice_kernel!(portable, f64, |$x, $p| $e),
+                },
                 wgsl: $wgsl,
             },
             saves: Saves::$saves,
@@ -139,10 +149,10 @@ const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 unary_row!(NEG, "neg", sig: "neg(self) -> Tensor", doc: "-x, elementwise.", fwd: |a| a.this()?.neg(), |x, p| -x, wgsl: "-x", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].neg()),
     cases: cases!("neg", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].neg(), ref: |x| -x));
-unary_row!(EXP, "exp", sig: "exp(self) -> Tensor", doc: "e^x, elementwise.", fwd: |a| a.this()?.exp(), |x, p| x.exp(), wgsl: "exp(x)", saves: Output, second_order: true,
+unary_row!(EXP, "exp", sig: "exp(self) -> Tensor", doc: "e^x, elementwise.", fwd: |a| a.this()?.exp(), |x, p| exp(x), wgsl: "exp(x)", saves: Output, second_order: true,
     backward: |c, g| one(g[0].mul(c.saved(0))),
     cases: cases!("exp", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].exp(), ref: |x| x.exp()));
-unary_row!(LOG, "log", sig: "log(self) -> Tensor", doc: "Natural logarithm, elementwise.", fwd: |a| a.this()?.log(), |x, p| x.ln(), wgsl: "log(x)", saves: Input, second_order: true,
+unary_row!(LOG, "log", sig: "log(self) -> Tensor", doc: "Natural logarithm, elementwise.", fwd: |a| a.this()?.log(), |x, p| ln(x), wgsl: "log(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].div(c.saved(0))),
     cases: cases!("log", Input::Uniform(shape(), 0.5, 3.0), |xs| xs[0].log(), ref: |x| x.ln()));
 unary_row!(SQRT, "sqrt", sig: "sqrt(self) -> Tensor", doc: "Square root, elementwise.", fwd: |a| a.this()?.sqrt(), |x, p| x.sqrt(), wgsl: "sqrt(x)", saves: Output, second_order: true,
@@ -157,16 +167,16 @@ unary_row!(ABS, "abs", sig: "abs(self) -> Tensor", doc: "|x|, elementwise.", fwd
 unary_row!(SIGN, "sign", sig: "sign(self) -> Tensor", doc: "-1, 0 or 1 by the sign of each element.", fwd: |a| a.this()?.sign(), |x, p| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, wgsl: "sign(x)", saves: Nothing, second_order: true,
     backward: |_, g| one(g[0].mul_scalar(0.0)),
     cases: cases!("sign", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].sign(), ref: |x| if x == 0.0 { 0.0 } else { x.signum() }));
-unary_row!(SIN, "sin", sig: "sin(self) -> Tensor", doc: "Sine, elementwise.", fwd: |a| a.this()?.sin(), |x, p| x.sin(), wgsl: "sin(x)", saves: Input, second_order: true,
+unary_row!(SIN, "sin", sig: "sin(self) -> Tensor", doc: "Sine, elementwise.", fwd: |a| a.this()?.sin(), |x, p| sin(x), wgsl: "sin(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).cos()?)),
     cases: cases!("sin", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].sin(), ref: |x| x.sin()));
-unary_row!(COS, "cos", sig: "cos(self) -> Tensor", doc: "Cosine, elementwise.", fwd: |a| a.this()?.cos(), |x, p| x.cos(), wgsl: "cos(x)", saves: Input, second_order: true,
+unary_row!(COS, "cos", sig: "cos(self) -> Tensor", doc: "Cosine, elementwise.", fwd: |a| a.this()?.cos(), |x, p| cos(x), wgsl: "cos(x)", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sin()?)?.neg()),
     cases: cases!("cos", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].cos(), ref: |x| x.cos()));
-unary_row!(TANH, "tanh", sig: "tanh(self) -> Tensor", doc: "Hyperbolic tangent, elementwise.", fwd: |a| a.this()?.tanh(), |x, p| x.tanh(), wgsl: "tanh(x)", saves: Output, second_order: true,
+unary_row!(TANH, "tanh", sig: "tanh(self) -> Tensor", doc: "Hyperbolic tangent, elementwise.", fwd: |a| a.this()?.tanh(), |x, p| tanh(x), wgsl: "tanh(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
     cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh(), ref: |x| { let e = (2.0 * x).exp(); (e - 1.0) / (e + 1.0) }));
-unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", fwd: |a| a.this()?.sigmoid(), |x, p| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
+unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", fwd: |a| a.this()?.sigmoid(), |x, p| if x >= 0.0 { 1.0 / (1.0 + exp(-x)) } else { let e = exp(x); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
     cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid(), ref: |x| 1.0 / (1.0 + (-x).exp())));
 unary_row!(RELU, "relu", sig: "relu(self) -> Tensor", doc: "max(x, 0), elementwise.", fwd: |a| a.this()?.relu(), |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
@@ -179,7 +189,7 @@ unary_row!(LEAKY_RELU, "leaky_relu", sig: "leaky_relu(self, negative_slope: floa
         one(g[0].mul(&m.mul_scalar(1.0 - a)?.add_scalar(a)?))
     },
     cases: cases!("leaky_relu", Input::AwayFromZero(shape(), 0.1, 2.0), |xs| xs[0].leaky_relu(0.1), ref: |x| if x > 0.0 { x } else { 0.1 * x }));
-unary_row!(GELU, "gelu", sig: "gelu(self, *, approximate: 'tanh') -> Tensor", doc: "GELU with the tanh approximation (Rust: `gelu`).", fwd: |a| a.this()?.gelu(), |x, p| x.gelu_tanh(), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
+unary_row!(GELU, "gelu", sig: "gelu(self, *, approximate: 'tanh') -> Tensor", doc: "GELU with the tanh approximation (Rust: `gelu`).", fwd: |a| a.this()?.gelu(), |x, p| x.gelu_tanh(tanh), wgsl: "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&gelu_tanh_derivative(c.saved(0))?)),
     cases: cases!("gelu", Input::Uniform(shape(), -3.0, 3.0), |xs| xs[0].gelu(), ref: |x| 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())));
 unary_row!(GELU_ERF, "gelu_erf", sig: "gelu(self, *, approximate: 'none' = 'none') -> Tensor", doc: "GELU, exact (erf), PyTorch's default (Rust: `gelu_erf`).", fwd: |a| a.this()?.gelu_erf(), |x, p| x * x.normal_cdf(), wgsl: "0.5 * x * (1.0 + erf_approx(x * 0.70710678118))", saves: Input, second_order: true,
@@ -193,17 +203,17 @@ unary_row!(GELU_ERF, "gelu_erf", sig: "gelu(self, *, approximate: 'none' = 'none
 unary_row!(ERF, "erf", sig: "erf(self) -> Tensor", doc: "The error function, elementwise.", fwd: |a| a.this()?.erf(), |x, p| x.erf_(), wgsl: "erf_approx(x)", saves: Input, second_order: true,
     backward: |c, g| { let x = c.saved(0); one(g[0].mul(&x.mul(x)?.neg()?.exp()?.mul_scalar(std::f64::consts::FRAC_2_SQRT_PI)?)) },
     cases: cases!("erf", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].erf(), ref: |x| libm::erf(x)));
-unary_row!(SILU, "silu", sig: "silu(self) -> Tensor", doc: "x * sigmoid(x) (SiLU, swish), elementwise.", fwd: |a| a.this()?.silu(), |x, p| if x >= 0.0 { x / (1.0 + (-x).exp()) } else { let e = x.exp(); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
+unary_row!(SILU, "silu", sig: "silu(self) -> Tensor", doc: "x * sigmoid(x) (SiLU, swish), elementwise.", fwd: |a| a.this()?.silu(), |x, p| if x >= 0.0 { x / (1.0 + exp(-x)) } else { let e = exp(x); x * e / (1.0 + e) }, wgsl: "x * sigmoid_(x)", saves: Input, second_order: true,
     backward: |c, g| {
         let x = c.saved(0);
         let s = x.sigmoid()?;
         one(g[0].mul(&s.mul(&x.mul(&s.neg()?.add_scalar(1.0)?)?.add_scalar(1.0)?)?))
     },
     cases: cases!("silu", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].silu(), ref: |x| x / (1.0 + (-x).exp())));
-unary_row!(SOFTPLUS, "softplus", sig: "softplus(self) -> Tensor", doc: "log(1 + e^x), computed stably, elementwise.", fwd: |a| a.this()?.softplus(), |x, p| x.max(0.0) + (-x.abs()).exp().ln_1p(), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
+unary_row!(SOFTPLUS, "softplus", sig: "softplus(self) -> Tensor", doc: "log(1 + e^x), computed stably, elementwise.", fwd: |a| a.this()?.softplus(), |x, p| x.max(0.0) + ln_1p(exp(-x.abs())), wgsl: "max(x, 0.0) + log(1.0 + exp(-abs(x)))", saves: Input, second_order: true,
     backward: |c, g| one(g[0].mul(&c.saved(0).sigmoid()?)),
     cases: cases!("softplus", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].softplus(), ref: |x| (1.0 + x.exp()).ln()));
-unary_row!(POW_SCALAR, "pow_scalar", sig: "pow(self, exponent: scalar) -> Tensor", doc: "x ** exponent for a number exponent (Rust: `pow_scalar`).", fwd: |a| a.this()?.pow_scalar(a.float("exponent")?), |x, p| x.powf(p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
+unary_row!(POW_SCALAR, "pow_scalar", sig: "pow(self, exponent: scalar) -> Tensor", doc: "x ** exponent for a number exponent (Rust: `pow_scalar`).", fwd: |a| a.this()?.pow_scalar(a.float("exponent")?), |x, p| powf(x, p[0]), wgsl: "spow(x, p0)", saves: Input, second_order: true,
 backward: |c, g| { let e = p0(c.attrs()); one(g[0].mul(&c.saved(0).pow_scalar(e - 1.0)?.mul_scalar(e)?)) },
 cases: || vec![
     unary_case(Case::new("pow_scalar 2.5", vec![Input::Uniform(shape(), 0.5, 2.0)], |xs| xs[0].pow_scalar(2.5)))

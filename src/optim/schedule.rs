@@ -23,6 +23,7 @@
 
 use super::Optimizer;
 use crate::error::{Error, Result};
+use crate::kernel::math::{host_cos, host_powf};
 use std::f64::consts::PI;
 
 /// Counter and captured base rates, shared by every schedule.
@@ -141,7 +142,7 @@ impl ExponentialLR {
 
 impl LrSchedule for ExponentialLR {
     fn lr_for(&self, step: usize, base_lr: f64) -> f64 {
-        base_lr * self.gamma.powf(step as f64)
+        base_lr * host_powf(self.gamma, step as f64)
     }
     state_accessors!();
 }
@@ -199,7 +200,7 @@ impl LrSchedule for CosineAnnealing {
             return self.min_lr;
         }
         let progress = (step - self.warmup_steps) as f64 / (self.total_steps - self.warmup_steps) as f64;
-        self.min_lr + (base_lr - self.min_lr) * 0.5 * (1.0 + (PI * progress).cos())
+        self.min_lr + (base_lr - self.min_lr) * 0.5 * (1.0 + host_cos(PI * progress))
     }
     state_accessors!();
 }
@@ -244,7 +245,7 @@ impl OneCycleLR {
 }
 
 fn cos_anneal(start: f64, end: f64, pct: f64) -> f64 {
-    end + (start - end) / 2.0 * ((PI * pct).cos() + 1.0)
+    end + (start - end) / 2.0 * (host_cos(PI * pct) + 1.0)
 }
 
 impl LrSchedule for OneCycleLR {

@@ -15,6 +15,7 @@
 //!   results), and the recorder learns which kernel parameter depends on
 //!   which cell.
 
+use crate::kernel::math::host_powf;
 use crate::kernel::Scalar;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,7 +72,7 @@ pub enum Expr {
     Sub(Arc<Expr>, Arc<Expr>),
     Mul(Arc<Expr>, Arc<Expr>),
     Div(Arc<Expr>, Arc<Expr>),
-    /// `a.powf(b)`.
+    /// `a ** b` (`kernel::math::host_powf`: the same bits on every target).
     Pow(Arc<Expr>, Arc<Expr>),
     Sqrt(Arc<Expr>),
 }
@@ -86,7 +87,7 @@ impl Expr {
             Expr::Sub(a, b) => a.eval() - b.eval(),
             Expr::Mul(a, b) => a.eval() * b.eval(),
             Expr::Div(a, b) => a.eval() / b.eval(),
-            Expr::Pow(a, b) => a.eval().powf(b.eval()),
+            Expr::Pow(a, b) => host_powf(a.eval(), b.eval()),
             Expr::Sqrt(a) => a.eval().sqrt(),
         }
     }
@@ -144,7 +145,7 @@ impl Sym {
         Sym { value, expr }
     }
     pub fn powf(&self, e: &Sym) -> Sym {
-        self.combine(e, self.value.powf(e.value), Expr::Pow)
+        self.combine(e, host_powf(self.value, e.value), Expr::Pow)
     }
     pub fn sqrt(&self) -> Sym {
         Sym { value: self.value.sqrt(), expr: self.expr.as_ref().map(|e| Arc::new(Expr::Sqrt(e.clone()))) }
@@ -195,12 +196,12 @@ mod tests {
         let (lr_s, t) = (Sym::cell(&lr, true), Sym::cell(&step, true));
         let bc1 = 1.0 - &Sym::constant(0.9).powf(&t);
         let scaled = &lr_s / &bc1;
-        assert_eq!(scaled.value.to_bits(), (0.1 / (1.0 - 0.9f64.powf(3.0))).to_bits());
+        assert_eq!(scaled.value.to_bits(), (0.1 / (1.0 - host_powf(0.9, 3.0))).to_bits());
         let e = scaled.expr.clone().unwrap();
         assert_eq!(e.eval().to_bits(), scaled.value.to_bits());
         lr.set(0.05);
         step.set(4.0);
-        assert_eq!(e.eval().to_bits(), (0.05 / (1.0 - 0.9f64.powf(4.0))).to_bits());
+        assert_eq!(e.eval().to_bits(), (0.05 / (1.0 - host_powf(0.9, 4.0))).to_bits());
         assert_eq!(e.to_string(), "($lr / (1 - (0.9 ^ $step)))");
         let mut cells = Vec::new();
         e.cells(&mut cells);

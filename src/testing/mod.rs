@@ -29,11 +29,13 @@
 
 mod compare;
 mod cpu;
+mod digest;
 mod half;
 mod parity;
 
 pub use compare::{compare_values, expect_output};
 pub use cpu::check_cpu;
+pub use digest::{fnv1a32, forward_digests, tensor_digest};
 pub use half::{check_half, REFERENCE_F16};
 pub use parity::{check_gpu_parity, compare_gpu, parity_tolerance};
 

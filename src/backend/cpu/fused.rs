@@ -205,11 +205,11 @@ fn eval(op: &FusedOp, args: &[Chunk], out: ChunkMut) -> bool {
     use ChunkMut as M;
     match (op, args, out) {
         (FusedOp::Unary { row, params: [p0, p1] }, [C::F32(x)], M::F32(o)) => {
-            (row.f32)(x, o, [p0.0 as f32, p1.0 as f32])
+            (row.cpu().f32)(x, o, [p0.0 as f32, p1.0 as f32])
         }
-        (FusedOp::Unary { row, params: [p0, p1] }, [C::F64(x)], M::F64(o)) => (row.f64)(x, o, [p0.0, p1.0]),
-        (FusedOp::Binary { row }, [C::F32(a), C::F32(b)], M::F32(o)) => (row.f32.vv)(a, b, o),
-        (FusedOp::Binary { row }, [C::F64(a), C::F64(b)], M::F64(o)) => (row.f64.vv)(a, b, o),
+        (FusedOp::Unary { row, params: [p0, p1] }, [C::F64(x)], M::F64(o)) => (row.cpu().f64)(x, o, [p0.0, p1.0]),
+        (FusedOp::Binary { row }, [C::F32(a), C::F32(b)], M::F32(o)) => (row.cpu().f32.vv)(a, b, o),
+        (FusedOp::Binary { row }, [C::F64(a), C::F64(b)], M::F64(o)) => (row.cpu().f64.vv)(a, b, o),
         (FusedOp::Compare { row }, [C::F32(a), C::F32(b)], M::Bool(o)) => (row.f32.vv)(a, b, o),
         (FusedOp::Compare { row }, [C::F64(a), C::F64(b)], M::Bool(o)) => (row.f64.vv)(a, b, o),
         (FusedOp::Compare { row }, [C::I32(a), C::I32(b)], M::Bool(o)) => (row.i32.vv)(a, b, o),

@@ -9,14 +9,17 @@
 //! - natively otherwise `ndarray::linalg::general_mat_mul`, which calls
 //!   `matrixmultiply`, multi-threaded through its `threading` feature.
 //!
+//! In deterministic mode (`crate::determinism`) every product goes to a
+//! fourth, `fixed_gemm`, which gives the same bits on every target.
+//!
 //! Strided operands (transposed views from backward rules) need no copy:
-//! all three GEMMs pack them themselves.
+//! all four GEMMs pack them themselves.
 
 use crate::shape::{Dims, Layout};
 use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar, ShapeBuilder};
 
 /// Element types with a GEMM.
-pub trait Gemm: super::Elem + LinalgScalar {
+pub trait Gemm: super::Elem + LinalgScalar + Send + Sync {
     /// `c = a b` with skiff's own SIMD GEMM where this type has one here
     /// (f32 on wasm32); false, and `c` untouched, where it has none.
     fn own_gemm(a: &ArrayView2<Self>, b: &ArrayView2<Self>, c: &mut ArrayViewMut2<Self>) -> bool {
@@ -52,6 +55,8 @@ enum Engine {
     /// skiff's own SIMD GEMM where the type has one, else `gemm` (wasm32 only).
     #[cfg(target_arch = "wasm32")]
     Own,
+    /// Deterministic mode's GEMM: the same bits on every target.
+    Fixed,
 }
 
 impl Engine {
@@ -74,6 +79,9 @@ impl Engine {
     /// bounds 16x784x32 31 / 23 / 20, 64x128x10 22 / 15 / 12, 1x784x256 14 /
     /// 7 / 6.
     fn for_product(m: usize, k: usize, n: usize, row_major: bool) -> Engine {
+        if crate::determinism::is_deterministic() {
+            return Engine::Fixed;
+        }
         #[cfg(target_arch = "wasm32")]
         {
             let _ = (k, row_major);
@@ -93,6 +101,9 @@ impl Engine {
 /// stale data (beta = 0: it is written, never read).
 fn gemm<T: Gemm>(engine: Engine, a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
     match engine {
+        Engine::Fixed => {
+            super::fixed_gemm::fixed_gemm(&a, &b, c.as_slice_mut().expect("the product's chunk is contiguous"))
+        }
         #[cfg(not(target_arch = "wasm32"))]
         Engine::MatrixMultiply => ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c),
         #[cfg(target_arch = "wasm32")]

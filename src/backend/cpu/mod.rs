@@ -7,6 +7,7 @@ pub mod conv;
 pub mod create;
 mod custom;
 pub mod elementwise;
+mod fixed_gemm;
 pub mod fused;
 pub mod index;
 pub mod matmul;

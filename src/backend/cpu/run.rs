@@ -32,16 +32,16 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
     let float_only = || Error::dtype(op, format!("expected a float tensor, got {}", inputs[0].buffer.dtype()));
     Ok(match spec {
         KernelSpec::Unary { row, params: [p0, p1] } => match cpu_inputs::<1>(op, spec, inputs)? {
-            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(k::unary_map(v, l, row.f32, [p0.0 as f32, p1.0 as f32])),
-            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(k::unary_map(v, l, row.f64, [p0.0, p1.0])),
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(k::unary_map(v, l, row.cpu().f32, [p0.0 as f32, p1.0 as f32])),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(k::unary_map(v, l, row.cpu().f64, [p0.0, p1.0])),
             _ => return Err(mismatch(op, spec)),
         },
         KernelSpec::Binary { row } => match cpu_inputs::<2>(op, spec, inputs)? {
             [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => {
-                CpuBuffer::F32(k::binary_map(x, la, y, lb, out_shape, row.f32))
+                CpuBuffer::F32(k::binary_map(x, la, y, lb, out_shape, row.cpu().f32))
             }
             [(CpuBuffer::F64(x), la), (CpuBuffer::F64(y), lb)] => {
-                CpuBuffer::F64(k::binary_map(x, la, y, lb, out_shape, row.f64))
+                CpuBuffer::F64(k::binary_map(x, la, y, lb, out_shape, row.cpu().f64))
             }
             _ => return Err(mismatch(op, spec)),
         },

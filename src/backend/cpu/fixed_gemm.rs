@@ -1,0 +1,232 @@
+//! The GEMM of deterministic mode (`crate::determinism`): the same bits on
+//! every target, for every blocking, SIMD width and thread count.
+//!
+//! Each output is `c[i][j] = (..((0 + a[i][0] * b[0][j]) + a[i][1] * b[1][j]) ..)`:
+//! the terms in index order, each one multiply and one add, never fused
+//! (Rust never contracts `x * y + z` into a fused multiply-add, on any
+//! target). So the result equals the plain triple loop bit for bit, which is
+//! what the tests check. Speed comes from work that leaves that order alone:
+//! - packing: `b` in panels of `NR` columns, `a` in slivers of `MR` rows, each
+//!   read with unit stride by the micro-kernel;
+//! - a register block of `MR x NR` sums, each lane its own output, so the
+//!   compiler vectorises across columns at whatever width the target has;
+//! - blocks of `KC` steps of `k`: the sums go to `c` between blocks and come
+//!   back for the next, which continues the same sequence;
+//! - natively, row blocks split over threads (each output is still one
+//!   thread's sequence), and an AVX2 build of the micro-kernel where the
+//!   processor has it (wider registers, the same multiplies and adds).
+
+use ndarray::{ArrayView2, LinalgScalar};
+
+/// Rows and columns of the register block: 8 vector accumulators of 128
+/// bits in wasm (V8 gives wasm 15 vector registers on x86), 12 of 256 bits
+/// natively with AVX2 (16 registers). The bits do not depend on them.
+#[cfg(target_arch = "wasm32")]
+const MR: usize = 4;
+#[cfg(target_arch = "wasm32")]
+const NR: usize = 8;
+#[cfg(not(target_arch = "wasm32"))]
+const MR: usize = 6;
+#[cfg(not(target_arch = "wasm32"))]
+const NR: usize = 16;
+/// Steps of `k` per packed block (a 256 x 16 panel of `b` is 16 KiB in f32).
+const KC: usize = 256;
+
+/// `c` (contiguous, m x n, stale contents ignored) = `a b`.
+pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(a: &ArrayView2<T>, b: &ArrayView2<T>, c: &mut [T]) {
+    let ((m, k), n) = (a.dim(), b.ncols());
+    debug_assert_eq!(c.len(), m * n);
+    c.fill(T::zero());
+    if m == 0 || n == 0 || k == 0 {
+        return;
+    }
+    // All of `b`, block by block of KC steps, each block in panels of NR columns.
+    let panels = n.div_ceil(NR);
+    let block_len = |kc: usize| kc * panels * NR;
+    let mut packed_b = vec![T::zero(); k * panels * NR];
+    for (k0, block) in (0..k).step_by(KC).zip(packed_b.chunks_mut(block_len(KC))) {
+        pack_b(b, k0, KC.min(k - k0), block);
+    }
+    for_row_blocks(m, n * k, c, n, |rows, c_rows| {
+        let mut packed_a = vec![T::zero(); KC.min(k) * MR];
+        for (k0, b_block) in (0..k).step_by(KC).zip(packed_b.chunks(block_len(KC))) {
+            let kc = KC.min(k - k0);
+            for (block, i0) in rows.clone().step_by(MR).enumerate() {
+                let mr = MR.min(rows.end - i0);
+                pack_a(a, i0, mr, k0, kc, &mut packed_a);
+                let c_block = &mut c_rows[block * MR * n..];
+                for (panel, b_panel) in b_block.chunks_exact(kc * NR).enumerate() {
+                    let j0 = panel * NR;
+                    let nr = NR.min(n - j0);
+                    let mut acc = [[T::zero(); NR]; MR];
+                    for (i, row) in acc.iter_mut().enumerate().take(mr) {
+                        row[..nr].copy_from_slice(&c_block[i * n + j0..i * n + j0 + nr]);
+                    }
+                    micro_kernel(kc, &packed_a, b_panel, &mut acc);
+                    for (i, row) in acc.iter().enumerate().take(mr) {
+                        c_block[i * n + j0..i * n + j0 + nr].copy_from_slice(&row[..nr]);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Runs `f(rows, c_rows)` over blocks of whole `MR`-row groups of the m x n
+/// output: natively on two or more threads when the product is large enough
+/// to repay them, else once over all rows.
+fn for_row_blocks<T: Send, F>(m: usize, work_per_row: usize, c: &mut [T], n: usize, f: F)
+where
+    F: Fn(std::ops::Range<usize>, &mut [T]) + Sync,
+{
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        // About 4 MFLOP per thread before a thread is worth its start.
+        const MIN_WORK_PER_THREAD: usize = 1 << 21;
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let threads = threads.min(m.div_ceil(MR)).min((m * work_per_row / MIN_WORK_PER_THREAD).max(1));
+        if threads > 1 {
+            let rows_per = m.div_ceil(MR).div_ceil(threads) * MR;
+            std::thread::scope(|s| {
+                let f = &f;
+                let mut chunks = c.chunks_mut(rows_per * n).enumerate();
+                let first = chunks.next();
+                for (t, chunk) in chunks {
+                    let start = t * rows_per;
+                    s.spawn(move || f(start..(start + rows_per).min(m), chunk));
+                }
+                // The calling thread takes the first block itself.
+                if let Some((_, chunk)) = first {
+                    f(0..rows_per.min(m), chunk);
+                }
+            });
+            return;
+        }
+    }
+    let _ = (work_per_row, n);
+    f(0..m, c)
+}
+
+/// Copies rows `k0..k0 + kc` of `b` into panels of `NR` columns, each panel
+/// `kc` rows of `NR` (the last one padded with zeros).
+fn pack_b<T: LinalgScalar>(b: &ArrayView2<T>, k0: usize, kc: usize, out: &mut [T]) {
+    let n = b.ncols();
+    for (panel, dst) in out.chunks_exact_mut(kc * NR).enumerate() {
+        let j0 = panel * NR;
+        let nr = NR.min(n - j0);
+        for p in 0..kc {
+            let row = &mut dst[p * NR..(p + 1) * NR];
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = if j < nr { b[[k0 + p, j0 + j]] } else { T::zero() };
+            }
+        }
+    }
+}
+
+/// Copies `a[i0..i0 + mr, k0..k0 + kc]` as `kc` columns of `MR` (padded with zeros).
+fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, kc: usize, out: &mut [T]) {
+    for p in 0..kc {
+        for i in 0..MR {
+            out[p * MR + i] = if i < mr { a[[i0 + i, k0 + p]] } else { T::zero() };
+        }
+    }
+}
+
+/// `acc[i][j] += a[p][i] * b[p][j]` for p in order: the one place the sums happen.
+fn micro_kernel<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (checked above).
+        unsafe { micro_kernel_avx2(kc, a, b, acc) };
+        return;
+    }
+    micro_kernel_body(kc, a, b, acc)
+}
+
+/// The same loop compiled with AVX2 (8 f32 or 4 f64 lanes): separate multiplies and
+/// adds as everywhere (the `fma` feature is not enabled, and Rust would not
+/// contract them if it were).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn micro_kernel_avx2<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
+    micro_kernel_body(kc, a, b, acc)
+}
+
+#[inline(always)]
+fn micro_kernel_body<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
+    let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
+        for i in 0..MR {
+            for j in 0..NR {
+                acc[i][j] = acc[i][j] + ap[i] * bp[j];
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use ndarray::{Array2, ShapeBuilder};
+
+    /// An irregular matrix whose products round (thirds and sevenths are not dyadic).
+    fn matrix<T: From<f32>>(rows: usize, cols: usize, seed: usize) -> Array2<T> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| {
+            T::from(((i * 31 + j * 17 + seed * 7) % 23) as f32 / 3.0 - 1.3 + (j % 7) as f32 / 7.0)
+        })
+    }
+
+    /// The definition: the plain triple loop, terms in index order from zero.
+    fn triple_loop<T: LinalgScalar>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> Vec<T> {
+        let ((m, k), n) = (a.dim(), b.ncols());
+        let mut c = Vec::with_capacity(m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = T::zero();
+                for p in 0..k {
+                    s = s + a[[i, p]] * b[[p, j]];
+                }
+                c.push(s);
+            }
+        }
+        c
+    }
+
+    fn bits_f32(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn equals_the_triple_loop_bit_for_bit() {
+        // Edges of every block: m and n off the register block, k across KC,
+        // products large enough to be split over threads.
+        let shapes = [(1, 1, 1), (3, 5, 7), (4, 8, 8), (5, 9, 17), (13, 257, 11), (64, 300, 40), (130, 520, 33)];
+        for (m, k, n) in shapes {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = if ta { matrix::<f32>(k, m, 1).reversed_axes() } else { matrix(m, k, 1) };
+                let b = if tb { matrix::<f32>(n, k, 2).reversed_axes() } else { matrix(k, n, 2) };
+                let mut c = vec![f32::NAN; m * n]; // stale contents must not leak in
+                fixed_gemm(&a.view(), &b.view(), &mut c);
+                assert_eq!(bits_f32(&c), bits_f32(&triple_loop(&a.view(), &b.view())), "{m}x{k}x{n} {ta}/{tb}");
+            }
+        }
+        // f64, and a strided view that is neither row- nor column-major.
+        let big = matrix::<f64>(40, 90, 3);
+        let a = big.slice(ndarray::s![..;2, ..;3]);
+        let b = matrix::<f64>(30, 21, 4);
+        let mut c = vec![0.0; 20 * 21];
+        fixed_gemm(&a, &b.view(), &mut c);
+        let want = triple_loop(&a, &b.view());
+        assert!(c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+
+    #[test]
+    fn follows_ieee_through_non_finite_terms() {
+        let a = Array2::from_shape_vec((1, 3).f(), vec![f32::INFINITY, 1.0, 0.0]).unwrap();
+        let b = Array2::from_shape_vec((3, 2), vec![0.0, 1.0, 2.0, 3.0, f32::NAN, 4.0]).unwrap();
+        let mut c = vec![0.0; 2];
+        fixed_gemm(&a.view(), &b.view(), &mut c);
+        assert!(c[0].is_nan(), "inf * 0 is NaN: {c:?}");
+        assert_eq!(c[1], f32::INFINITY);
+    }
+}
