@@ -652,6 +652,20 @@ export const manualSeed = (seed) => {
   ready('manualSeed');
   raw.manualSeed(seed);
 };
+/**
+ * Deterministic mode: the cpu kernels compute the same bits on every target
+ * (native and wasm, either wasm build), at some cost in speed. WebGPU is not
+ * covered. In Node, SKIFF_DETERMINISTIC=1 turns it on at init().
+ */
+export const setDeterministic = (on) => {
+  ready('setDeterministic');
+  raw.setDeterministic(on);
+};
+/** Whether deterministic mode is on. */
+export const isDeterministic = () => {
+  ready('isDeterministic');
+  return raw.isDeterministic();
+};
 export const setDefaultDevice = (d) => raw.setDefaultDevice(d);
 export const getDefaultDevice = () => raw.getDefaultDevice();
 /** Frees the pools of unused buffers (the cpu pool and the GPU's). */
@@ -660,7 +674,7 @@ export const emptyCache = () => raw.emptyCache();
 // The wasm exports behind the cargo feature `web-testing`: in the test build
 // (npm run build:test) only. Looked up by a computed name, so bundlers do not
 // report them missing from the published glue.
-const TESTING = ['registryCases', 'checkCase', 'caseData', 'registryCoverage', 'opNames', 'kernelSources', 'loseDevice'];
+const TESTING = ['registryCases', 'checkCase', 'caseData', 'registryCoverage', 'opNames', 'kernelSources', 'loseDevice', 'forwardDigests'];
 
 /**
  * Registry checks for the test suites (not part of the stable API): only in

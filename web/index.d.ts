@@ -309,6 +309,14 @@ export function arange<D extends Exclude<DType, 'bool'> = 'float32'>(start: numb
 export function linspace<D extends DType = 'float32'>(start: number, end: number, steps: number, options?: CreateOptions<D>): Tensor<D>;
 export function eye<D extends DType = 'float32'>(n: number, options?: CreateOptions<D>): Tensor<D>;
 export function manualSeed(seed: number): void;
+/**
+ * Deterministic mode: the cpu kernels compute the same bits on every target
+ * (native and wasm), at some cost in speed; WebGPU is not covered. In Node,
+ * the environment variable SKIFF_DETERMINISTIC=1 turns it on at init().
+ */
+export function setDeterministic(on: boolean): void;
+/** Whether deterministic mode is on. */
+export function isDeterministic(): boolean;
 export function setDefaultDevice(device: DeviceName): void;
 export function getDefaultDevice(): DeviceName;
 
@@ -618,4 +626,6 @@ export const testing: {
   kernelSources(): [string, string][];
   /** Destroys the WebGPU device init() opened (every later GPU op fails): for tests of device-loss handling. */
   loseDevice(): void;
+  /** Every registry case's forward output digest on the cpu (f32 and f64), as [label, digest] pairs. */
+  forwardDigests(): [string, string][];
 } | undefined;

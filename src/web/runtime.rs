@@ -136,6 +136,23 @@ pub fn manual_seed(#[wasm_bindgen(unchecked_param_type = "number")] seed: JsValu
     }
 }
 
+/// Deterministic mode (`crate::determinism`): the cpu kernels compute the
+/// same bits as a native build in the same mode (WebGPU is not covered).
+#[wasm_bindgen(js_name = setDeterministic)]
+pub fn set_deterministic(#[wasm_bindgen(unchecked_param_type = "boolean")] on: JsValue) -> JsResult<()> {
+    let on = on.as_bool().ok_or_else(|| {
+        js_error("setDeterministic", Kind::Argument, format!("on must be a boolean, got {}", args::describe(&on)))
+    })?;
+    crate::determinism::set_deterministic(on);
+    Ok(())
+}
+
+/// Whether deterministic mode is on.
+#[wasm_bindgen(js_name = isDeterministic)]
+pub fn is_deterministic() -> bool {
+    crate::determinism::is_deterministic()
+}
+
 /// Opens a tidy scope (the JS `tidy()` pairs it with `endScope`).
 #[wasm_bindgen(js_name = beginScope)]
 pub fn begin_scope() {

@@ -93,6 +93,17 @@ pub async fn check_case(
     ]))
 }
 
+/// Every registry case's forward output digest on the cpu, in f32 and f64
+/// (`testing::forward_digests`), as `[label, digest]` pairs: in deterministic
+/// mode they equal a native run's (tests/determinism/expected.js).
+#[wasm_bindgen(js_name = forwardDigests, unchecked_return_type = "[string, string][]")]
+pub fn forward_digests() -> Array {
+    crate::testing::forward_digests()
+        .into_iter()
+        .map(|(label, digest)| JsValue::from(Array::of2(&label.into(), &digest.into())))
+        .collect()
+}
+
 /// The registry op named by `op` and the case index `case_index` (checked
 /// JS arguments of `checkCase` and `caseData`).
 pub(super) fn registry_case_arg(

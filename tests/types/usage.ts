@@ -23,6 +23,11 @@ export async function tour(): Promise<number> {
 
   // ---- creation ----------------------------------------------------------------
   manualSeed(42);
+  skiff.setDeterministic(true);
+  const same: boolean = skiff.isDeterministic();
+  // @ts-expect-error: the mode is a boolean
+  skiff.setDeterministic('on');
+  skiff.setDeterministic(!same);
   const a: Tensor = tensor([
     [1, 2, 3],
     [4, 5, 6],

@@ -25,6 +25,7 @@ export const SURFACE_SCENARIOS = [
   ['custom ops: WGSL and cpu kernels, derivatives to second order, scalars, shape rules, jit, errors on the user\'s line', 'customOps'],
   ['profile: calls per op, transfers, GPU kernel times where timestamp-query exists, the Chrome trace', 'profiler'],
   ['leak report: trackOrigins and memory({ detailed: true }) find a leak in a loop at its line', 'leakReport'],
+  ['deterministic mode: a seeded MLP and CNN run and every registry forward give the native bits (WebGPU: within 1e-5)', 'determinism'],
   ['free() and [Symbol.dispose]() on every class', 'handles'],
   ['bad arguments and options: an Error naming the op and the value', 'badArguments'],
 ];

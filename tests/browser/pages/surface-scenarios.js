@@ -8,6 +8,7 @@ import { apiScenarios } from './surface-api.js';
 import { errorScenarios } from './surface-errors.js';
 import { customScenarios } from './surface-custom.js';
 import { toolScenarios } from './surface-tools.js';
+import { determinismScenarios } from './surface-determinism.js';
 
 export const surfaceScenarios = {
   ...nnScenarios,
@@ -18,4 +19,5 @@ export const surfaceScenarios = {
   ...errorScenarios,
   ...customScenarios,
   ...toolScenarios,
+  ...determinismScenarios,
 };
