@@ -7,6 +7,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { PUBLISHED_PKG_DIR, assertBuilt } from './lib/browser.mjs';
 import { importForNode } from './lib/package.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './lib/expect.mjs';
@@ -16,10 +17,11 @@ import { nativeModel } from './lib/native-model.mjs';
 describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
   let skiff;
   let info;
+  let entry;
   let cleanup = () => {};
   before(async () => {
     assertBuilt({ wrapper: true });
-    ({ skiff, cleanup } = await importForNode('skiff-node-'));
+    ({ skiff, entry, cleanup } = await importForNode('skiff-node-'));
     info = await skiff.init();
   });
   after(() => cleanup());
@@ -46,6 +48,24 @@ describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
     });
     // the cpu backend chosen before still works
     assert.deepEqual(Array.from(await skiff.tensor([1, 2]).add(1).data()), [2, 3]);
+  });
+
+  test('SKIFF_DETERMINISTIC=1 turns deterministic mode on at init(); a value that is not on or off fails init()', () => {
+    const child = (value) =>
+      spawnSync(
+        process.execPath,
+        ['--input-type=module', '-e', `const s = await import(${JSON.stringify(entry)}); await s.init(); console.log(s.isDeterministic());`],
+        { env: { ...process.env, SKIFF_DETERMINISTIC: value }, encoding: 'utf8', timeout: 60_000 },
+      );
+    for (const [value, on] of [['1', 'true'], ['yes', 'true'], ['0', 'false'], ['', 'false']]) {
+      const r = child(value);
+      assert.equal(r.status, 0, `SKIFF_DETERMINISTIC=${value}: ${r.stderr}`);
+      assert.equal(r.stdout.trim(), on, `SKIFF_DETERMINISTIC=${JSON.stringify(value)}`);
+    }
+    const bad = child('maybe');
+    assert.notEqual(bad.status, 0, 'SKIFF_DETERMINISTIC=maybe must fail init()');
+    assert.match(bad.stderr, /init: .*SKIFF_DETERMINISTIC="maybe" is not one of 1, 0, true, false/);
+    assert.equal(skiff.isDeterministic(), false, 'this process was started without the variable');
   });
 
   const run = (name, ...args) => scenarios[name](skiff, ...args);

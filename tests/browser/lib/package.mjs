@@ -26,11 +26,15 @@ export function installPackage(dir) {
  * The package's Node entry, as a Node test imports it: the package's own
  * name (it resolves to itself through its "exports") when PKG_DIR is pkg/,
  * else an installed copy of a development build (SKIFF_TEST_PKG_DIR) in a
- * temporary folder. Returns `{ skiff, cleanup }`.
+ * temporary folder. Returns `{ skiff, entry, cleanup }` (`entry`: the URL
+ * imported, for a child process to import too).
  */
 export async function importForNode(prefix) {
-  if (PKG_DIR === path.join(REPO, 'pkg')) return { skiff: await import('skiff-ml'), cleanup: () => {} };
+  if (PKG_DIR === path.join(REPO, 'pkg')) {
+    return { skiff: await import('skiff-ml'), entry: import.meta.resolve('skiff-ml'), cleanup: () => {} };
+  }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  const skiff = await import(pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href);
-  return { skiff, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) };
+  const entry = pathToFileURL(path.join(installPackage(tmp), 'web/node.js')).href;
+  const skiff = await import(entry);
+  return { skiff, entry, cleanup: () => fs.rmSync(tmp, { recursive: true, force: true }) };
 }
