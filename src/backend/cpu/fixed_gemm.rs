@@ -83,8 +83,15 @@ where
     {
         // About 4 MFLOP per thread before a thread is worth its start.
         const MIN_WORK_PER_THREAD: usize = 1 << 21;
-        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-        let threads = threads.min(m.div_ceil(MR)).min((m * work_per_row / MIN_WORK_PER_THREAD).max(1));
+        // Asked once: on Linux the answer reads cgroup files (tens of us).
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let by_work = (m * work_per_row / MIN_WORK_PER_THREAD).max(1);
+        let threads = if by_work == 1 {
+            1
+        } else {
+            let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
+            cores.min(m.div_ceil(MR)).min(by_work)
+        };
         if threads > 1 {
             let rows_per = m.div_ceil(MR).div_ceil(threads) * MR;
             std::thread::scope(|s| {
@@ -107,27 +114,58 @@ where
     f(0..m, c)
 }
 
+/// A 2-d view's elements by raw offsets: packing touches every element of
+/// both operands, and ndarray's checked indexing cost more than the product
+/// itself on small ones (a convolution's [16, 72] x [72, 121]).
+struct Strided<T> {
+    ptr: *const T,
+    rows: isize,
+    cols: isize,
+}
+
+impl<T: Copy> Strided<T> {
+    fn of(v: &ArrayView2<T>) -> Strided<T> {
+        Strided { ptr: v.as_ptr(), rows: v.strides()[0], cols: v.strides()[1] }
+    }
+
+    /// Element (r, c).
+    ///
+    /// # Safety
+    /// (r, c) is inside the view this was made `of`, which is still alive.
+    #[inline(always)]
+    unsafe fn at(&self, r: usize, c: usize) -> T {
+        *self.ptr.offset(r as isize * self.rows + c as isize * self.cols)
+    }
+}
+
 /// Copies rows `k0..k0 + kc` of `b` into panels of `NR` columns, each panel
 /// `kc` rows of `NR` (the last one padded with zeros).
 fn pack_b<T: LinalgScalar>(b: &ArrayView2<T>, k0: usize, kc: usize, out: &mut [T]) {
     let n = b.ncols();
+    let src = Strided::of(b);
     for (panel, dst) in out.chunks_exact_mut(kc * NR).enumerate() {
         let j0 = panel * NR;
         let nr = NR.min(n - j0);
-        for p in 0..kc {
-            let row = &mut dst[p * NR..(p + 1) * NR];
-            for (j, v) in row.iter_mut().enumerate() {
-                *v = if j < nr { b[[k0 + p, j0 + j]] } else { T::zero() };
+        for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
+            for (j, v) in row[..nr].iter_mut().enumerate() {
+                // SAFETY: k0 + p < k0 + kc <= k and j0 + j < n: inside `b`.
+                *v = unsafe { src.at(k0 + p, j0 + j) };
             }
+            row[nr..].fill(T::zero());
         }
     }
 }
 
 /// Copies `a[i0..i0 + mr, k0..k0 + kc]` as `kc` columns of `MR` (padded with zeros).
 fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, kc: usize, out: &mut [T]) {
-    for p in 0..kc {
-        for i in 0..MR {
-            out[p * MR + i] = if i < mr { a[[i0 + i, k0 + p]] } else { T::zero() };
+    let src = Strided::of(a);
+    if mr < MR {
+        out[..kc * MR].fill(T::zero());
+    }
+    for i in 0..mr {
+        for p in 0..kc {
+            // SAFETY: i0 + i < i0 + mr <= m and k0 + p < k: inside `a`.
+            out[p * MR + i] = unsafe { src.at(i0 + i, k0 + p) };
         }
     }
 }
