@@ -32,44 +32,117 @@ const NR: usize = 16;
 /// Steps of `k` per packed block (a 256 x 16 panel of `b` is 16 KiB in f32).
 const KC: usize = 256;
 
-/// `c` (contiguous, m x n, stale contents ignored) = `a b`.
-pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(a: &ArrayView2<T>, b: &ArrayView2<T>, c: &mut [T]) {
+/// `c` (contiguous, m x n, stale contents ignored) = `a b`. `scratch` holds
+/// what is packed of `b`: a caller multiplying a batch passes the same one to
+/// every product, so it is allocated once.
+///
+/// Packing only where it pays: `b` with unit-stride rows is read in place
+/// (but for its last, partial panel), and so is every whole `MR`-row sliver
+/// of an `a` with unit-stride rows; a transposed `b` is packed into panels,
+/// a transposed `a` and the last, partial sliver into a zero-padded sliver.
+/// On a convolution's small products packing cost as much as the arithmetic.
+pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
+    a: &ArrayView2<T>,
+    b: &ArrayView2<T>,
+    c: &mut [T],
+    scratch: &mut Vec<T>,
+) {
     let ((m, k), n) = (a.dim(), b.ncols());
     debug_assert_eq!(c.len(), m * n);
-    c.fill(T::zero());
-    if m == 0 || n == 0 || k == 0 {
+    if m == 0 || n == 0 {
         return;
     }
-    // All of `b`, block by block of KC steps, each block in panels of NR columns.
-    let panels = n.div_ceil(NR);
-    let block_len = |kc: usize| kc * panels * NR;
-    let mut packed_b = vec![T::zero(); k * panels * NR];
-    for (k0, block) in (0..k).step_by(KC).zip(packed_b.chunks_mut(block_len(KC))) {
-        pack_b(b, k0, KC.min(k - k0), block);
+    if k == 0 {
+        c.fill(T::zero());
+        return;
     }
+    let panels = n.div_ceil(NR);
+    // In place: `b` with unit-stride rows, `a` with unit-stride rows (each of
+    // a sliver's rows then streams in order; a transposed `a`, read across
+    // rows, measured 0.77x packed).
+    let b_in_place = b.strides()[1] == 1;
+    let a_in_place = a.strides()[1] == 1;
+    // Packed panels of `b`, panel by panel, each `k` rows of NR: all of them,
+    // or only the partial last one when `b` is read in place.
+    let packed_from = if b_in_place { n / NR } else { 0 };
+    scratch.resize((panels - packed_from) * k * NR, T::zero());
+    for (panel, dst) in (packed_from..panels).zip(scratch.chunks_exact_mut(k * NR)) {
+        pack_b_panel(b, panel * NR, dst);
+    }
+    let packed_b = &*scratch;
+    let (a_src, b_src) = (Strided::of(a), Strided::of(b));
     for_row_blocks(m, n * k, c, n, |rows, c_rows| {
-        let mut packed_a = vec![T::zero(); KC.min(k) * MR];
-        for (k0, b_block) in (0..k).step_by(KC).zip(packed_b.chunks(block_len(KC))) {
+        let mut sliver = [T::zero(); KC * MR];
+        for k0 in (0..k).step_by(KC) {
             let kc = KC.min(k - k0);
             for (block, i0) in rows.clone().step_by(MR).enumerate() {
                 let mr = MR.min(rows.end - i0);
-                pack_a(a, i0, mr, k0, kc, &mut packed_a);
+                // SAFETY (here and below): every offset is inside its view:
+                // rows i0..i0 + mr, steps k0..k0 + kc, columns j0..j0 + nr,
+                // and padded buffers of the lengths made above.
+                let a_op = if mr == MR && a_in_place {
+                    Operand { ptr: unsafe { a_src.ptr_at(i0, k0) }, lane: a_src.rows, step: a_src.cols }
+                } else {
+                    pack_a(a, i0, mr, k0, kc, &mut sliver);
+                    Operand { ptr: sliver.as_ptr(), lane: 1, step: MR as isize }
+                };
                 let c_block = &mut c_rows[block * MR * n..];
-                for (panel, b_panel) in b_block.chunks_exact(kc * NR).enumerate() {
+                for panel in 0..panels {
                     let j0 = panel * NR;
                     let nr = NR.min(n - j0);
+                    let b_op = if panel < packed_from {
+                        Operand { ptr: unsafe { b_src.ptr_at(k0, j0) }, lane: 1, step: b_src.rows }
+                    } else {
+                        let packed = &packed_b[(panel - packed_from) * k * NR..][k0 * NR..];
+                        Operand { ptr: packed.as_ptr(), lane: 1, step: NR as isize }
+                    };
+                    // The first block's sums start from zero (`c` is stale);
+                    // later blocks continue the sums stored in `c`.
                     let mut acc = [[T::zero(); NR]; MR];
-                    for (i, row) in acc.iter_mut().enumerate().take(mr) {
-                        row[..nr].copy_from_slice(&c_block[i * n + j0..i * n + j0 + nr]);
+                    if k0 > 0 {
+                        for (i, row) in acc.iter_mut().enumerate().take(mr) {
+                            load(row, &c_block[i * n + j0..], nr);
+                        }
                     }
-                    micro_kernel(kc, &packed_a, b_panel, &mut acc);
+                    unsafe { micro_kernel(kc, a_op, b_op, &mut acc) };
                     for (i, row) in acc.iter().enumerate().take(mr) {
-                        c_block[i * n + j0..i * n + j0 + nr].copy_from_slice(&row[..nr]);
+                        store(row, &mut c_block[i * n + j0..], nr);
                     }
                 }
             }
         }
     });
+}
+
+/// What the micro-kernel reads: element (lane, step) of an `a` sliver (lane:
+/// its row) or of a `b` panel (lane: its column, always unit stride) is at
+/// `ptr + lane * lane_stride + step * step_stride`.
+#[derive(Clone, Copy)]
+struct Operand<T> {
+    ptr: *const T,
+    lane: isize,
+    step: isize,
+}
+
+/// The first `nr` of a row of sums from `c`: a whole panel as one fixed-size
+/// copy (short slice copies otherwise call memmove, a tenth of a CNN step).
+#[inline(always)]
+fn load<T: Copy>(row: &mut [T; NR], c: &[T], nr: usize) {
+    if nr == NR {
+        *row = c[..NR].try_into().expect("NR elements");
+    } else {
+        row[..nr].copy_from_slice(&c[..nr]);
+    }
+}
+
+/// Stores the first `nr` sums of `row` into `c`.
+#[inline(always)]
+fn store<T: Copy>(row: &[T; NR], c: &mut [T], nr: usize) {
+    if nr == NR {
+        <&mut [T; NR]>::try_from(&mut c[..NR]).expect("NR elements").copy_from_slice(row);
+    } else {
+        c[..nr].copy_from_slice(&row[..nr]);
+    }
 }
 
 /// Runs `f(rows, c_rows)` over blocks of whole `MR`-row groups of the m x n
@@ -123,36 +196,43 @@ struct Strided<T> {
     cols: isize,
 }
 
+// SAFETY: a Strided only reads, and only while the view it was made of is
+// borrowed (fixed_gemm's threads end before fixed_gemm returns): sharing it
+// is sharing `&ArrayView2<T>`, which is Sync when T is.
+unsafe impl<T: Sync> Sync for Strided<T> {}
+
 impl<T: Copy> Strided<T> {
     fn of(v: &ArrayView2<T>) -> Strided<T> {
         Strided { ptr: v.as_ptr(), rows: v.strides()[0], cols: v.strides()[1] }
     }
 
-    /// Element (r, c).
+    /// Where element (r, c) is.
     ///
     /// # Safety
     /// (r, c) is inside the view this was made `of`, which is still alive.
     #[inline(always)]
+    unsafe fn ptr_at(&self, r: usize, c: usize) -> *const T {
+        self.ptr.offset(r as isize * self.rows + c as isize * self.cols)
+    }
+
+    /// Element (r, c); the same contract as `ptr_at`.
+    #[inline(always)]
     unsafe fn at(&self, r: usize, c: usize) -> T {
-        *self.ptr.offset(r as isize * self.rows + c as isize * self.cols)
+        *self.ptr_at(r, c)
     }
 }
 
-/// Copies rows `k0..k0 + kc` of `b` into panels of `NR` columns, each panel
-/// `kc` rows of `NR` (the last one padded with zeros).
-fn pack_b<T: LinalgScalar>(b: &ArrayView2<T>, k0: usize, kc: usize, out: &mut [T]) {
-    let n = b.ncols();
+/// Copies columns `j0..j0 + NR` of `b` (zero past its last column) as `k`
+/// rows of `NR`.
+fn pack_b_panel<T: LinalgScalar>(b: &ArrayView2<T>, j0: usize, out: &mut [T]) {
+    let nr = NR.min(b.ncols() - j0);
     let src = Strided::of(b);
-    for (panel, dst) in out.chunks_exact_mut(kc * NR).enumerate() {
-        let j0 = panel * NR;
-        let nr = NR.min(n - j0);
-        for (p, row) in dst.chunks_exact_mut(NR).enumerate() {
-            for (j, v) in row[..nr].iter_mut().enumerate() {
-                // SAFETY: k0 + p < k0 + kc <= k and j0 + j < n: inside `b`.
-                *v = unsafe { src.at(k0 + p, j0 + j) };
-            }
-            row[nr..].fill(T::zero());
+    for (p, row) in out.chunks_exact_mut(NR).enumerate() {
+        for (j, v) in row[..nr].iter_mut().enumerate() {
+            // SAFETY: p < k and j0 + j < n: inside `b`.
+            *v = unsafe { src.at(p, j0 + j) };
         }
+        row[nr..].fill(T::zero());
     }
 }
 
@@ -170,11 +250,14 @@ fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, k
     }
 }
 
-/// `acc[i][j] += a[p][i] * b[p][j]` for p in order: the one place the sums happen.
-fn micro_kernel<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
+/// `acc[i][j] += a(i, p) * b(p, j)` for p in order: the one place the sums happen.
+///
+/// # Safety
+/// `a` and `b` address `MR` lanes and `NR` lanes by `kc` steps of live data.
+unsafe fn micro_kernel<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the processor has AVX2 (checked above).
+        // SAFETY: the processor has AVX2 (checked above); the rest is the caller's.
         unsafe { micro_kernel_avx2(kc, a, b, acc) };
         return;
     }
@@ -186,17 +269,19 @@ fn micro_kernel<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]
 /// contract them if it were).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn micro_kernel_avx2<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
+unsafe fn micro_kernel_avx2<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
     micro_kernel_body(kc, a, b, acc)
 }
 
 #[inline(always)]
-fn micro_kernel_body<T: LinalgScalar>(kc: usize, a: &[T], b: &[T], acc: &mut [[T; NR]; MR]) {
-    let (a, b) = (&a[..kc * MR], &b[..kc * NR]);
-    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)) {
-        for i in 0..MR {
+unsafe fn micro_kernel_body<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
+    debug_assert_eq!(b.lane, 1);
+    for p in 0..kc as isize {
+        let bp: [T; NR] = std::ptr::read_unaligned(b.ptr.offset(p * b.step) as *const [T; NR]);
+        for (i, row) in acc.iter_mut().enumerate() {
+            let ai = *a.ptr.offset(i as isize * a.lane + p * a.step);
             for j in 0..NR {
-                acc[i][j] = acc[i][j] + ap[i] * bp[j];
+                row[j] = row[j] + ai * bp[j];
             }
         }
     }
@@ -244,7 +329,7 @@ mod tests {
                 let a = if ta { matrix::<f32>(k, m, 1).reversed_axes() } else { matrix(m, k, 1) };
                 let b = if tb { matrix::<f32>(n, k, 2).reversed_axes() } else { matrix(k, n, 2) };
                 let mut c = vec![f32::NAN; m * n]; // stale contents must not leak in
-                fixed_gemm(&a.view(), &b.view(), &mut c);
+                fixed_gemm(&a.view(), &b.view(), &mut c, &mut vec![f32::NAN; 3]);
                 assert_eq!(bits_f32(&c), bits_f32(&triple_loop(&a.view(), &b.view())), "{m}x{k}x{n} {ta}/{tb}");
             }
         }
@@ -253,7 +338,7 @@ mod tests {
         let a = big.slice(ndarray::s![..;2, ..;3]);
         let b = matrix::<f64>(30, 21, 4);
         let mut c = vec![0.0; 20 * 21];
-        fixed_gemm(&a, &b.view(), &mut c);
+        fixed_gemm(&a, &b.view(), &mut c, &mut Vec::new());
         let want = triple_loop(&a, &b.view());
         assert!(c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()));
     }
@@ -263,7 +348,7 @@ mod tests {
         let a = Array2::from_shape_vec((1, 3).f(), vec![f32::INFINITY, 1.0, 0.0]).unwrap();
         let b = Array2::from_shape_vec((3, 2), vec![0.0, 1.0, 2.0, 3.0, f32::NAN, 4.0]).unwrap();
         let mut c = vec![0.0; 2];
-        fixed_gemm(&a.view(), &b.view(), &mut c);
+        fixed_gemm(&a.view(), &b.view(), &mut c, &mut Vec::new());
         assert!(c[0].is_nan(), "inf * 0 is NaN: {c:?}");
         assert_eq!(c[1], f32::INFINITY);
     }

@@ -98,18 +98,20 @@ impl Engine {
 }
 
 /// `c = a b` for one (m x k) by (k x n) product with `engine`; `c` may hold
-/// stale data (beta = 0: it is written, never read).
-fn gemm<T: Gemm>(engine: Engine, a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
+/// stale data (beta = 0: it is written, never read). `scratch`: the fixed
+/// GEMM's packing buffer, shared by the products of a batch.
+fn gemm<T: Gemm>(engine: Engine, a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>, scratch: &mut Vec<T>) {
     match engine {
         Engine::Fixed => {
-            super::fixed_gemm::fixed_gemm(&a, &b, c.as_slice_mut().expect("the product's chunk is contiguous"))
+            let c = c.as_slice_mut().expect("the product's chunk is contiguous");
+            super::fixed_gemm::fixed_gemm(&a, &b, c, scratch)
         }
         #[cfg(not(target_arch = "wasm32"))]
         Engine::MatrixMultiply => ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c),
         #[cfg(target_arch = "wasm32")]
         Engine::Own if T::own_gemm(&a, &b, &mut c) => {}
         #[cfg(target_arch = "wasm32")]
-        Engine::Own => gemm(Engine::Gemm, a, b, c),
+        Engine::Own => gemm(Engine::Gemm, a, b, c, scratch),
         Engine::Gemm => {
             let ((m, k), n) = (a.dim(), b.ncols());
             let (sa, sb) = (a.strides(), b.strides());
@@ -169,12 +171,13 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
     let mut index: Dims = batch.iter().map(|_| 0).collect();
     let (mut oa, mut ob) = (la.offset, lb.offset);
     let engine = Engine::for_product(m, k, n, sa[nd + 1] == 1 && sb[nd + 1] == 1);
+    let mut scratch = Vec::new();
     for c in out.chunks_exact_mut(m * n) {
         let av =
             ArrayView2::from_shape((m, k).strides((sa[nd], sa[nd + 1])), &a[oa..]).expect("a's layout fits its buffer");
         let bv =
             ArrayView2::from_shape((k, n).strides((sb[nd], sb[nd + 1])), &b[ob..]).expect("b's layout fits its buffer");
-        gemm(engine, av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"));
+        gemm(engine, av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"), &mut scratch);
         // Next batch index, last dim fastest; the offsets follow.
         for d in (0..nd).rev() {
             index[d] += 1;
@@ -215,9 +218,9 @@ mod tests {
                 let a = if ta { matrix(k, m, 1).reversed_axes() } else { matrix(m, k, 1) };
                 let b = if tb { matrix(n, k, 2).reversed_axes() } else { matrix(k, n, 2) };
                 let want = reference(a.view(), b.view());
-                for engine in [Engine::Gemm, Engine::MatrixMultiply] {
+                for engine in [Engine::Gemm, Engine::MatrixMultiply, Engine::Fixed] {
                     let mut c = Array2::from_elem((m, n), f64::NAN); // stale data must be overwritten
-                    gemm(engine, a.view(), b.view(), c.view_mut());
+                    gemm(engine, a.view(), b.view(), c.view_mut(), &mut Vec::new());
                     let err = (&c - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
                     assert!(err < 1e-12, "{engine:?} {m}x{k}x{n} transposed {ta}/{tb}: max error {err}");
                 }
