@@ -17,6 +17,7 @@
 //!   processor has it (wider registers, the same multiplies and adds).
 
 use ndarray::{ArrayView2, LinalgScalar};
+use std::mem::MaybeUninit;
 
 /// Rows and columns of the register block: 8 vector accumulators of 128
 /// bits in wasm (V8 gives wasm 15 vector registers on x86), 12 of 256 bits
@@ -72,7 +73,9 @@ pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
     let packed_b = &*scratch;
     let (a_src, b_src) = (Strided::of(a), Strided::of(b));
     for_row_blocks(m, n * k, c, n, |rows, c_rows| {
-        let mut sliver = [T::zero(); KC * MR];
+        // Only for a transposed `a` or a partial sliver; pack_a writes every
+        // element it reads (zeroing all of it first was a memset per product).
+        let mut sliver = [const { MaybeUninit::<T>::uninit() }; KC * MR];
         for k0 in (0..k).step_by(KC) {
             let kc = KC.min(k - k0);
             for (block, i0) in rows.clone().step_by(MR).enumerate() {
@@ -83,8 +86,8 @@ pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
                 let a_op = if mr == MR && a_in_place {
                     Operand { ptr: unsafe { a_src.ptr_at(i0, k0) }, lane: a_src.rows, step: a_src.cols }
                 } else {
-                    pack_a(a, i0, mr, k0, kc, &mut sliver);
-                    Operand { ptr: sliver.as_ptr(), lane: 1, step: MR as isize }
+                    pack_a(a, i0, mr, k0, &mut sliver[..kc * MR]);
+                    Operand { ptr: sliver.as_ptr().cast::<T>(), lane: 1, step: MR as isize }
                 };
                 let c_block = &mut c_rows[block * MR * n..];
                 for panel in 0..panels {
@@ -96,15 +99,16 @@ pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
                         let packed = &packed_b[(panel - packed_from) * k * NR..][k0 * NR..];
                         Operand { ptr: packed.as_ptr(), lane: 1, step: NR as isize }
                     };
-                    // The first block's sums start from zero (`c` is stale);
-                    // later blocks continue the sums stored in `c`.
+                    // The first block's sums start from zero (`c` is stale:
+                    // the kernel zeroes its registers); later blocks continue
+                    // the sums stored in `c`.
                     let mut acc = [[T::zero(); NR]; MR];
                     if k0 > 0 {
                         for (i, row) in acc.iter_mut().enumerate().take(mr) {
                             load(row, &c_block[i * n + j0..], nr);
                         }
                     }
-                    unsafe { micro_kernel(kc, a_op, b_op, &mut acc) };
+                    unsafe { micro_kernel(kc, a_op, b_op, &mut acc, k0 == 0) };
                     for (i, row) in acc.iter().enumerate().take(mr) {
                         store(row, &mut c_block[i * n + j0..], nr);
                     }
@@ -125,13 +129,21 @@ struct Operand<T> {
 }
 
 /// The first `nr` of a row of sums from `c`: a whole panel as one fixed-size
-/// copy (short slice copies otherwise call memmove, a tenth of a CNN step).
+/// copy.
 #[inline(always)]
 fn load<T: Copy>(row: &mut [T; NR], c: &[T], nr: usize) {
     if nr == NR {
         *row = c[..NR].try_into().expect("NR elements");
     } else {
-        row[..nr].copy_from_slice(&c[..nr]);
+        // A fixed trip count with a test, not a copy of `nr`: a slice copy
+        // of a few elements compiles to a memmove call (a tenth of a CNN
+        // step in deterministic mode, whose weight gradients are 9 wide).
+        let c = &c[..nr];
+        for (j, v) in row.iter_mut().enumerate() {
+            if j < nr {
+                *v = c[j];
+            }
+        }
     }
 }
 
@@ -141,7 +153,12 @@ fn store<T: Copy>(row: &[T; NR], c: &mut [T], nr: usize) {
     if nr == NR {
         <&mut [T; NR]>::try_from(&mut c[..NR]).expect("NR elements").copy_from_slice(row);
     } else {
-        c[..nr].copy_from_slice(&row[..nr]);
+        let c = &mut c[..nr];
+        for (j, v) in row.iter().enumerate() {
+            if j < nr {
+                c[j] = *v;
+            }
+        }
     }
 }
 
@@ -227,25 +244,38 @@ impl<T: Copy> Strided<T> {
 fn pack_b_panel<T: LinalgScalar>(b: &ArrayView2<T>, j0: usize, out: &mut [T]) {
     let nr = NR.min(b.ncols() - j0);
     let src = Strided::of(b);
+    if src.rows == 1 && nr == NR {
+        // A transposed `b` (a weight gradient's): each column is contiguous,
+        // so read column by column.
+        for j in 0..NR {
+            // SAFETY: column j0 + j < n, rows 0..k: inside `b`.
+            let column = unsafe { std::slice::from_raw_parts(src.ptr_at(0, j0 + j), out.len() / NR) };
+            for (row, v) in out.chunks_exact_mut(NR).zip(column) {
+                row[j] = *v;
+            }
+        }
+        return;
+    }
     for (p, row) in out.chunks_exact_mut(NR).enumerate() {
-        for (j, v) in row[..nr].iter_mut().enumerate() {
+        // Whole rows of NR: a short fill or copy per row would each be a
+        // memset or memmove call (a tenth of a CNN step).
+        let mut values = [T::zero(); NR];
+        for (j, v) in values[..nr].iter_mut().enumerate() {
             // SAFETY: p < k and j0 + j < n: inside `b`.
             *v = unsafe { src.at(p, j0 + j) };
         }
-        row[nr..].fill(T::zero());
+        *<&mut [T; NR]>::try_from(row).expect("rows of NR") = values;
     }
 }
 
-/// Copies `a[i0..i0 + mr, k0..k0 + kc]` as `kc` columns of `MR` (padded with zeros).
-fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, kc: usize, out: &mut [T]) {
+/// Writes `a[i0..i0 + mr, k0..k0 + kc]` into every element of `out` (`kc`
+/// columns of `MR`, zero past row `mr`).
+fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, out: &mut [MaybeUninit<T>]) {
     let src = Strided::of(a);
-    if mr < MR {
-        out[..kc * MR].fill(T::zero());
-    }
-    for i in 0..mr {
-        for p in 0..kc {
+    for (p, column) in out.chunks_exact_mut(MR).enumerate() {
+        for (i, v) in column.iter_mut().enumerate() {
             // SAFETY: i0 + i < i0 + mr <= m and k0 + p < k: inside `a`.
-            out[p * MR + i] = unsafe { src.at(i0 + i, k0 + p) };
+            v.write(if i < mr { unsafe { src.at(i0 + i, k0 + p) } } else { T::zero() });
         }
     }
 }
@@ -254,14 +284,14 @@ fn pack_a<T: LinalgScalar>(a: &ArrayView2<T>, i0: usize, mr: usize, k0: usize, k
 ///
 /// # Safety
 /// `a` and `b` address `MR` lanes and `NR` lanes by `kc` steps of live data.
-unsafe fn micro_kernel<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
+unsafe fn micro_kernel<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR], zero: bool) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the processor has AVX2 (checked above); the rest is the caller's.
-        unsafe { micro_kernel_avx2(kc, a, b, acc) };
+        unsafe { micro_kernel_avx2(kc, a, b, acc, zero) };
         return;
     }
-    micro_kernel_body(kc, a, b, acc)
+    micro_kernel_body(kc, a, b, acc, zero)
 }
 
 /// The same loop compiled with AVX2 (8 f32 or 4 f64 lanes): separate multiplies and
@@ -269,13 +299,28 @@ unsafe fn micro_kernel<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>,
 /// contract them if it were).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn micro_kernel_avx2<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
-    micro_kernel_body(kc, a, b, acc)
+unsafe fn micro_kernel_avx2<T: LinalgScalar>(
+    kc: usize,
+    a: Operand<T>,
+    b: Operand<T>,
+    acc: &mut [[T; NR]; MR],
+    zero: bool,
+) {
+    micro_kernel_body(kc, a, b, acc, zero)
 }
 
 #[inline(always)]
-unsafe fn micro_kernel_body<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operand<T>, acc: &mut [[T; NR]; MR]) {
+unsafe fn micro_kernel_body<T: LinalgScalar>(
+    kc: usize,
+    a: Operand<T>,
+    b: Operand<T>,
+    out: &mut [[T; NR]; MR],
+    zero: bool,
+) {
     debug_assert_eq!(b.lane, 1);
+    // The sums in locals (registers): zeroed here rather than by the caller,
+    // whose zeroing of `out` through memory was a memset call per panel.
+    let mut acc = if zero { [[T::zero(); NR]; MR] } else { *out };
     for p in 0..kc as isize {
         let bp: [T; NR] = std::ptr::read_unaligned(b.ptr.offset(p * b.step) as *const [T; NR]);
         for (i, row) in acc.iter_mut().enumerate() {
@@ -285,6 +330,7 @@ unsafe fn micro_kernel_body<T: LinalgScalar>(kc: usize, a: Operand<T>, b: Operan
             }
         }
     }
+    *out = acc;
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
