@@ -295,3 +295,47 @@ fn the_environment_variable_turns_it_on() {
     assert!(!odd.status.success(), "SKIFF_DETERMINISTIC=maybe must leave the mode off");
     assert!(stderr.contains("SKIFF_DETERMINISTIC=\"maybe\" is not one of"), "{stderr}");
 }
+
+/// A step compiled by `jit` replays the same kernels (fused ones call the same
+/// row functions), so in deterministic mode it gives the eager step's bits.
+#[test]
+fn compiled_steps_give_the_eager_bits_in_deterministic_mode() -> Result<()> {
+    let _mode = lock();
+    set_deterministic(true);
+    let run = |compiled: bool| -> Result<Vec<u32>> {
+        manual_seed(21);
+        let (net, shape) = mlp()?;
+        let opt = std::cell::RefCell::new(Adam::new(net.parameters(), AdamConfig::default())?);
+        let step = |t: &[Tensor]| -> Result<Vec<Tensor>> {
+            let mut opt = opt.borrow_mut();
+            opt.zero_grad();
+            let loss = net.forward(&t[0])?.cross_entropy(&t[1], Reduction::Mean, 0.0)?;
+            loss.backward()?;
+            opt.step()?;
+            Ok(vec![loss.detach()])
+        };
+        let mut jitted = skiff::jit::compile(step);
+        let mut bits = Vec::new();
+        for s in 0..6 {
+            let (x, y) = batch(s, shape[0], shape[1]);
+            let inputs = [Tensor::from_vec(x, &shape)?, Tensor::from_vec(y, &[shape[0]])?];
+            let loss = if compiled { jitted.call(&inputs)? } else { step(&inputs)? };
+            bits.push(loss[0].to_vec::<f32>()?[0].to_bits());
+        }
+        for p in net.parameters() {
+            bits.extend(p.to_vec::<f32>()?.iter().map(|v| v.to_bits()));
+        }
+        Ok(bits)
+    };
+    let (eager, compiled) = (run(false)?, run(true)?);
+    assert!(eager == compiled, "a compiled step's losses or parameters differ from the eager step's");
+    // And they are the checked-in run's first steps.
+    if !blessing() {
+        let want = &expected()["mlp"]["losses"];
+        for (s, b) in eager.iter().take(6).enumerate() {
+            assert_eq!(format!("{b:08x}"), want[s].as_str().unwrap(), "step {s}");
+        }
+    }
+    set_deterministic(false);
+    Ok(())
+}

@@ -1,7 +1,8 @@
-//! The README's Rust snippets stay true: the MNIST training snippet is an
-//! excerpt of examples/mnist.rs (its lines appear there in the same order;
-//! `...` stands for lines left out), so the two cannot drift apart; the
-//! README's Example is the crate-level doc test (src/lib.rs), which runs.
+//! The README's Rust snippets stay true: each ```rust,ignore block is an
+//! excerpt of the example or doc test its first line names (its lines appear
+//! there in the same order; `...` stands for lines left out), so the two
+//! cannot drift apart; the README's Example is the crate-level doc test
+//! (src/lib.rs), which runs.
 
 use std::path::Path;
 
@@ -19,96 +20,73 @@ fn excerpt_of<'a>(readme: &'a str, source: &str) -> &'a str {
         .unwrap_or_else(|| panic!("README.md has no ```rust,ignore block naming {source}"))
 }
 
-#[test]
-fn the_readme_mnist_snippet_is_an_excerpt_of_the_example() {
+/// The lines of `file`'s doc comments that start with `prefix` (`//!` or
+/// `///`), without it: a doc example's source.
+fn doc_lines(file: &str, prefix: &str) -> Vec<String> {
+    read(file)
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(prefix).map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()))
+        .collect()
+}
+
+/// Checks that the README's ```rust,ignore block naming `source` is an
+/// excerpt of `lines` (every non-blank line but `...` appears there, in the
+/// same order), and that it checked at least `at_least` lines.
+fn assert_excerpt(source: &str, lines: &[String], at_least: usize) {
     let readme = read("README.md");
-    let example = read("examples/mnist.rs");
-    let snippet = excerpt_of(&readme, "examples/mnist.rs");
-    let mut lines = example.lines().map(str::trim_end);
+    let snippet = excerpt_of(&readme, source);
+    let mut rest = lines.iter().map(|l| l.trim_end());
     let mut checked = 0;
-    for (n, line) in snippet.lines().skip(1).enumerate() {
+    for (n, line) in snippet.lines().enumerate().skip(1) {
         let line = line.trim_end();
-        if line.trim() == "..." {
+        if line.trim().is_empty() || line.trim() == "..." {
             continue;
         }
         assert!(
-            lines.any(|l| l == line),
-            "README.md's MNIST snippet, line {}: {line:?} is not in examples/mnist.rs after the lines before it",
-            n + 2
+            rest.any(|l| l == line),
+            "README.md's snippet from {source}, its line {}: {line:?} is not there after the lines before it",
+            n + 1
         );
         checked += 1;
     }
-    assert!(checked > 30, "the snippet shows the model, the data, the optimizer and the loop ({checked} lines)");
+    assert!(checked >= at_least, "the snippet from {source} shows at least {at_least} lines ({checked})");
+}
+
+fn file_lines(file: &str) -> Vec<String> {
+    read(file).lines().map(String::from).collect()
+}
+
+#[test]
+fn the_readme_mnist_snippet_is_an_excerpt_of_the_example() {
+    // The model, the data, the optimizer and the loop.
+    assert_excerpt("examples/mnist.rs", &file_lines("examples/mnist.rs"), 31);
 }
 
 #[test]
 fn the_readme_distributed_snippet_is_an_excerpt_of_the_example() {
-    let readme = read("README.md");
-    let example = read("examples/ddp_mnist.rs");
-    let snippet = excerpt_of(&readme, "examples/ddp_mnist.rs");
-    let mut lines = example.lines().map(str::trim_end);
-    let mut checked = 0;
-    for line in snippet.lines().skip(1).map(str::trim_end).filter(|l| l.trim() != "...") {
-        assert!(
-            lines.any(|l| l == line),
-            "README.md's distributed snippet line {line:?} is not in examples/ddp_mnist.rs after the lines before it"
-        );
-        checked += 1;
-    }
-    assert!(checked >= 25, "the snippet shows the group, the data, the model and the loop ({checked} lines)");
+    // The group, the data, the model and the loop.
+    assert_excerpt("examples/ddp_mnist.rs", &file_lines("examples/ddp_mnist.rs"), 25);
 }
 
 #[test]
 fn the_readme_custom_op_snippet_is_an_excerpt_of_the_example() {
-    let readme = read("README.md");
-    let example = read("examples/custom_op.rs");
-    let snippet = excerpt_of(&readme, "examples/custom_op.rs");
-    let mut lines = example.lines().map(str::trim_end);
-    for line in snippet.lines().skip(1).map(str::trim_end) {
-        assert!(
-            lines.any(|l| l == line),
-            "README.md's custom op snippet line {line:?} is not in examples/custom_op.rs after the lines before it"
-        );
-    }
-    assert!(snippet.lines().count() > 10, "the snippet shows the op");
+    assert_excerpt("examples/custom_op.rs", &file_lines("examples/custom_op.rs"), 10);
 }
 
 #[test]
 fn the_readme_leak_snippet_is_an_excerpt_of_the_memory_doc_test() {
-    let readme = read("README.md");
-    let docs: Vec<String> = read("src/memory.rs")
-        .lines()
-        .filter_map(|l| l.strip_prefix("//!").map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()))
-        .collect();
-    let snippet = excerpt_of(&readme, "src/memory.rs");
-    let mut lines = docs.iter();
-    for line in snippet.lines().skip(1) {
-        assert!(
-            lines.any(|d| d == line),
-            "README.md's leak snippet line {line:?} is not in src/memory.rs's doc example after the lines before it"
-        );
-    }
-    assert!(snippet.lines().count() > 8, "the snippet shows the report");
+    assert_excerpt("src/memory.rs", &doc_lines("src/memory.rs", "//!"), 8);
 }
 
 #[test]
 fn the_readme_amp_snippet_is_an_excerpt_of_the_grad_scaler_doc_test() {
-    let readme = read("README.md");
-    let docs: Vec<String> = read("src/amp/scaler.rs")
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("///").map(|d| d.strip_prefix(' ').unwrap_or(d).to_string()))
-        .collect();
-    let snippet = excerpt_of(&readme, "src/amp/scaler.rs");
-    let mut lines = docs.iter();
-    let mut checked = 0;
-    for line in snippet.lines().skip(1).filter(|l| !l.trim().is_empty()) {
-        assert!(
-            lines.any(|l| l == line),
-            "README.md's amp snippet line {line:?} is not in GradScaler's doc example after the lines before it"
-        );
-        checked += 1;
-    }
-    assert!(checked >= 15, "the snippet shows the setup and the loop ({checked} lines)");
+    // The setup and the loop.
+    assert_excerpt("src/amp/scaler.rs", &doc_lines("src/amp/scaler.rs", "///"), 15);
+}
+
+#[test]
+fn the_readme_determinism_snippet_is_an_excerpt_of_the_module_doc_test() {
+    assert_excerpt("src/determinism.rs", &doc_lines("src/determinism.rs", "//!"), 6);
 }
 
 #[test]

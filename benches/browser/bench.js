@@ -4,7 +4,7 @@
 // and the jit group (jit.js): eager against compiled steps.
 import * as sk from '/web/index.js';
 
-export { jitStep } from './jit.js';
+export { determinismStep, jitStep } from './jit.js';
 
 /** init() on `device`; `relaxedSimd` picks the .wasm build (undefined: the engine's best). */
 export async function setup(device, relaxedSimd) {

@@ -118,3 +118,44 @@ export async function jitStep(kind, { batch = 64, runs = 5, inner = 10, warmup =
     }
   }
 }
+
+/**
+ * The cost of deterministic mode (skiff.setDeterministic) for `kind` at
+ * `batch`, eager: two models from the same seed, one stepped in the default
+ * mode and one in deterministic mode, in alternating rounds of `inner` steps
+ * after `warmup` of each. Returns the medians (ms per step) and the median of
+ * the rounds' deterministic / default ratios. The cpu only: the mode does not
+ * change WebGPU kernels.
+ */
+export async function determinismStep(kind, { batch = 64, runs = 5, inner = 10, warmup = 3 } = {}) {
+  const was = sk.isDeterministic();
+  const modes = { fast: setup(kind), deterministic: setup(kind) };
+  const x = sk.randn(JIT_MODELS[kind].input(batch));
+  const y = sk.randint(0, JIT_MODELS[kind].classes ?? 10, [batch]);
+  const timed = async (mode, n) => {
+    sk.setDeterministic(mode === 'deterministic');
+    return timeSteps(modes[mode].step, x, y, n);
+  };
+  try {
+    for (const mode of Object.keys(modes)) await timed(mode, warmup);
+    const times = { fast: [], deterministic: [] };
+    for (let r = 0; r < runs; r++) {
+      for (const mode of Object.keys(modes)) times[mode].push(await timed(mode, inner));
+    }
+    return {
+      kind,
+      batch,
+      fastMs: median(times.fast),
+      deterministicMs: median(times.deterministic),
+      pairedRatio: median(times.deterministic.map((d, i) => d / times.fast[i])),
+      runs: times,
+    };
+  } finally {
+    sk.setDeterministic(was);
+    sk.dispose([x, y]);
+    for (const { model, opt } of Object.values(modes)) {
+      model.free();
+      opt.free();
+    }
+  }
+}

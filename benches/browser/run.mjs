@@ -9,10 +9,13 @@
 //   jit  the MLP and CNN Adam steps (batch 64) eager against compiled by
 //        skiff.jit (benches/browser/jit.js): ms per step, ratio, kernels per
 //        step; and a 2-16-2 MLP, whose step is mostly per-kernel host cost
+//   determinism  the MLP and CNN Adam steps (batch 64, eager) in the default mode
+//        against deterministic mode (skiff.setDeterministic), on the cpu
+//        fallback's two builds
 //   npm run bench:browser -- jit
 import { PASSES, assertBuilt, loadSuite, openSession } from '../../tests/browser/lib/browser.mjs';
 
-const GROUPS = ['ops', 'jit'];
+const GROUPS = ['ops', 'jit', 'determinism'];
 const asked = process.argv.slice(2);
 for (const g of asked) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}: expected some of ${GROUPS.join(', ')}`);
 const groups = asked.length ? asked : GROUPS;
@@ -27,6 +30,7 @@ const JIT_PLAN = {
 assertBuilt({ wrapper: true });
 const rows = [];
 const jitRows = [];
+const determinismRows = [];
 // The cpu fallback twice: the relaxed-SIMD build Chromium loads by default, and the
 // SIMD128 baseline other engines load (init({ relaxedSimd: false })).
 for (const [pass, relaxedSimd] of [[PASSES.cpu, undefined], [PASSES.cpu, false], [PASSES.webgpu, undefined]]) {
@@ -52,6 +56,13 @@ for (const [pass, relaxedSimd] of [[PASSES.cpu, undefined], [PASSES.cpu, false],
         console.log(JSON.stringify(jitRows.at(-1)));
       }
     }
+    if (groups.includes('determinism') && !pass.gpu) {
+      for (const kind of ['mlp', 'cnn']) {
+        const r = await s.call('determinismStep', kind, { batch: 64, ...JIT_PLAN.cpu[kind] });
+        determinismRows.push({ backend: name, ...r });
+        console.log(JSON.stringify(determinismRows.at(-1)));
+      }
+    }
   } finally {
     await s.close();
   }
@@ -72,5 +83,12 @@ if (jitRows.length) {
     console.log(
       `| ${r.backend} | ${r.kind === 'tiny' ? 'MLP 2-16-2' : r.kind.toUpperCase()} | ${f(r.eagerMs)} (${range(r.runs.eager)}) | ${f(r.compiledMs)} (${range(r.runs.compiled)}) | ${f(r.ratio)}, ${f(r.pairedRatio)} | ${r.kernels} | ${r.plan.runs} x ${r.plan.inner} |`,
     );
+  }
+}
+if (determinismRows.length) {
+  console.log('\n| backend | model (Adam, b64, eager) | default ms/step | deterministic ms/step | deterministic / default, per round (median) |');
+  console.log('| --- | --- | --- | --- | --- |');
+  for (const r of determinismRows) {
+    console.log(`| ${r.backend} | ${r.kind.toUpperCase()} | ${f(r.fastMs)} | ${f(r.deterministicMs)} | ${f(r.pairedRatio)} |`);
   }
 }
