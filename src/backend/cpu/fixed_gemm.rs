@@ -6,8 +6,8 @@
 //! (Rust never contracts `x * y + z` into a fused multiply-add, on any
 //! target). So the result equals the plain triple loop bit for bit, which is
 //! what the tests check. Speed comes from work that leaves that order alone:
-//! - packing: `b` in panels of `NR` columns, `a` in slivers of `MR` rows, each
-//!   read with unit stride by the micro-kernel;
+//! - operands read in place where their rows have unit stride, and packed
+//!   (`b` in panels of `NR` columns, `a` in slivers of `MR` rows) where not;
 //! - a register block of `MR x NR` sums, each lane its own output, so the
 //!   compiler vectorises across columns at whatever width the target has;
 //! - blocks of `KC` steps of `k`: the sums go to `c` between blocks and come
