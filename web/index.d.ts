@@ -626,6 +626,6 @@ export const testing: {
   kernelSources(): [string, string][];
   /** Destroys the WebGPU device init() opened (every later GPU op fails): for tests of device-loss handling. */
   loseDevice(): void;
-  /** Every registry case's forward output digest on the cpu (f32 and f64), as [label, digest] pairs. */
+  /** Every registry case's forward output digest on the cpu (f32, f64 and f16), as [label, digest] pairs. */
   forwardDigests(): [string, string][];
 } | undefined;

@@ -42,8 +42,9 @@ pub fn tensor_digest(t: &Tensor) -> Result<String> {
     Ok(format!("{}{:?}:{:08x}", t.dtype(), t.shape(), buffer_digest(&host)))
 }
 
-/// Every registry case's forward output on the cpu, in f32 and in f64, as
-/// (label, digest) pairs in registry order: `op #k f32` -> `dtype[shape]:digest`,
+/// Every registry case's forward output on the cpu, in f32, f64 and f16 (the
+/// f16 kernels widen to f32 and round back: the conversions are checked
+/// too), as (label, digest) pairs in registry order: `op #k f32` -> `dtype[shape]:digest`,
 /// or `error: ...` where the case fails for that dtype. Each case runs after
 /// `manual_seed(0)`, so random ops draw the same numbers in every run. Call
 /// it in deterministic mode to compare targets.
@@ -51,7 +52,7 @@ pub fn forward_digests() -> Vec<(String, String)> {
     let mut out = Vec::new();
     for def in registry() {
         for (k, case) in cases_of(def).iter().enumerate() {
-            for dtype in [DType::F32, DType::F64] {
+            for dtype in [DType::F32, DType::F64, DType::F16] {
                 crate::random::manual_seed(0);
                 let digest = case
                     .make_inputs(def.name, k, dtype)

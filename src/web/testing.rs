@@ -93,7 +93,7 @@ pub async fn check_case(
     ]))
 }
 
-/// Every registry case's forward output digest on the cpu, in f32 and f64
+/// Every registry case's forward output digest on the cpu, in f32, f64 and f16
 /// (`testing::forward_digests`), as `[label, digest]` pairs: in deterministic
 /// mode they equal a native run's (tests/determinism/expected.js).
 #[wasm_bindgen(js_name = forwardDigests, unchecked_return_type = "[string, string][]")]

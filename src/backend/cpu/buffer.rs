@@ -69,7 +69,27 @@ macro_rules! impl_elem {
 }
 impl_elem!(f32, F32, |x: f32| x as f64, |v: f64| v as f32);
 impl_elem!(f64, F64, |x: f64| x, |v: f64| v);
-impl_elem!(half::f16, F16, f64::from, half::f16::from_f64);
+impl_elem!(half::f16, F16, f64::from, f16_from_f64);
+
+/// f64 to f16, correctly rounded (to nearest, ties to even) on every target.
+///
+/// `half::f16::from_f64` is neither: where the processor has F16C it rounds
+/// through f32 (twice: 32.70313847889264 lands on a tie and goes the wrong
+/// way), and elsewhere (wasm) it rounds from the top 32 bits of the f64 only,
+/// so the same cast gave other bits natively than in wasm. Here the first
+/// rounding, to f32, is to odd: an inexact result keeps a sticky last bit,
+/// which f32's 13 spare bits carry through the one rounding to f16 that
+/// follows (Boldo and Melquiond's round-to-odd).
+pub fn f16_from_f64(x: f64) -> half::f16 {
+    let nearest = x as f32;
+    if !x.is_finite() || nearest as f64 == x {
+        return half::f16::from_f32(nearest);
+    }
+    // The f32 neighbour toward zero, its last bit set: odd, and inexact only
+    // where x was.
+    let toward_zero = if (nearest as f64).abs() > x.abs() { f32::from_bits(nearest.to_bits() - 1) } else { nearest };
+    half::f16::from_f32(f32::from_bits(toward_zero.to_bits() | 1))
+}
 impl_elem!(i32, I32, |x: i32| x as f64, |v: f64| v as i32);
 impl_elem!(u8, Bool, |x: u8| x as f64, |v: f64| (v != 0.0) as u8);
 
@@ -130,7 +150,7 @@ impl CpuBuffer {
         match dtype {
             DType::F32 => CpuBuffer::F32(take_filled(n, value as f32)),
             DType::F64 => CpuBuffer::F64(take_filled(n, value)),
-            DType::F16 => CpuBuffer::F16(take_filled(n, half::f16::from_f64(value))),
+            DType::F16 => CpuBuffer::F16(take_filled(n, f16_from_f64(value))),
             DType::I32 => CpuBuffer::I32(take_filled(n, value as i32)),
             DType::Bool => CpuBuffer::Bool(take_filled(n, (value != 0.0) as u8)),
         }
@@ -280,5 +300,52 @@ mod tests {
         let every_other = Layout { shape: smallvec::smallvec![2, 2], strides: smallvec::smallvec![4, 2], offset: 1 };
         view_mut(&mut dst, &every_other).fill(7);
         assert_eq!(dst, vec![0, 7, 0, 7, 0, 7, 0, 7]);
+    }
+}
+
+#[cfg(test)]
+mod f16_tests {
+    use super::f16_from_f64;
+    use half::f16;
+
+    /// The f16 nearest a positive, finite `x` (ties to even): of the three
+    /// patterns around a rounding of it, the closest (f64 holds every f16,
+    /// and the distances here, exactly).
+    fn nearest_f16(x: f64) -> f16 {
+        let guess = f16::from_f32(x as f32).to_bits();
+        let candidates = [guess.saturating_sub(1), guess, (guess + 1).min(0x7C00)];
+        // Infinity stands where 2^16 would be: rounding past MAX goes there.
+        let value = |b: u16| if b == 0x7C00 { 65536.0 } else { f16::from_bits(b).to_f64() };
+        let distance = |b: u16| (value(b) - x).abs();
+        let mut best = candidates[0];
+        for &b in &candidates[1..] {
+            if distance(b) < distance(best) || (distance(b) == distance(best) && b & 1 == 0) {
+                best = b;
+            }
+        }
+        f16::from_bits(best)
+    }
+
+    #[test]
+    fn f64_to_f16_is_correctly_rounded() {
+        // The value that exposed it: half's F16C path rounds it through f32
+        // onto a tie (0x5016), its software path from 32 bits (0x5016 too).
+        assert_eq!(f16_from_f64(32.70313847889264).to_bits(), 0x5017);
+        assert_eq!(f16_from_f64(65520.0), f16::INFINITY); // the tie above f16::MAX rounds up
+        assert_eq!(f16_from_f64(65519.99), f16::MAX);
+        assert_eq!(f16_from_f64(-0.0).to_bits(), 0x8000);
+        assert!(f16_from_f64(f64::NAN).is_nan());
+        assert_eq!(f16_from_f64(1e-30).to_bits(), 0);
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..200_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            // Doubles from 2^-26 (f16 subnormals) to 2^16, with random low bits.
+            let exp = 0x3E5 + (s >> 52) % 0x2A;
+            let x = f64::from_bits((s & 0x000F_FFFF_FFFF_FFFF) | (exp << 52));
+            assert_eq!(f16_from_f64(x).to_bits(), nearest_f16(x).to_bits(), "{x:e}");
+            assert_eq!(f16_from_f64(-x).to_bits(), nearest_f16(x).to_bits() | 0x8000, "{:e}", -x);
+        }
     }
 }

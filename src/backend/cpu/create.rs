@@ -26,7 +26,7 @@ fn generated(dtype: DType, n: usize, f: impl Fn(usize) -> f64) -> CpuBuffer {
     match dtype {
         DType::F32 => CpuBuffer::F32(filled_with(n, |i| f32::from_f64(f(i)))),
         DType::F64 => CpuBuffer::F64(filled_with(n, f)),
-        DType::F16 => CpuBuffer::F16(filled_with(n, |i| half::f16::from_f64(f(i)))),
+        DType::F16 => CpuBuffer::F16(filled_with(n, |i| super::buffer::f16_from_f64(f(i)))),
         DType::I32 => CpuBuffer::I32(filled_with(n, |i| i32::from_f64(f(i)))),
         DType::Bool => CpuBuffer::Bool(filled_with(n, |i| u8::from_f64(f(i)))),
     }

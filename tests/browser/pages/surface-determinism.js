@@ -126,7 +126,7 @@ export const determinismScenarios = {
         }
       }
       if (skiff.testing) {
-        // The registry's forward outputs (f32 and f64, on the cpu).
+        // The registry's forward outputs (f32, f64 and f16, on the cpu).
         const got = new Map(skiff.testing.forwardDigests());
         const differ = Object.entries(expected.registry).filter(([label, d]) => got.get(label) !== d);
         const extra = [...got.keys()].filter((label) => !(label in expected.registry));
