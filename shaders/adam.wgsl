@@ -4,16 +4,25 @@
 //   m  = b1 * m + (1 - b1) * g'
 //   v  = b2 * v + (1 - b2) * g'^2
 //   p  = p - (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
-// Params: m[0] = n, then f32 scalars lr, b1, b2, eps, wd, bc1, sqrt(bc2), decoupled (0/1).
-@group(0) @binding(1) var<storage, read> G: array<f32>;
-@group(0) @binding(2) var<storage, read_write> PARAM: array<f32>;
-@group(0) @binding(3) var<storage, read_write> M: array<f32>;
-@group(0) @binding(4) var<storage, read_write> V: array<f32>;
+// {ELEM} is f32 (one element per invocation) or vec4<f32> (four consecutive
+// elements per invocation: the buffers are bound as arrays of vec4, so the
+// launch, the bounds check and the parameter reads happen once per four
+// elements; software adapters pay per load and per invocation). Every
+// operation is componentwise, so both give the same values.
+// Params: m[0] = end, then f32 scalars lr, b1, b2, eps, wd, bc1, sqrt(bc2),
+// decoupled (0/1), m[9] = start; start and end count {ELEM}s. The launcher
+// runs the vec4 form over a length's multiple of 4 and this one-element
+// form over the rest.
+alias E = {ELEM};
+@group(0) @binding(1) var<storage, read> G: array<E>;
+@group(0) @binding(2) var<storage, read_write> PARAM: array<E>;
+@group(0) @binding(3) var<storage, read_write> M: array<E>;
+@group(0) @binding(4) var<storage, read_write> V: array<E>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid(wid, lid, nwg);
+    let i = pm(9u) + gid(wid, lid, nwg);
     if (i >= pm(0u)) { return; }
     let lr = pf(1u);
     let b1 = pf(2u);

@@ -161,3 +161,46 @@ fn fused_adam_matches_across_devices_and_the_unfused_path() {
         }
     }
 }
+
+/// The GPU's fused update runs four elements per invocation over a length's
+/// multiple of 4 and one per invocation over the rest (or alone, for a short
+/// length that is not a multiple of 4): every element of every such length
+/// must get the cpu's update, for Adam and AdamW.
+#[test]
+fn fused_adam_on_the_gpu_updates_every_element_of_every_length() {
+    use skiff::optim::AdamW;
+    let Some(gpu) = common::gpu() else { return };
+    manual_seed(11);
+    for n in [1, 3, 4, 10, 1023, 1024, 1027, 4099] {
+        for decoupled in [false, true] {
+            let cfg = AdamConfig { lr: 0.05, weight_decay: 0.1, ..Default::default() };
+            let make = |p: &Tensor| -> Box<dyn Optimizer> {
+                if decoupled {
+                    Box::new(AdamW::new(vec![p.clone()], cfg).unwrap())
+                } else {
+                    Box::new(Adam::new(vec![p.clone()], cfg).unwrap())
+                }
+            };
+            let start = Tensor::randn(&[n], DType::F32).unwrap();
+            let cpu_p = start.contiguous_copy().unwrap().requires_grad_(true).unwrap();
+            let gpu_p = start.to(&gpu).unwrap().requires_grad_(true).unwrap();
+            let (mut on_cpu, mut on_gpu) = (make(&cpu_p), make(&gpu_p));
+            for _ in 0..3 {
+                let g = Tensor::randn(&[n], DType::F32).unwrap();
+                gpu_p.set_grad(Some(g.to(&gpu).unwrap())).unwrap();
+                cpu_p.set_grad(Some(g)).unwrap();
+                on_cpu.step().unwrap();
+                on_gpu.step().unwrap();
+            }
+            let (want, got) = (cpu_p.to_vec::<f32>().unwrap(), gpu_p.to_vec::<f32>().unwrap());
+            let moved = start.to_vec::<f32>().unwrap();
+            for (i, ((w, g), s)) in want.iter().zip(&got).zip(&moved).enumerate() {
+                assert!(w != s, "n {n}: the cpu update left element {i} unchanged");
+                assert!(
+                    (w - g).abs() <= 1e-6 * (1.0 + w.abs()),
+                    "n {n}, decoupled {decoupled}, element {i}: gpu {g} vs cpu {w}"
+                );
+            }
+        }
+    }
+}

@@ -64,7 +64,8 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
             matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b, dt), matmul::blocked_source(b, dt))),
         );
     }
-    all.push(("optim:adam:f32".to_string(), super::optim::adam_source()));
+    all.push(("optim:adam:f32".to_string(), super::optim::adam_source("f32")));
+    all.push(("optim:adam4:f32".to_string(), super::optim::adam_source("vec4<f32>")));
     all.extend(index::sources());
     all.extend(conv::sources());
     all.extend(fused_sources(rows));
