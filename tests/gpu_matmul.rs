@@ -92,6 +92,12 @@ fn every_block_shape_of_the_blocked_kernel() {
     }
 }
 
+/// Held by the tests that change the context's matmul settings: the tests of
+/// this file run in parallel on one context, and one test's setting must not
+/// change which kernels another compiles (seen as a missing mode in
+/// `vec4_loads_give_the_same_bits`).
+static SETTINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The blocked kernel with K unrolled 4x (SwiftShader's choice,
 /// `GpuContext::matmul_unroll`) computes the same bits as one step at a
 /// time: row classes 4, 8, 16, column classes 8, 16, 32 with 1 and 8 lanes,
@@ -100,6 +106,7 @@ fn every_block_shape_of_the_blocked_kernel() {
 #[test]
 fn unrolled_k_gives_the_same_bits() {
     let Some(dev) = gpu() else { return };
+    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     let ctx = g.context();
     let before = ctx.matmul_unroll();
@@ -138,6 +145,7 @@ fn unrolled_k_gives_the_same_bits() {
 #[test]
 fn vec4_loads_give_the_same_bits() {
     let Some(dev) = gpu() else { return };
+    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     let ctx = g.context();
     let (unroll, vec4) = (ctx.matmul_unroll(), ctx.matmul_vec4());
