@@ -160,8 +160,20 @@ fn a_file_that_is_no_program_is_an_error_not_a_panic() {
     // One kernel: a product large enough to take its bias add and ReLU as an epilogue.
     let wide = Sequential::new().push(Linear::new(4, 64).unwrap()).push(ReLU::new());
     let wide_bytes = inference_bytes(&wide, &[Tensor::from_vec(values(2, 256), &[64, 4]).unwrap()]).unwrap();
-    let gather_model = cnn();
-    let cnn_bytes = inference_bytes(&gather_model, &[images(1, 2)]).unwrap();
+    // An index the program takes as an input needs its check (max-pool's
+    // window argmax, made by the program itself, needs none).
+    let (_, indexed) = jit::trace(&[x.clone(), Tensor::from_vec(vec![1i32, 0], &[2]).unwrap()], |i| {
+        Ok(vec![i[0].index_select(0, &i[1])?])
+    })
+    .unwrap();
+    let indexed_bytes = indexed.to_bytes().unwrap();
+    // An argmax over 5 positions gathering along an axis of 3: its own bound
+    // does not cover that axis, so the capture keeps a check.
+    let wide_index = Tensor::from_vec(vec![3.0f32, 2.0, 1.0, 0.0, -1.0, 0.0, 5.0, 1.0, 2.0, 3.0], &[2, 5]).unwrap();
+    let narrow = Tensor::from_vec(values(4, 6), &[2, 3]).unwrap();
+    let (_, argmax_gather) =
+        jit::trace(&[wide_index, narrow], |i| Ok(vec![i[1].gather(1, &i[0].argmax(Some(1), true)?)?])).unwrap();
+    let argmax_bytes = argmax_gather.to_bytes().unwrap();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("truncated", good[..good.len() / 2].to_vec(), "safetensors"),
         ("plain weights", skiff::io::safetensors::to_bytes(&model.state_dict()).unwrap(), "no \"skiff\" metadata"),
@@ -213,8 +225,13 @@ fn a_file_that_is_no_program_is_an_error_not_a_panic() {
         ),
         (
             "an index read without its check",
-            edited(&cnn_bytes, |p| p["instrs"].as_array_mut().unwrap().retain(|i| i.get("check").is_none())),
+            edited(&indexed_bytes, |p| p["instrs"].as_array_mut().unwrap().retain(|i| i.get("check").is_none())),
             "without a range check",
+        ),
+        (
+            "an argmax's index on a shorter axis without its check",
+            edited(&argmax_bytes, |p| p["instrs"].as_array_mut().unwrap().retain(|i| i.get("check").is_none())),
+            "gather indexes axis 1 with a check for another bound",
         ),
     ];
     for (label, bytes, want) in cases {

@@ -163,6 +163,11 @@ pub(crate) struct IndexBound {
     /// axis need only look at the windows covering each target.
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))] // only the GPU scatter reads it
     pub windows: Option<crate::kernel::PoolWindows>,
+    /// Guaranteed by the kernel that wrote the values (argmax, the window
+    /// argmax), not learnt from a check that passed or carried over from
+    /// another storage: a captured program that makes the values with that
+    /// kernel can rely on it in every run (`dispatch::index`).
+    pub by_kernel: bool,
 }
 
 /// i32 GPU storages up to this many elements keep a host mirror.
@@ -266,7 +271,7 @@ impl StorageInner {
     /// they could not have one).
     pub(crate) fn carry_facts_to(&self, layout: &crate::shape::Layout, copy: &StorageInner) {
         if let Some(facts) = self.index_facts() {
-            copy.set_index_facts(IndexBound { windows: None, ..facts });
+            copy.set_index_facts(IndexBound { windows: None, by_kernel: false, ..facts });
         }
         #[cfg(feature = "gpu")]
         {
@@ -278,9 +283,10 @@ impl StorageInner {
         #[cfg(not(feature = "gpu"))]
         let _ = layout;
     }
-    /// Records that every value is in `0..bound` (see `index_bound`).
+    /// Records that every value is in `0..bound` (see `index_bound`), as a
+    /// check found (not `by_kernel`).
     pub(crate) fn set_index_bound(&self, bound: usize) {
-        self.set_index_facts(IndexBound { bound, windows: None });
+        self.set_index_facts(IndexBound { bound, windows: None, by_kernel: false });
     }
     /// Records what the op that wrote this storage guarantees about its values.
     pub(crate) fn set_index_facts(&self, facts: IndexBound) {

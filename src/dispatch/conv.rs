@@ -107,6 +107,6 @@ pub fn window_argmax(op: &'static str, x: &Tensor, g: &Window2d) -> Result<Tenso
         stride: g.stride,
         padding: g.padding,
     });
-    y.storage().set_index_facts(crate::backend::IndexBound { bound: g.h * g.w, windows });
+    y.storage().set_index_facts(crate::backend::IndexBound { bound: g.h * g.w, windows, by_kernel: true });
     Ok(y)
 }

@@ -28,6 +28,18 @@ enum Checked {
     Backend,
 }
 
+/// Whether `index`'s values are known to lie in `0..dim` without a check. A
+/// capture trusts neither the bound nor the host values of a storage from
+/// outside the function (a run of the program sees new indices, which may
+/// carry neither), nor a bound a check found (a run's values may differ).
+/// The bound of a storage the captured function made itself, by a kernel
+/// that guarantees it (max-pool's window argmax, argmax), holds in every
+/// run: each makes it again with that kernel.
+fn trusted_bound(index: &Tensor, dim: usize) -> bool {
+    let Some(facts) = index.storage().index_facts().filter(|f| f.bound <= dim) else { return false };
+    !super::record::active() || (facts.by_kernel && super::record::computed(index.storage()))
+}
+
 /// Checks every value of `index` against `0..check.dim`: from the host
 /// mirror of a GPU index when it has one, else through its backend; values
 /// with a known bound are not checked again.
@@ -38,10 +50,8 @@ fn checked(check: IndexCheck, index: &Tensor) -> Result<Checked> {
             format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape()),
         ));
     }
-    // A capture trusts neither a storage's bound nor its host values: a run
-    // of the program sees new indices, which may carry neither.
     let capturing = super::record::active();
-    if !capturing && index.storage().index_bound().is_some_and(|b| b <= check.dim) {
+    if trusted_bound(index, check.dim) {
         return Ok(Checked::Backend);
     }
     if !capturing {
@@ -85,7 +95,7 @@ pub(crate) fn check_range(check: IndexCheck, index: &Tensor) -> Result<()> {
 /// true when they carry a bound within `0..dim`. False when the host holds
 /// the values (cpu tensors, GPU tensors with a mirror): the inner op checks them.
 pub(crate) fn check_on_device(check: IndexCheck, index: &Tensor) -> Result<bool> {
-    if !super::record::active() && index.storage().index_bound().is_some_and(|b| b <= check.dim) {
+    if trusted_bound(index, check.dim) {
         return Ok(true);
     }
     if !index.device().is_gpu() || index.storage().mirrored(index.layout()).is_some() {

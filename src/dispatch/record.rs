@@ -274,6 +274,15 @@ pub(crate) fn into(
     })
 }
 
+/// Whether `s` was made by a kernel this capture recorded (not an input, nor
+/// a storage captured from outside): every run of the program makes it again
+/// with the same kernels.
+pub(crate) fn computed(s: &Storage) -> bool {
+    let mut made = false;
+    with(|r| made = r.ids.get(&key(s)).is_some_and(|&id| matches!(r.program.values[id].source, Source::Computed)));
+    made
+}
+
 /// A range check of an index view.
 pub(crate) fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) {
     with(|r| {

@@ -25,6 +25,6 @@ pub fn arg_reduce(op: &'static str, x: &Tensor, axis: usize, max: bool, out_shap
     if super::record::active() {
         super::record::run(op, &spec, &[x], &y);
     }
-    y.storage().set_index_bound(x.shape()[axis]);
+    y.storage().set_index_facts(crate::backend::IndexBound { bound: x.shape()[axis], windows: None, by_kernel: true });
     Ok(y)
 }

@@ -91,6 +91,11 @@ impl Program {
                     }
                     let dtype = run_type(at, spec, &ins, shape)?;
                     self.made(at, *out, dtype, shape, &mut made)?;
+                    // Argmax's values lie in their axis by construction, as
+                    // a check would have found (captures record none for them).
+                    if let Some(bound) = bound_by_kernel(spec, inputs) {
+                        checked.push((*out, Layout::contiguous(shape), bound));
+                    }
                 }
                 Instr::Create { spec, out, shape, .. } => {
                     let dtype = match spec {
@@ -126,7 +131,7 @@ impl Program {
                     let (data, index) = (&inputs[0], &inputs[1]);
                     let dim = data.layout.shape.get(axis).copied();
                     let bound = checked.iter().find(|(v, l, _)| self.same_elements(*v, l, index)).map(|c| c.2);
-                    if dim.is_none() || bound != dim {
+                    if dim.is_none() || bound.is_none_or(|b| Some(b) > dim) {
                         return Err(bad(
                             at,
                             format!("{} indexes axis {axis} with a check for another bound", spec.name()),
@@ -185,6 +190,15 @@ fn needs_check(spec: &KernelSpec) -> bool {
 }
 
 /// The axis an index kernel's positions run along (its input 1 is the index).
+/// The bound an index kernel's own values keep (`dispatch::index`).
+fn bound_by_kernel(spec: &KernelSpec, inputs: &[Arg]) -> Option<usize> {
+    match spec {
+        KernelSpec::ArgReduce { axis, .. } => inputs.first()?.layout.shape.get(*axis).copied(),
+        KernelSpec::WindowArgmax(g) => g.h.checked_mul(g.w),
+        _ => None,
+    }
+}
+
 fn index_axis(spec: &KernelSpec) -> Option<usize> {
     match spec {
         KernelSpec::IndexSelect { axis }
