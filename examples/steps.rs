@@ -12,6 +12,9 @@
 //! steps), and `cpu` (the default) or `gpu` (the first adapter: lavapipe
 //! here). On a GPU it also prints the device memory the run allocated (the
 //! buffer pool's high-water mark: parameters, optimizer state, activations).
+//! A fifth argument `profile` then runs 10 more steps under `skiff::profile`
+//! and prints its table: per op, the host time and, on an adapter with
+//! timestamp queries (lavapipe), the GPU time, summed over those 10 steps.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -80,6 +83,17 @@ fn main() -> Result<()> {
         device.synchronize()?;
     }
     let ms = start.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    let mut table = String::new();
+    if args.get(5).map(|s| s.as_str()) == Some("profile") {
+        let (out, profile) = skiff::profile::profile(|| -> Result<()> {
+            for _ in 0..10 {
+                run(&[x.clone(), y.clone()])?;
+            }
+            device.synchronize()
+        })?;
+        out?;
+        table = format!("10 more steps, profiled:\n{}", profile.table());
+    }
     let kernels: Vec<usize> = compiled.programs().iter().map(|t| t.program().kernels()).collect();
     let memory = match &device {
         #[cfg(feature = "gpu")]
@@ -89,5 +103,6 @@ fn main() -> Result<()> {
         _ => String::new(),
     };
     println!("{name} {mode}: {ms:.3} ms/step, loss {}, compiled kernels per step {kernels:?}{memory}", loss[0].item()?);
+    print!("{table}");
     Ok(())
 }
