@@ -40,6 +40,8 @@ pub const TILE: usize = 64;
 pub const BLOCK: [usize; 2] = [16, 32];
 /// Invocations per workgroup of the blocked kernel, side by side along N, at most.
 pub const BLOCK_LANES: usize = 8;
+/// Products at most this wide take 4-column blocks (`Block::for_product`).
+const NARROW: usize = 16;
 
 /// The register block of the blocked kernel: `rows` x `cols` of C per
 /// invocation, `lanes` invocations per workgroup along N, `unroll` steps of K
@@ -132,15 +134,21 @@ impl Block {
         Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
 
     /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
-    /// rows and of 8, 16 or 32 columns that covers it, and as many lanes
-    /// (1, 2, 4 or 8) as its columns need. A software adapter pays for every
-    /// load of an active invocation, so a 16x32 block over a convolution's
+    /// rows and of 8, 16 or 32 columns that covers it, or 4 columns for a
+    /// product at most `NARROW` wide, and as many lanes (1, 2, 4 or 8) as its
+    /// columns need. A software adapter pays for every load and every
+    /// multiply-add of an active invocation, and runs a workgroup's
+    /// invocations side by side: so a 16x32 block over a convolution's
     /// [8, 676] x [676, 9] weight gradient loaded 48 values per k where 20
-    /// suffice; lanes past C's edge return at once and cost nothing. At most
-    /// 36 shapes, each its own pipeline (twice: K unrolled or not).
+    /// suffice, and an 8x16 block still computed 7 columns for nothing, one
+    /// invocation doing all the work. Three invocations of 4 columns each
+    /// halved that product on lavapipe and on SwiftShader (and [64, 400] x
+    /// [400, 10], [1024, 1024] x [1024, 16] alike); lanes past C's edge return
+    /// at once and cost nothing. At most 45 shapes, each its own pipeline
+    /// (twice: K unrolled or not).
     pub fn for_product(m: usize, n: usize) -> Block {
         let rows = [4, 8].into_iter().find(|&r| m <= r).unwrap_or(BLOCK[0]);
-        let cols = [8, 16].into_iter().find(|&c| n <= c).unwrap_or(BLOCK[1]);
+        let cols = if n <= NARROW { 4 } else { [8, 16].into_iter().find(|&c| n <= c).unwrap_or(BLOCK[1]) };
         let lanes = n.div_ceil(cols).next_power_of_two().min(BLOCK_LANES);
         Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar }
     }
@@ -165,8 +173,10 @@ impl Block {
         use Loads::{Across, AlongK, Scalar};
         let mut all = Vec::new();
         for rows in [4, 8, 16] {
-            for cols in [8, 16, 32] {
-                for lanes in [1, 2, 4, 8] {
+            for cols in [4, 8, 16, 32] {
+                // 4 columns serve products at most NARROW wide: 4 lanes at most.
+                let lanes: &[usize] = if cols == 4 { &[1, 2, 4] } else { &[1, 2, 4, 8] };
+                for &lanes in lanes {
                     for unroll in [1, 4] {
                         let block = Block { rows, cols, lanes, unroll, a: Scalar, b: Scalar };
                         all.push(block);
@@ -818,9 +828,11 @@ mod tests {
     fn small_products_get_small_blocks() {
         let b = |m, n| Block::for_product(m, n);
         assert_eq!(b(256, 784), Block::FULL);
-        assert_eq!(b(8, 9), Block { rows: 8, cols: 16, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(8, 9), Block { rows: 8, cols: 4, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(64, 16), Block { rows: 16, cols: 4, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(64, 17), Block { rows: 16, cols: 32, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
         assert_eq!(b(16, 72), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(1, 4), Block { rows: 4, cols: 8, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(1, 4), Block { rows: 4, cols: 4, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
         assert_eq!(b(72, 121), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
         assert_eq!(b(64, 1000), Block::FULL);
         for m in 1..40 {
