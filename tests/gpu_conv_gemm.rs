@@ -233,6 +233,48 @@ fn conv2d_on_the_gpu_runs_without_columns_and_gives_the_explicit_bits() {
     common::assert_close(&grad_norm(&x3, &w3, false), &grad_norm(&x3, &w3, true), 1e-5);
 }
 
+/// A stride-1, undilated convolution's input gradient is one more implicit
+/// GEMM on the GPU (the output gradient convolved with the flipped weight,
+/// no product over the columns and no fold), from 4 input channels on:
+/// against the cpu's gradient over kernel shapes and paddings up to kernel - 1.
+/// Strided convolutions and a single input channel keep the fold.
+#[test]
+fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
+    let Some(_) = common::gpu() else { return };
+    let g = skiff::device::GpuDevice::open().unwrap();
+    let dev = Device::Gpu(g.clone());
+    manual_seed(23);
+    // (image, out channels, kernel, stride, padding, whether the fold is used)
+    let cases: [([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], bool); 7] = [
+        ([3, 4, 9, 8], 6, [3, 3], [1, 1], [1, 1], false),
+        ([2, 8, 7, 7], 5, [2, 3], [1, 1], [1, 0], false),
+        ([2, 4, 6, 6], 3, [5, 5], [1, 1], [2, 2], false),
+        ([2, 4, 5, 5], 3, [1, 1], [1, 1], [0, 0], false),
+        ([2, 5, 6, 7], 4, [3, 3], [1, 1], [2, 2], false),
+        ([2, 1, 8, 8], 4, [3, 3], [1, 1], [0, 0], true),
+        ([2, 4, 9, 9], 3, [3, 3], [2, 2], [1, 1], true),
+    ];
+    for (image, o, kernel, stride, padding, folds) in cases {
+        let what = format!("{image:?} * [{o}, {}, {kernel:?}], stride {stride:?}, padding {padding:?}", image[1]);
+        let x = Tensor::randn(&image, DType::F32).unwrap();
+        let w = Tensor::randn(&[o, image[1], kernel[0], kernel[1]], DType::F32).unwrap();
+        let input_grad = |dev: &Device| {
+            let x = x.detach().to(dev).unwrap().requires_grad_(true).unwrap();
+            let y = x.conv2d(&w.to(dev).unwrap(), None, stride, padding, [1, 1], 1).unwrap();
+            let up = Tensor::from_vec((0..y.numel()).map(|i| ((i * 37 % 11) as f32 - 5.0) / 4.0).collect(), y.shape())
+                .unwrap()
+                .to(dev)
+                .unwrap();
+            let (_, profile) = skiff::profile(|| y.mul(&up).unwrap().sum_all().unwrap().backward().unwrap()).unwrap();
+            (x.grad().unwrap().to_f64_vec().unwrap(), profile.op("fold2d").is_some())
+        };
+        let (want, _) = input_grad(&Device::Cpu);
+        let (got, folded) = input_grad(&dev);
+        assert_eq!(folded, folds || !dev.runs_implicit_gemm(), "{what}: fold used");
+        common::assert_close(&got, &want, 1e-5);
+    }
+}
+
 /// Where the adapter cannot build the window kernels (SwiftShader:
 /// `GpuContext::implicit_gemm` off), both products make the columns and
 /// multiply them: the same bits, two dispatches.
