@@ -397,7 +397,9 @@ fn composites_match_cpu_forward_and_backward() {
 
 /// Max-pool's backward scatters at the window argmax: with the index as
 /// max-pool leaves it, each pixel visits only the windows covering it
-/// (`scatter_add_window`), and the sums match the cpu bit for bit; any other
+/// (`scatter_add_window`; per row of pixels, windows that never overlap are
+/// found by counting along the row, with padding and with pixels no window
+/// covers), and the sums match the cpu bit for bit; any other
 /// view of the same index scans whole lines (`scatter_add_scan`), also exactly.
 #[test]
 fn max_pool_backward_visits_only_covering_windows() {
@@ -405,8 +407,11 @@ fn max_pool_backward_visits_only_covering_windows() {
     // A private context: its pipeline cache shows which kernels ran.
     let g = skiff::backend::gpu::GpuDevice::open().unwrap();
     let dev = Device::Gpu(g.clone());
-    let pools: [([usize; 2], [usize; 2], [usize; 2]); 6] = [
+    let pools: [([usize; 2], [usize; 2], [usize; 2]); 9] = [
         ([2, 2], [2, 2], [0, 0]),
+        ([2, 2], [2, 2], [1, 1]),
+        ([3, 2], [3, 3], [1, 0]),
+        ([2, 3], [4, 3], [1, 1]),
         ([3, 3], [1, 1], [1, 1]),
         ([3, 3], [2, 2], [1, 1]),
         ([2, 3], [1, 2], [1, 0]),
