@@ -63,8 +63,9 @@ const CASES: [Case; 7] = [
     Case { image: [4, 8, 13, 13], out_channels: 16, kernel: [3, 3], stride: [1, 1], padding: [0, 0], dilation: [1, 1] },
     Case { image: [1, 2, 11, 7], out_channels: 3, kernel: [2, 3], stride: [2, 1], padding: [1, 2], dilation: [2, 1] },
     Case { image: [3, 4, 6, 6], out_channels: 7, kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1] },
-    // 40 output channels: several 16-row blocks; K = 36 lines A up for vec4 loads.
-    Case { image: [2, 4, 10, 12], out_channels: 40, kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] },
+    // 40 output channels: several 16-row blocks; K = 36 lines A up for vec4
+    // loads, and 144 windows take 32-column blocks.
+    Case { image: [2, 4, 12, 12], out_channels: 40, kernel: [3, 3], stride: [1, 1], padding: [1, 1], dilation: [1, 1] },
     Case { image: [2, 3, 7, 9], out_channels: 20, kernel: [5, 5], stride: [2, 2], padding: [2, 2], dilation: [1, 1] },
 ];
 

@@ -80,14 +80,16 @@ fn square_odd_and_tile_sized_shapes() {
 
 /// Software adapters pick the blocked kernel's block per product
 /// (`gm::Block::for_product`): every row class (4, 8, 16), column class
-/// (8, 16, 32) and lane count (1, 2, 4, 8), at and past their edges.
+/// (4, 16, 32, with 16 columns up to 64 or 127 wide by adapter) and lane
+/// count (1, 2, 4, 8), at and past their edges.
 #[test]
 fn every_block_shape_of_the_blocked_kernel() {
     let Some(dev) = gpu() else { return };
     manual_seed(2);
     for m in [3, 8, 17] {
-        for n in [5, 16, 33, 65, 129, 300] {
-            check(&dev, &format!("{m}x7x{n} (block {:?})", gm::Block::for_product(m, n)), (&[m, 7], &[7, n]), plain);
+        for n in [5, 16, 17, 33, 64, 65, 100, 127, 128, 129, 300] {
+            let lavapipe = gm::Block::for_product(m, n, 127);
+            check(&dev, &format!("{m}x7x{n} (block {lavapipe:?} on lavapipe)"), (&[m, 7], &[7, n]), plain);
         }
     }
 }
@@ -135,10 +137,10 @@ fn unrolled_k_gives_the_same_bits() {
 }
 
 /// The blocked kernel's vec4 loads (`gm::Loads`, on by default, for the
-/// largest block: M over 8, N over 16) read the same elements as one load per
+/// largest block: M over 8, N over 127) read the same elements as one load per
 /// element, so they give the same bits, with K unrolled or not: row-major
 /// operands (A along K, B across N), a transposed A (across M), edges that end
-/// inside a vec4 (M = 17 of a 20-row view, N = 30 of 32 columns, K = 9 of 12:
+/// inside a vec4 (M = 17 of a 20-row view, N = 158 of 160 columns, K = 9 of 12:
 /// the unrolled loop, then one step), and a broadcast batch; a transposed B,
 /// offsets and strides off the vec4 grid read one element per load. On an
 /// adapter that runs the tiled kernel the setting changes nothing.
@@ -152,19 +154,20 @@ fn vec4_loads_give_the_same_bits() {
     manual_seed(4);
     let t = |x: &Tensor| x.transpose(-1, -2).unwrap();
     let r = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
+    // N over 127 everywhere: narrower products take 16-column blocks.
     let cases: Vec<(&str, Tensor, Tensor)> = vec![
-        ("row-major", r(&[17, 12]), r(&[12, 32])),
+        ("row-major", r(&[17, 12]), r(&[12, 160])),
         (
-            "row-major, K = 9 of 12, N = 30 of 32",
+            "row-major, K = 9 of 12, N = 158 of 160",
             r(&[17, 12]).narrow(1, 0, 9).unwrap(),
-            r(&[12, 32]).narrow(0, 0, 9).unwrap().narrow(1, 0, 30).unwrap(),
+            r(&[12, 160]).narrow(0, 0, 9).unwrap().narrow(1, 0, 158).unwrap(),
         ),
-        ("transposed A, M = 17 of 20", t(&r(&[12, 20])).narrow(0, 0, 17).unwrap(), r(&[12, 20])),
-        ("transposed B", r(&[12, 12]).narrow(1, 0, 9).unwrap(), t(&r(&[40, 12])).narrow(0, 0, 9).unwrap()),
-        ("both transposed", t(&r(&[16, 24])), t(&r(&[36, 16]))),
-        ("offsets off the grid", r(&[16, 16]).narrow(1, 1, 12).unwrap(), r(&[12, 24]).narrow(1, 1, 20).unwrap()),
-        ("strides off the grid", r(&[16, 10]), r(&[10, 18])),
-        ("broadcast batch", r(&[1, 12, 12]).expand(&[3, 12, 12]).unwrap(), r(&[3, 12, 20])),
+        ("transposed A, M = 17 of 20", t(&r(&[12, 20])).narrow(0, 0, 17).unwrap(), r(&[12, 148])),
+        ("transposed B", r(&[12, 12]).narrow(1, 0, 9).unwrap(), t(&r(&[168, 12])).narrow(0, 0, 9).unwrap()),
+        ("both transposed", t(&r(&[16, 24])), t(&r(&[164, 16]))),
+        ("offsets off the grid", r(&[16, 16]).narrow(1, 1, 12).unwrap(), r(&[12, 152]).narrow(1, 1, 148).unwrap()),
+        ("strides off the grid", r(&[16, 10]), r(&[10, 146])),
+        ("broadcast batch", r(&[1, 12, 12]).expand(&[3, 12, 12]).unwrap(), r(&[3, 12, 148])),
     ];
     for (what, a, b) in &cases {
         for steps in [1, 4] {

@@ -134,9 +134,9 @@ impl Block {
         Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
 
     /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
-    /// rows and of 8, 16 or 32 columns that covers it, or 4 columns for a
-    /// product at most `NARROW` wide, and as many lanes (1, 2, 4 or 8) as its
-    /// columns need. A software adapter pays for every load and every
+    /// rows; 4 columns for a product at most `NARROW` wide, 16 for one at most
+    /// `cols16_to` wide (`GpuContext::matmul_cols16_to`), else 32; and as many
+    /// lanes (1, 2, 4 or 8) as its columns need. A software adapter pays for every load and every
     /// multiply-add of an active invocation, and runs a workgroup's
     /// invocations side by side: so a 16x32 block over a convolution's
     /// [8, 676] x [676, 9] weight gradient loaded 48 values per k where 20
@@ -144,11 +144,19 @@ impl Block {
     /// invocation doing all the work. Three invocations of 4 columns each
     /// halved that product on lavapipe and on SwiftShader (and [64, 400] x
     /// [400, 10], [1024, 1024] x [1024, 16] alike); lanes past C's edge return
-    /// at once and cost nothing. At most 45 shapes, each its own pipeline
-    /// (twice: K unrolled or not).
-    pub fn for_product(m: usize, n: usize) -> Block {
+    /// at once and cost nothing. The same held for wider products: 16-column
+    /// blocks beat 32-column ones from 24 to 121 columns on lavapipe by 5-35%
+    /// ([64, 400] x [400, 32], [1024, 1024] x [1024, 64], [1024, 72] x [72,
+    /// 121], the CNN's conv2 products), and on SwiftShader up to 64 columns by
+    /// 1.6-2.6x, but were 10-20% slower there at 80 to 121. At most 45 shapes,
+    /// each its own pipeline (twice: K unrolled or not).
+    pub fn for_product(m: usize, n: usize, cols16_to: usize) -> Block {
         let rows = [4, 8].into_iter().find(|&r| m <= r).unwrap_or(BLOCK[0]);
-        let cols = if n <= NARROW { 4 } else { [8, 16].into_iter().find(|&c| n <= c).unwrap_or(BLOCK[1]) };
+        let cols = match n {
+            n if n <= NARROW => 4,
+            n if n <= cols16_to => 16,
+            _ => BLOCK[1],
+        };
         let lanes = n.div_ceil(cols).next_power_of_two().min(BLOCK_LANES);
         Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar }
     }
@@ -364,7 +372,7 @@ pub(super) fn product(
         return Ok(out);
     }
     let kernel = Kernel::for_device(ctx.info.device_type);
-    let mut block = Block::for_product(m, n).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
+    let mut block = Block::for_product(m, n, ctx.matmul_cols16_to()).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
         block = block.loads_for(la, lb, batch);
     }
@@ -826,22 +834,30 @@ mod tests {
 
     #[test]
     fn small_products_get_small_blocks() {
-        let b = |m, n| Block::for_product(m, n);
+        // SwiftShader's bound for 16 columns (64), then lavapipe's (127).
+        let (b, lvp) = (|m, n| Block::for_product(m, n, 64), |m, n| Block::for_product(m, n, 127));
+        let block = |rows, cols, lanes| Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
         assert_eq!(b(256, 784), Block::FULL);
-        assert_eq!(b(8, 9), Block { rows: 8, cols: 4, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(64, 16), Block { rows: 16, cols: 4, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(64, 17), Block { rows: 16, cols: 32, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(16, 72), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(1, 4), Block { rows: 4, cols: 4, lanes: 1, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
-        assert_eq!(b(72, 121), Block { rows: 16, cols: 32, lanes: 4, unroll: 1, a: Loads::Scalar, b: Loads::Scalar });
+        assert_eq!(b(8, 9), block(8, 4, 4));
+        assert_eq!(b(64, 16), block(16, 4, 4));
+        assert_eq!(b(64, 17), block(16, 16, 2));
+        assert_eq!(b(64, 64), block(16, 16, 4));
+        assert_eq!(b(16, 72), block(16, 32, 4));
+        assert_eq!(lvp(16, 72), block(16, 16, 8));
+        assert_eq!(b(1, 4), block(4, 4, 1));
+        assert_eq!(b(72, 121), block(16, 32, 4));
+        assert_eq!(lvp(72, 121), block(16, 16, 8));
+        assert_eq!(lvp(72, 128), block(16, 32, 4));
         assert_eq!(b(64, 1000), Block::FULL);
-        for m in 1..40 {
-            for n in 1..300 {
-                let blk = b(m, n);
-                assert!(Block::all().contains(&blk), "{blk:?}");
-                let [tm, tn] = blk.tile();
-                // A workgroup covers the product, or the largest block repeats.
-                assert!((tm >= m || tm == BLOCK[0]) && (tn >= n || blk.lanes == BLOCK_LANES), "{m}x{n}: {blk:?}");
+        for cols16_to in [64, 127] {
+            for m in 1..40 {
+                for n in 1..300 {
+                    let blk = Block::for_product(m, n, cols16_to);
+                    assert!(Block::all().contains(&blk), "{blk:?}");
+                    let [tm, tn] = blk.tile();
+                    // A workgroup covers the product, or the largest block repeats.
+                    assert!((tm >= m || tm == BLOCK[0]) && (tn >= n || blk.lanes == BLOCK_LANES), "{m}x{n}: {blk:?}");
+                }
             }
         }
     }
@@ -867,9 +883,9 @@ mod tests {
         assert_eq!(mode(0, 8, 16, &[], true), Scalar);
         // Only the largest block has vec4 variants.
         let l = |shape: &[usize]| Layout::contiguous(shape);
-        let full = Block::for_product(64, 64).unrolled(4).loads_for(&l(&[64, 64]), &l(&[64, 64]), &[]);
+        let full = Block::for_product(64, 128, 127).unrolled(4).loads_for(&l(&[64, 64]), &l(&[64, 128]), &[]);
         assert_eq!((full.a, full.b), (AlongK, Across));
-        let small = Block::for_product(8, 64).unrolled(4).loads_for(&l(&[8, 64]), &l(&[64, 64]), &[]);
+        let small = Block::for_product(8, 64, 16).unrolled(4).loads_for(&l(&[8, 64]), &l(&[64, 64]), &[]);
         assert_eq!((small.a, small.b), (Scalar, Scalar));
         assert!(Block::all().contains(&full));
     }

@@ -302,6 +302,18 @@ impl GpuContext {
         self.info.name.contains("llvmpipe").then_some(65_535)
     }
 
+    /// The widest product the blocked matmul gives 16-column blocks rather
+    /// than 32-column ones (`matmul::Block::for_product`): 127 on lavapipe,
+    /// 64 on other software adapters (SwiftShader), where 16 columns lost
+    /// beyond that.
+    pub(crate) fn matmul_cols16_to(&self) -> usize {
+        if self.info.name.contains("llvmpipe") {
+            127
+        } else {
+            64
+        }
+    }
+
     /// Sets `matmul_unroll` from now on (1 or 4; anything else is 1). Both
     /// compute the same sums in the same order; tests run both.
     #[doc(hidden)]
