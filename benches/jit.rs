@@ -2,8 +2,9 @@
 //! on one machine: the 784-256-128-10 MLP and the MNIST CNN (batch 64, Adam),
 //! on the cpu and, when an adapter exists, the GPU. For each, the kernels
 //! per step (the captured program before and after the passes), the step
-//! times, and the matmul part: the step's products (same shapes and views)
-//! run alone, so `step - matmul` is the rest, which capture can shorten,
+//! times, and the matmul part: the step's products (its matmuls and, on a GPU
+//! with the window kernels, its convolutions' implicit GEMMs; same shapes
+//! and views) run alone, so `step - matmul` is the rest, which capture can shorten,
 //! and the optimizer update alone (the same fused Adam kernels in both modes,
 //! so a floor under the compiled rest; the last two columns are its time and
 //! its share of the eager rest).
@@ -35,15 +36,34 @@ fn step(model: &Sequential, opt: &mut Adam, x: &Tensor, y: &Tensor) -> Result<Te
 
 fn is_product(spec: &KernelSpec) -> bool {
     match spec {
-        KernelSpec::Matmul { .. } => true,
+        KernelSpec::Matmul { .. } | KernelSpec::ConvGemm(_) | KernelSpec::ConvWeightGemm(_) => true,
         KernelSpec::Epilogue(e) => matches!(e.head, KernelSpec::Matmul { .. }),
         _ => false,
     }
 }
 
-/// The (a, b) operands of every matmul of a program, as fresh tensors with
-/// the same shapes and strides.
-fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> {
+/// One product of a program with fresh operands: a matmul, or a convolution's
+/// implicit GEMM (GPUs with the window kernels: forward, input or weight gradient).
+struct Product {
+    spec: KernelSpec,
+    a: Tensor,
+    b: Tensor,
+}
+
+impl Product {
+    fn run(&self) -> Result<Tensor> {
+        use skiff::dispatch::conv::{conv_gemm, conv_weight_gemm};
+        match &self.spec {
+            KernelSpec::ConvGemm(g) => conv_gemm("bench", &self.a, &self.b, g),
+            KernelSpec::ConvWeightGemm(g) => conv_weight_gemm("bench", &self.a, &self.b, g),
+            _ => self.a.matmul(&self.b),
+        }
+    }
+}
+
+/// The operands of every product of a program, as fresh tensors with the
+/// same shapes and strides.
+fn products(p: &skiff::program::Program, dev: &Device) -> Vec<Product> {
     let operand = |layout: &skiff::shape::Layout| -> Tensor {
         // A contiguous buffer permuted into the same strides (transposed views stay transposed).
         let mut order: Vec<usize> = (0..layout.shape.len()).collect();
@@ -61,7 +81,7 @@ fn products(p: &skiff::program::Program, dev: &Device) -> Vec<(Tensor, Tensor)> 
         .filter_map(|i| match i {
             // A product with a fused epilogue counts as its product (its first two inputs).
             Instr::Run { spec, inputs, .. } if is_product(spec) => {
-                Some((operand(&inputs[0].layout), operand(&inputs[1].layout)))
+                Some(Product { spec: spec.clone(), a: operand(&inputs[0].layout), b: operand(&inputs[1].layout) })
             }
             _ => None,
         })
@@ -150,8 +170,8 @@ fn bench_jit(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new(format!("{name}/{dev_name}/matmuls"), BATCH), |b| {
                 b.iter_custom(|iters| {
                     common::timed(iters, || {
-                        for (a, w) in &pairs {
-                            a.matmul(w).unwrap();
+                        for product in &pairs {
+                            product.run().unwrap();
                         }
                         dev.synchronize().unwrap()
                     })

@@ -246,7 +246,8 @@ fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
     let dev = Device::Gpu(g.clone());
     manual_seed(23);
     // (image, out channels, kernel, stride, padding, whether the fold is used)
-    let cases: [([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], bool); 7] = [
+    type Geometry = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], bool);
+    let cases: [Geometry; 7] = [
         ([3, 4, 9, 8], 6, [3, 3], [1, 1], [1, 1], false),
         ([2, 8, 7, 7], 5, [2, 3], [1, 1], [1, 0], false),
         ([2, 4, 6, 6], 3, [5, 5], [1, 1], [2, 2], false),

@@ -284,7 +284,9 @@ impl StorageInner {
         let _ = layout;
     }
     /// Records that every value is in `0..bound` (see `index_bound`), as a
-    /// check found (not `by_kernel`).
+    /// check found (not `by_kernel`): a passed GPU check, or the web's own
+    /// reversed positions.
+    #[cfg(any(feature = "gpu", feature = "web"))]
     pub(crate) fn set_index_bound(&self, bound: usize) {
         self.set_index_facts(IndexBound { bound, windows: None, by_kernel: false });
     }
@@ -298,6 +300,7 @@ impl StorageInner {
         g.filter(|(v, _)| *v == self.version()).map(|(_, b)| b)
     }
     /// The recorded bound of this storage's values, unless written since.
+    #[cfg(feature = "gpu")]
     pub(crate) fn index_bound(&self) -> Option<usize> {
         self.index_facts().map(|f| f.bound)
     }
