@@ -322,8 +322,8 @@ static CONV_PRODUCT: OpDef = OpDef {
 /// GEMM, where the device runs them: a convolution of the output gradient
 /// `gy [n, o, out_h * out_w]`, padded by `kernel - 1 - padding`, with the
 /// weight `w [o, c * kh * kw]` flipped in both spatial dims and its channel
-/// dims swapped (`[c, o * kh * kw]`, a small copy). Instead of a `[n, c * kh
-/// * kw, out_h * out_w]` product and its fold: on lavapipe the benchmark
+/// dims swapped (`[c, o * kh * kw]`, a small copy), instead of a product of
+/// `[n, c * kh * kw, out_h * out_w]` and its fold: on lavapipe the benchmark
 /// CNN's conv2 gradient took 2.9-4.0 ms this way against 6.5-8.0 ms. A
 /// single input channel keeps the fold (a 1-row product measured slower),
 /// as do strided and dilated convolutions and create_graph (fold and matmul

@@ -189,7 +189,6 @@ fn needs_check(spec: &KernelSpec) -> bool {
     index_axis(spec).is_some()
 }
 
-/// The axis an index kernel's positions run along (its input 1 is the index).
 /// The bound an index kernel's own values keep (`dispatch::index`).
 fn bound_by_kernel(spec: &KernelSpec, inputs: &[Arg]) -> Option<usize> {
     match spec {
@@ -199,6 +198,7 @@ fn bound_by_kernel(spec: &KernelSpec, inputs: &[Arg]) -> Option<usize> {
     }
 }
 
+/// The axis an index kernel's positions run along (its input 1 is the index).
 fn index_axis(spec: &KernelSpec) -> Option<usize> {
     match spec {
         KernelSpec::IndexSelect { axis }
