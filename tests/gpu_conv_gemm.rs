@@ -277,6 +277,28 @@ fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
     }
 }
 
+/// A captured function that takes a stride-1 convolution's input gradient
+/// on the GPU (the flipped weight's gather included) passes the checks a
+/// loaded program gets, and replays to the eager gradient.
+#[test]
+fn a_captured_input_gradient_gemm_passes_the_load_checks() {
+    let Some(dev) = common::gpu() else { return };
+    manual_seed(24);
+    let w = Tensor::randn(&[6, 4, 3, 3], DType::F32).unwrap().to(&dev).unwrap();
+    let input_grad = |x: &Tensor| -> skiff::Result<Vec<Tensor>> {
+        let x = x.detach().requires_grad_(true)?;
+        let y = x.conv2d(&w, None, [1, 1], [1, 1], [1, 1], 1)?;
+        let g = skiff::grad(&[y.mul(&y)?.sum_all()?], std::slice::from_ref(&x), None, Default::default())?;
+        Ok(vec![g[0].clone().expect("a gradient")])
+    };
+    let x = Tensor::randn(&[2, 4, 7, 7], DType::F32).unwrap().to(&dev).unwrap();
+    let (_, traced) = skiff::jit::trace(std::slice::from_ref(&x), |i| input_grad(&i[0])).unwrap();
+    traced.program().validate().unwrap();
+    let x2 = Tensor::randn(&[2, 4, 7, 7], DType::F32).unwrap().to(&dev).unwrap();
+    let got = traced.run(std::slice::from_ref(&x2)).unwrap()[0].to_f64_vec().unwrap();
+    common::assert_close(&got, &input_grad(&x2).unwrap()[0].to_f64_vec().unwrap(), 1e-6);
+}
+
 /// Where the adapter cannot build the window kernels (SwiftShader:
 /// `GpuContext::implicit_gemm` off), both products make the columns and
 /// multiply them: the same bits, two dispatches.

@@ -345,11 +345,10 @@ fn input_grad_gemm(w: &Tensor, gy: &Tensor, c: usize, input: [usize; 2], p: Para
     let [oh, ow] = p.out_size("conv2d", &input)?;
     // Tap (i, j) of the flipped kernel is tap (kh - 1 - i, kw - 1 - j): the
     // taps of each (o, c) pair in reverse order. The positions are made on
-    // the device (an upload could not be captured), and lie in 0..taps by
-    // construction, so they need no range check.
+    // the device (an upload could not be captured) and checked like any
+    // index (kh * kw values): a captured program keeps that check, which a
+    // saved one needs to load.
     let reversed = Tensor::arange_on(taps as f64 - 1.0, -1.0, -1.0, crate::dtype::DType::I32, &gy.device())?;
-    let bound = crate::backend::IndexBound { bound: taps, windows: None, by_kernel: true };
-    reversed.storage().set_index_facts(bound);
     let flipped = w.reshape_dims(&[o, c, taps])?.index_select(2, &reversed)?;
     let swapped = flipped.transpose(0, 1)?.contiguous()?.reshape_dims(&[c, o * taps])?;
     let g = Window2d {
