@@ -131,6 +131,16 @@ impl Device {
         }
     }
 
+    /// True for a GPU device whose implicit GEMM reads a padded window from
+    /// a zero-padded copy of the image (`GpuContext::pad_first`: SwiftShader).
+    pub(crate) fn pads_images_first(&self) -> bool {
+        match self {
+            Device::Cpu => false,
+            #[cfg(feature = "gpu")]
+            Device::Gpu(g) => g.context().pad_first(),
+        }
+    }
+
     /// Submits queued GPU work and waits for it (a no-op on the cpu).
     pub fn synchronize(&self) -> Result<()> {
         match self {

@@ -2,11 +2,13 @@
 //! `backend/gpu/conv_gemm.rs`): a convolution's products read straight from
 //! the image, with no im2col columns made. On the GPU each must give the bits
 //! of the product over `unfold2d`'s columns (the same sums in the same
-//! order), in one dispatch; on the cpu (columns, then the product) the cpu's
-//! values. Covers strides, padding, dilation, 1x1 kernels, permuted images,
-//! transposed operands, every block and load mode of the blocked kernel,
-//! f16, bad input, and conv2d itself on the GPU (no unfold, the same bits
-//! as the explicit products, forward and backward).
+//! order), in one dispatch (three where a padded image is made first, as on
+//! SwiftShader); on the cpu (columns, then the product) the cpu's values.
+//! Covers strides, padding, dilation, 1x1 kernels, permuted images,
+//! transposed operands, every block and load mode of the blocked kernel
+//! (loads with and without the padding test), f16, bad input, and conv2d
+//! itself on the GPU (no unfold, the same bits as the explicit products,
+//! forward and backward).
 
 #![cfg(feature = "gpu")]
 
@@ -15,6 +17,14 @@ mod common;
 use skiff::dispatch::conv::{conv_gemm, conv_weight_gemm};
 use skiff::kernel::Window2d;
 use skiff::{manual_seed, DType, Device, Tensor};
+
+/// Held by the tests that profile which ops ran and by those that run a fold:
+/// the profiler sees every thread's ops.
+static PROFILED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn profiled() -> std::sync::MutexGuard<'static, ()> {
+    PROFILED.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The window geometry of a [n, c, h, w] image under a kernel.
 fn window(
@@ -77,10 +87,17 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
     let dev = Device::Gpu(g.clone());
     let ctx = g.context();
     manual_seed(17);
-    for steps in [1, 4] {
+    // Whether a padded window reads a zero-padded copy of the image: both
+    // ways, except where the adapter cannot build loads that test for the
+    // padding (SwiftShader).
+    let pads: &[bool] = if ctx.pad_first() { &[true] } else { &[false, true] };
+    for (steps, pad_first) in pads.iter().flat_map(|&p| [(1, p), (4, p)]) {
         ctx.set_matmul_unroll(steps);
+        ctx.set_pad_first(pad_first);
         for c in &CASES {
             let geo = window(c.image, c.kernel, c.stride, c.padding, c.dilation);
+            // The padded copy: a fill and a copy before the product.
+            let kernels = if pad_first && c.padding != [0, 0] { 3 } else { 1 };
             let [n, ch, h, w] = c.image;
             // The image stored NHWC and viewed NCHW; the weight stored [k, o] and viewed [o, k].
             let x = Tensor::randn(&[n, h, w, ch], DType::F32).unwrap().permute(&[0, 3, 1, 2]).unwrap();
@@ -88,14 +105,17 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
             let views: [(&str, Tensor, Tensor); 2] =
                 [("contiguous", x.contiguous().unwrap(), wt.contiguous().unwrap()), ("strided", x, wt)];
             for (how, x, wt) in views {
-                let what = format!("{:?} x {} {:?} ({how}, K unrolled {steps}x)", c.image, c.out_channels, geo);
+                let what = format!(
+                    "{:?} x {} {:?} ({how}, K unrolled {steps}x, pad first {pad_first})",
+                    c.image, c.out_channels, geo
+                );
                 let cpu = conv_gemm("conv_gemm", &wt, &x, &geo).unwrap();
                 assert_eq!(cpu.shape(), [n, c.out_channels, geo.windows()], "{what}");
                 common::assert_close(&cpu.to_f64_vec().unwrap(), &explicit(&wt, &x, &geo).to_f64_vec().unwrap(), 1e-5);
                 let (xg, wg) = (x.to(&dev).unwrap(), wt.to(&dev).unwrap());
                 let before = g.counters().dispatches;
                 let got = conv_gemm("conv_gemm", &wg, &xg, &geo).unwrap();
-                assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel");
+                assert_eq!(g.counters().dispatches - before, kernels, "{what}: kernels");
                 assert_eq!(bits(&got), bits(&explicit(&wg, &xg, &geo)), "{what}: the explicit product's bits");
                 common::assert_close(&got.to_f64_vec().unwrap(), &cpu.to_f64_vec().unwrap(), 1e-4);
                 // The weight gradient's product, with a gradient of the output's shape.
@@ -110,7 +130,7 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
                 let gyg = gy.to(&dev).unwrap();
                 let before = g.counters().dispatches;
                 let got = conv_weight_gemm("conv_weight_gemm", &gyg, &xg, &geo).unwrap();
-                assert_eq!(g.counters().dispatches - before, 1, "{what}: one kernel for the weight gradient");
+                assert_eq!(g.counters().dispatches - before, kernels, "{what}: kernels for the weight gradient");
                 assert_eq!(bits(&got), bits(&explicit_weight(&gyg, &xg, &geo)), "{what}: weight gradient");
                 common::assert_close(&got.to_f64_vec().unwrap(), &cpu.to_f64_vec().unwrap(), 1e-4);
                 if g.shader_f16() && steps == 1 {
@@ -129,11 +149,13 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
             }
         }
     }
-    // Where the blocked kernel runs (software adapters), each load mode of A ran with the window.
+    // Where the blocked kernel runs (software adapters), each load mode of A
+    // ran with the window, its loads with the padding test (w, t) and without (i, j).
     let kernels = g.compiled_kernels();
     let windowed: Vec<&String> = kernels.iter().filter(|k| k.contains(":blocked:")).collect();
     if !windowed.is_empty() {
-        for a in ["u1sw", "u4sw", "u4kw", "u1st", "u4st"] {
+        let tested: &[&str] = if pads.contains(&false) { &["u1sw", "u4sw", "u4kw", "u1st", "u4st"] } else { &[] };
+        for a in tested.iter().chain(&["u1si", "u4si", "u4ki", "u1sj", "u4sj"]) {
             assert!(windowed.iter().any(|k| k.ends_with(a)), "{a}: {windowed:?}");
         }
     } else {
@@ -183,6 +205,7 @@ fn bad_shapes_and_dtypes_are_errors_naming_the_kernel() {
 #[test]
 fn conv2d_on_the_gpu_runs_without_columns_and_gives_the_explicit_bits() {
     let Some(_) = common::gpu() else { return };
+    let _fold = profiled();
     let g = skiff::device::GpuDevice::open().unwrap();
     let dev = Device::Gpu(g.clone());
     manual_seed(21);
@@ -238,17 +261,21 @@ fn conv2d_on_the_gpu_runs_without_columns_and_gives_the_explicit_bits() {
 /// GEMM on the GPU (the output gradient convolved with the flipped weight,
 /// no product over the columns and no fold), from 4 input channels on:
 /// against the cpu's gradient over kernel shapes and paddings up to kernel - 1.
-/// Strided convolutions and a single input channel keep the fold.
+/// Strided convolutions, a single input channel and an adapter that pads
+/// images first (SwiftShader) keep the fold.
 #[test]
 fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
     let Some(_) = common::gpu() else { return };
+    let _profile = profiled();
     let g = skiff::device::GpuDevice::open().unwrap();
     let dev = Device::Gpu(g.clone());
     manual_seed(23);
     // (image, out channels, kernel, stride, padding, whether the fold is used)
     type Geometry = ([usize; 4], usize, [usize; 2], [usize; 2], [usize; 2], bool);
-    let cases: [Geometry; 7] = [
+    let cases: [Geometry; 8] = [
         ([3, 4, 9, 8], 6, [3, 3], [1, 1], [1, 1], false),
+        // The benchmark CNN's conv2 (batch 16).
+        ([16, 8, 13, 13], 16, [3, 3], [1, 1], [0, 0], false),
         ([2, 8, 7, 7], 5, [2, 3], [1, 1], [1, 0], false),
         ([2, 4, 6, 6], 3, [5, 5], [1, 1], [2, 2], false),
         ([2, 4, 5, 5], 3, [1, 1], [1, 1], [0, 0], false),
@@ -256,8 +283,15 @@ fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
         ([2, 1, 8, 8], 4, [3, 3], [1, 1], [0, 0], true),
         ([2, 4, 9, 9], 3, [3, 3], [2, 2], [1, 1], true),
     ];
-    for (image, o, kernel, stride, padding, folds) in cases {
-        let what = format!("{image:?} * [{o}, {}, {kernel:?}], stride {stride:?}, padding {padding:?}", image[1]);
+    let pads: &[bool] = if g.context().pad_first() { &[true] } else { &[false, true] };
+    for ((image, o, kernel, stride, padding, folds), &pad_first) in
+        cases.iter().flat_map(|c| pads.iter().map(|p| (*c, p)))
+    {
+        g.context().set_pad_first(pad_first);
+        let what = format!(
+            "{image:?} * [{o}, {}, {kernel:?}], stride {stride:?}, padding {padding:?}, pad first {pad_first}",
+            image[1]
+        );
         let x = Tensor::randn(&image, DType::F32).unwrap();
         let w = Tensor::randn(&[o, image[1], kernel[0], kernel[1]], DType::F32).unwrap();
         let input_grad = |dev: &Device| {
@@ -272,7 +306,8 @@ fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
         };
         let (want, _) = input_grad(&Device::Cpu);
         let (got, folded) = input_grad(&dev);
-        assert_eq!(folded, folds || !dev.runs_implicit_gemm(), "{what}: fold used");
+        // An adapter that pads images first (SwiftShader) keeps the fold.
+        assert_eq!(folded, folds || !dev.runs_implicit_gemm() || pad_first, "{what}: fold used");
         common::assert_close(&got, &want, 1e-5);
     }
 }

@@ -264,9 +264,8 @@ static CONV2D: OpDef = OpDef {
 /// `w [o, c*kh*kw]` times the columns of `x` as one implicit GEMM
 /// (`KernelSpec::ConvGemm`): `[n, o, out_h * out_w]`, the values of
 /// `w.matmul(unfold2d(x))` without the columns. conv2d runs its products
-/// this way on GPUs that build the window kernels
-/// (`Device::runs_implicit_gemm`); on the cpu, where im2col is one cheap
-/// pass and the columns feed the weight gradient, and on SwiftShader, it
+/// this way on GPUs (`Device::runs_implicit_gemm`); on the cpu, where
+/// im2col is one cheap pass and the columns feed the weight gradient, it
 /// keeps unfold + matmul.
 fn conv_product(x: &Tensor, w: &Tensor, p: Params) -> Result<Tensor> {
     let s = x.shape();
@@ -326,8 +325,10 @@ static CONV_PRODUCT: OpDef = OpDef {
 /// `[n, c * kh * kw, out_h * out_w]` and its fold: on lavapipe the benchmark
 /// CNN's conv2 gradient took 2.9-4.0 ms this way against 6.5-8.0 ms. A
 /// single input channel keeps the fold (a 1-row product measured slower),
-/// as do strided and dilated convolutions and create_graph (fold and matmul
-/// are differentiable again). `None` where it does not apply.
+/// as do strided and dilated convolutions, create_graph (fold and matmul
+/// are differentiable again) and SwiftShader, where the padded gradient is
+/// a copy of its own (`Device::pads_images_first`) and the CNN step measured
+/// no faster (123-140 ms either way). `None` where it does not apply.
 fn input_grad_gemm(w: &Tensor, gy: &Tensor, c: usize, input: [usize; 2], p: Params) -> Result<Option<Tensor>> {
     const MIN_CHANNELS: usize = 4;
     let [kh, kw] = p.kernel;
@@ -337,7 +338,8 @@ fn input_grad_gemm(w: &Tensor, gy: &Tensor, c: usize, input: [usize; 2], p: Para
         && p.padding[1] < kw
         && c >= MIN_CHANNELS
         && !crate::autograd::is_grad_enabled()
-        && gy.device().runs_implicit_gemm();
+        && gy.device().runs_implicit_gemm()
+        && !gy.device().pads_images_first();
     if !applies {
         return Ok(None);
     }

@@ -49,11 +49,15 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     for dt in matmul::DTYPES {
         all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
         // The implicit GEMM's kernels: B read through a window either way
-        // round, by the tiled kernel and by every block of the blocked one.
-        for loads in [matmul::Loads::Window, matmul::Loads::WindowT] {
+        // round, with or without the padding test, by every block of the
+        // blocked kernel and (always testing) by the tiled one.
+        use matmul::Loads::{Inside, InsideT, Window, WindowT};
+        for loads in [Window, WindowT, Inside, InsideT] {
             let full = matmul::Block::FULL.loading(matmul::Block::FULL.a, loads);
-            let key = format!("matmul:{}:{}", dt.name(), matmul::window_key(loads));
-            all.push((key, matmul::window_source(matmul::Kernel::Tiled, full, dt)));
+            if loads.tests_padding() {
+                let key = format!("matmul:{}:{}", dt.name(), matmul::window_key(loads));
+                all.push((key, matmul::window_source(matmul::Kernel::Tiled, full, dt)));
+            }
             let blocks = matmul::Block::all().into_iter().filter(|b| b.b == matmul::Loads::Scalar);
             all.extend(blocks.map(|b| {
                 let b = b.loading(b.a, loads);

@@ -8,10 +8,15 @@
 //! pixel outside the image reads as 0. The sums are the explicit products'
 //! (`matmul` over `conv::unfold`'s columns), in the same order, so the bits
 //! are too; what goes is the unfold's pass over memory and the columns'
-//! buffer (kh * kw times the image). Where the adapter cannot build the
-//! window kernels (`GpuContext::implicit_gemm`: SwiftShader) both make the
-//! columns and multiply them, as `conv2d` did before.
+//! buffer (kh * kw times the image). Where no window leaves the image (no
+//! padding) the loads skip the padding test (`Loads::Inside`). SwiftShader
+//! cannot build the kernels whose loads test for it
+//! (`GpuContext::pad_first`), so there a padded window reads a zero-padded
+//! copy of the image instead (two more kernels: a fill and a copy). With
+//! `SKIFF_GPU_IMPLICIT_GEMM=0` both make the columns and multiply them, as
+//! `conv2d` did before.
 
+use super::elementwise::{copy_into, fill_into};
 use super::matmul::{self, Loads};
 use super::window_loads::WORDS;
 use super::GpuBuffer;
@@ -31,7 +36,48 @@ fn check_image(op: &'static str, lx: &Layout, g: &Window2d) -> Result<()> {
             format!("image {:?} does not fit the window {g:?}: expected {image:?}", lx.shape),
         ));
     }
+    if !g.is_consistent() {
+        return Err(Error::shape(
+            op,
+            format!("inconsistent window {g:?}: its output grid does not follow from the rest"),
+        ));
+    }
     Ok(())
+}
+
+/// A zero-padded copy of an image and its window (padding 0).
+struct Padded {
+    image: GpuBuffer,
+    layout: Layout,
+    g: Window2d,
+}
+
+/// The zero-padded copy of `x` that a product through the padded window `g`
+/// reads where the adapter pads first (`GpuContext::pad_first`); `None`
+/// where it reads `x` itself.
+fn padded(op: &'static str, x: &GpuBuffer, lx: &Layout, g: &Window2d) -> Result<Option<Padded>> {
+    if g.padding == [0, 0] || !x.ctx().pad_first() {
+        return Ok(None);
+    }
+    let [ph, pw] = g.padding;
+    let (h, w) = (g.h + 2 * ph, g.w + 2 * pw);
+    let layout = Layout::contiguous(&[g.n, g.c, h, w]);
+    let image = GpuBuffer::new(x.ctx(), op, x.dtype, layout.numel())?;
+    fill_into(&image, layout.numel(), 0.0)?;
+    let interior = Layout { shape: lx.shape.clone(), strides: layout.strides.clone(), offset: ph * w + pw };
+    copy_into(x, lx, &image, &interior)?;
+    Ok(Some(Padded { image, layout, g: Window2d { h, w, padding: [0, 0], ..*g } }))
+}
+
+/// How B's loads go through the window `g`: without the padding test where
+/// no window leaves the image.
+fn window_loads(g: &Window2d, transposed: bool) -> Loads {
+    match (g.padding == [0, 0], transposed) {
+        (true, false) => Loads::Inside,
+        (true, true) => Loads::InsideT,
+        (false, false) => Loads::Window,
+        (false, true) => Loads::WindowT,
+    }
 }
 
 /// `w` (2-D `[o, c * kh * kw]`, any strides) times the columns of `x`
@@ -52,9 +98,11 @@ pub fn conv_gemm(w: &GpuBuffer, lw: &Layout, x: &GpuBuffer, lx: &Layout, g: &Win
         let cols = super::conv::unfold(OP, x, lx, g)?;
         return matmul::matmul(w, &la, &cols, &Layout::contiguous(&[g.n, k, l]), &[g.n]);
     }
+    let padded = padded(OP, x, lx, g)?;
+    let (x, lx, g) = padded.as_ref().map_or((x, lx, g), |p| (&p.image, &p.layout, &p.g));
     // B's shape [n, k, l] with the image's batch stride.
     let lb = layout([g.n, k, l], [lx.strides[0], 0, 0], lx.offset);
-    matmul::product(w, &la, x, &lb, &[g.n], None, Some((Loads::Window, &window_params(OP, g, lx)?)))
+    matmul::product(w, &la, x, &lb, &[g.n], None, Some((window_loads(g, false), &window_params(OP, g, lx)?)))
 }
 
 /// Each image's weight gradient: `gy` (`[n, o, out_h * out_w]`, any strides)
@@ -75,8 +123,10 @@ pub fn conv_weight_gemm(gy: &GpuBuffer, lg: &Layout, x: &GpuBuffer, lx: &Layout,
         let cols = super::conv::unfold(OP, x, lx, g)?;
         return matmul::matmul(gy, lg, &cols, &layout([g.n, l, k], [k * l, 1, l], 0), &[g.n]);
     }
+    let padded = padded(OP, x, lx, g)?;
+    let (x, lx, g) = padded.as_ref().map_or((x, lx, g), |p| (&p.image, &p.layout, &p.g));
     let lb = layout([g.n, l, k], [lx.strides[0], 0, 0], lx.offset);
-    matmul::product(gy, lg, x, &lb, &[g.n], None, Some((Loads::WindowT, &window_params(OP, g, lx)?)))
+    matmul::product(gy, lg, x, &lb, &[g.n], None, Some((window_loads(g, true), &window_params(OP, g, lx)?)))
 }
 
 /// The window words the kernels read from `WINDOW` on (`window_loads.rs`).

@@ -85,11 +85,28 @@ pub enum Loads {
     Window,
     /// B only: the transpose of `Window`'s columns (k a window, j a tap).
     WindowT,
+    /// `Window` where no window leaves the image (no padding, or an image
+    /// padded first: `conv_gemm.rs`), so the loads skip the padding test.
+    /// SwiftShader's shader compiler (Subzero) ran out of memory on the
+    /// tested loads of every block wider than 4 columns, and builds these.
+    Inside,
+    /// `WindowT` where no window leaves the image.
+    InsideT,
 }
 
 impl Loads {
-    /// Whether B is read through a window (either way round).
+    /// Whether B is read through a window (any of the four ways).
     pub fn is_window(self) -> bool {
+        matches!(self, Loads::Window | Loads::WindowT | Loads::Inside | Loads::InsideT)
+    }
+
+    /// Whether B is read through a window the transposed way (k a window, j a tap).
+    pub fn is_transposed_window(self) -> bool {
+        matches!(self, Loads::WindowT | Loads::InsideT)
+    }
+
+    /// Whether each load through the window tests for the padding.
+    pub fn tests_padding(self) -> bool {
         matches!(self, Loads::Window | Loads::WindowT)
     }
 }
@@ -124,6 +141,8 @@ impl Loads {
             Loads::Across => "x",
             Loads::Window => "w",
             Loads::WindowT => "t",
+            Loads::Inside => "i",
+            Loads::InsideT => "j",
         }
     }
 }
@@ -263,7 +282,7 @@ pub fn blocked_source(b: Block, dt: DType) -> String {
 /// with `tail` (an epilogue's code) as its store.
 fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
     let body = match kernel {
-        Kernel::Tiled if b.b.is_window() => tiled_window_kernel(dt, b.b == Loads::WindowT),
+        Kernel::Tiled if b.b.is_window() => tiled_window_kernel(dt, b.b.is_transposed_window()),
         Kernel::Tiled => MATMUL.replace("{ELEM}", wgsl_type(dt)),
         Kernel::Blocked => blocked_kernel(b, dt),
     };
@@ -441,7 +460,7 @@ fn unroll_for(ctx: &super::GpuContext, kernel: Kernel, m: usize, k: usize, n: us
 
 /// What the tiled kernel's pipeline key adds for a window mode of B.
 pub fn window_key(b: Loads) -> &'static str {
-    if b == Loads::WindowT {
+    if b.is_transposed_window() {
         "window_t"
     } else {
         "window"
@@ -542,8 +561,9 @@ fn blocked_kernel(b: Block, dt: DType) -> String {
     assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
     let elem = wgsl_type(dt);
     let ty = |l: Loads| match l {
-        Loads::Scalar | Loads::Window | Loads::WindowT => elem.to_string(),
         Loads::AlongK | Loads::Across => format!("vec4<{elem}>"),
+        // One element per load: through the strides or through a window.
+        _ => elem.to_string(),
     };
     let (ta, tb) = (ty(a), ty(b));
     let q = cols / 4;
@@ -621,7 +641,7 @@ fn main(
                 let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, n4) * csb;");
             }
             Loads::Across => {}
-            Loads::Window | Loads::WindowT => w.push_str(&window_loads::column(c, b == Loads::WindowT)),
+            _ if b.is_window() => w.push_str(&window_loads::column(c, b.is_transposed_window())),
             _ => {
                 let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, N - 1u) * csb;");
             }
@@ -662,7 +682,8 @@ fn main(
                         let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ag{g}_{u}[{t}]);");
                     }
                 }
-                Loads::Scalar | Loads::Window | Loads::WindowT => {
+                // Scalar (A never reads through a window: asserted above).
+                _ => {
                     for u in 0..unroll {
                         let _ = writeln!(
                             w,
@@ -686,8 +707,6 @@ fn main(
     let _ = writeln!(w, "        let ka = k * csa;");
     for i in 0..rows {
         let a_i = match a {
-            // (A never reads through a window: asserted above.)
-            Loads::Scalar | Loads::Window | Loads::WindowT => wide.scalar(&format!("A[ra{i} + ka]")),
             Loads::AlongK => wide.scalar(&format!("A[(ra{i} + ka) >> 2u][(ra{i} + ka) & 3u]")),
             Loads::Across => {
                 if i % 4 == 0 {
@@ -695,6 +714,8 @@ fn main(
                 }
                 format!("ag{}[{}]", i - i % 4, i % 4)
             }
+            // Scalar (A never reads through a window: asserted above).
+            _ => wide.scalar(&format!("A[ra{i} + ka]")),
         };
         let _ = writeln!(w, "        let a{i} = vec4<f32>({a_i});");
         for j in 0..q {
@@ -728,7 +749,7 @@ fn main(
 /// per element (`Scalar`).
 fn b_step_loads(w: &mut String, b: Loads, q: usize, wide: Widen, suffix: &str, k: &str) {
     if b.is_window() {
-        w.push_str(&window_loads::step(q, suffix, k, b == Loads::WindowT, |load| wide.scalar(load)));
+        w.push_str(&window_loads::step(q, suffix, k, b, |load| wide.scalar(load)));
         return;
     }
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");

@@ -133,20 +133,25 @@ pub struct GpuContext {
     /// Whether convolution products read the image through the window
     /// (implicit GEMM, `conv_gemm.rs`) or make the columns first.
     implicit_gemm: AtomicBool,
+    /// Whether the implicit GEMM pads an image before a padded window reads
+    /// it, so that its loads never test for the padding (`matmul::Loads::Inside`).
+    pad_first: AtomicBool,
 }
 
 /// Whether an adapter runs the implicit GEMM (`GpuContext::implicit_gemm`):
-/// everywhere but on software adapters other than lavapipe, unless
-/// `SKIFF_GPU_IMPLICIT_GEMM=0|1` says otherwise. SwiftShader's shader
-/// compiler (Subzero) ran out of memory building the blocked kernel with its
-/// window loads (a 8x32 block: past 8 GB, natively and in Chromium's GPU
-/// process), so there the columns are made, as before.
-fn implicit_gemm_for(info: &wgpu::AdapterInfo) -> bool {
-    match std::env::var("SKIFF_GPU_IMPLICIT_GEMM").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => info.device_type != wgpu::DeviceType::Cpu || info.name.contains("llvmpipe"),
-    }
+/// everywhere, unless `SKIFF_GPU_IMPLICIT_GEMM=0` says otherwise.
+fn implicit_gemm_for() -> bool {
+    std::env::var("SKIFF_GPU_IMPLICIT_GEMM").as_deref() != Ok("0")
+}
+
+/// Whether the implicit GEMM pads images first (`GpuContext::pad_first`):
+/// on software adapters other than lavapipe (SwiftShader). Its shader
+/// compiler (Subzero) ran out of memory (past 8 GB, natively and in
+/// Chromium's GPU process) building a blocked kernel whose window loads test
+/// for the padding, from 8x16 blocks up; without the tests it builds them in
+/// well under a second.
+fn pad_first_for(info: &wgpu::AdapterInfo) -> bool {
+    info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe")
 }
 
 /// The blocked matmul's K unrolling for an adapter: 4 on software adapters
@@ -217,7 +222,8 @@ impl GpuContext {
         let limits = o.device.limits();
         let row_kernels = row_kernels_for(&o.info);
         let matmul_unroll = matmul_unroll_for(&o.info);
-        let implicit_gemm = implicit_gemm_for(&o.info);
+        let implicit_gemm = implicit_gemm_for();
+        let pad_first = pad_first_for(&o.info);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -252,6 +258,7 @@ impl GpuContext {
             matmul_unroll: AtomicUsize::new(matmul_unroll),
             matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
             implicit_gemm: AtomicBool::new(implicit_gemm),
+            pad_first: AtomicBool::new(pad_first),
         })
     }
 
@@ -265,6 +272,20 @@ impl GpuContext {
     /// compare them on one device).
     pub fn set_implicit_gemm(&self, on: bool) {
         self.implicit_gemm.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the implicit GEMM copies an image into a zero-padded one
+    /// before a padded window reads it (`pad_first_for`: SwiftShader), rather
+    /// than testing each load for the padding.
+    pub fn pad_first(&self) -> bool {
+        self.pad_first.load(Ordering::Relaxed)
+    }
+
+    /// Sets `pad_first` from now on. Both give the same bits (tests compare
+    /// them on one device).
+    #[doc(hidden)]
+    pub fn set_pad_first(&self, on: bool) {
+        self.pad_first.store(on, Ordering::Relaxed);
     }
 
     /// Whether the sliding-window kernels (unfold, fold, window argmax) run

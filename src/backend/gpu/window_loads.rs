@@ -6,6 +6,7 @@
 //! A pixel outside the image reads as 0. The geometry is in the parameter
 //! words from `WINDOW` on (`conv_gemm::window_params`).
 
+use super::matmul::Loads;
 use std::fmt::Write;
 
 /// The first parameter word of the window (after the product's 40).
@@ -45,11 +46,15 @@ pub fn column(c: usize, transposed: bool) -> String {
 }
 
 /// The loads of B's row `k` (a WGSL expression) into the vec4s `b{j}{s}`,
-/// `q` of them: the step's half of the pixel coordinates is decoded once
-/// (a tap, or transposed a window), each column adds its own half, and a
-/// pixel outside the image gives 0 (its load, clamped by WGSL's bounds
-/// checks, is discarded). `widen` makes a loaded element an f32 expression.
-pub fn step(q: usize, s: &str, k: &str, transposed: bool, widen: impl Fn(&str) -> String) -> String {
+/// `q` of them, for B read through a window as `loads` says: the step's
+/// half of the pixel coordinates is decoded once (a tap, or transposed a
+/// window), each column adds its own half, and, where the loads test for
+/// the padding, a pixel outside the image gives 0 (its load, clamped by
+/// WGSL's bounds checks, is discarded). `widen` makes a loaded element an
+/// f32 expression.
+pub fn step(q: usize, s: &str, k: &str, loads: Loads, widen: impl Fn(&str) -> String) -> String {
+    assert!(loads.is_window(), "{loads:?} loads do not read through a window");
+    let transposed = loads.is_transposed_window();
     let mut w = String::new();
     if transposed {
         let _ = writeln!(w, "        let oy{s} = i32(({k} / w_out) * w_sh) - i32(w_ph);");
@@ -71,6 +76,10 @@ pub fn step(q: usize, s: &str, k: &str, transposed: bool, widen: impl Fn(&str) -
             let _ = writeln!(w, "        let y{c}{s} = {y};");
             let _ = writeln!(w, "        let x{c}{s} = {x};");
             let load = widen(&format!("B[{base} + u32(y{c}{s}) * w_sy + u32(x{c}{s}) * w_sx]"));
+            if !loads.tests_padding() {
+                lanes.push(load);
+                continue;
+            }
             lanes.push(format!(
                 "select(0.0, {load}, y{c}{s} >= 0 && x{c}{s} >= 0 && u32(y{c}{s}) < w_h && u32(x{c}{s}) < w_w)"
             ));

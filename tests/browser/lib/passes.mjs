@@ -56,8 +56,9 @@ export function definePass(passName) {
 
     if (gpu) {
       // Each kernel is built into a pipeline: on SwiftShader about 0.2 s
-      // apiece, ~60 s for the 336 of 2026-12-02 (the implicit GEMM's blocked
-      // kernels are validated but not built: suite.js); this test's own limit.
+      // apiece, ~60 s for the 336 of 2026-12-02 (of the implicit GEMM's
+      // blocked kernels only a sample is built, the rest validated:
+      // suite.js); this test's own limit.
       test("every WGSL kernel compiles with Chromium's WebGPU (Tint)", { timeout: 180_000 }, async (t) => {
         assert.ok(await s.call('hasKernelSources'), 'the bindings export no testing.kernelSources()');
         const { count, failures } = await s.call('compileKernels');
