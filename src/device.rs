@@ -122,7 +122,8 @@ impl Device {
     }
 
     /// True for a GPU device that runs a convolution's products as implicit
-    /// GEMMs (reading the image through the window; not SwiftShader's).
+    /// GEMMs (reading the image through the window; every GPU unless
+    /// `SKIFF_GPU_IMPLICIT_GEMM=0`).
     pub fn runs_implicit_gemm(&self) -> bool {
         match self {
             Device::Cpu => false,

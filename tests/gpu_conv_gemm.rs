@@ -334,9 +334,9 @@ fn a_captured_input_gradient_gemm_passes_the_load_checks() {
     common::assert_close(&got, &input_grad(&x2).unwrap()[0].to_f64_vec().unwrap(), 1e-6);
 }
 
-/// Where the adapter cannot build the window kernels (SwiftShader:
-/// `GpuContext::implicit_gemm` off), both products make the columns and
-/// multiply them: the same bits, two dispatches.
+/// With the implicit GEMM off (`GpuContext::implicit_gemm`, or
+/// `SKIFF_GPU_IMPLICIT_GEMM=0`), both products make the columns and multiply
+/// them: the same bits, two dispatches.
 #[test]
 fn without_the_window_kernels_the_products_make_the_columns() {
     let Some(_) = common::gpu() else { return };
