@@ -88,7 +88,8 @@ pub enum Loads {
     /// `Window` where no window leaves the image (no padding, or an image
     /// padded first: `conv_gemm.rs`), so the loads skip the padding test.
     /// SwiftShader's shader compiler (Subzero) ran out of memory on the
-    /// tested loads of every block wider than 4 columns, and builds these.
+    /// tested loads of every block measured from 8x16 up (a 4-column one
+    /// built), and builds these.
     Inside,
     /// `WindowT` where no window leaves the image.
     InsideT,
