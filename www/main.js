@@ -559,9 +559,12 @@ async function boot() {
   $('error-dismiss').addEventListener('click', hideError);
   $('error-cpu').addEventListener('click', guard(continueOnCpu));
   // A tab hidden (switched away from, or about to close) checkpoints a running
-  // model now, rather than up to CHECKPOINT_MS later.
+  // model now, rather than up to CHECKPOINT_MS later. The promise (of the
+  // checkpoint's step) is kept for the tests.
   document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'hidden' && demo.trainer.state === 'running') demo.trainer.checkpointNow().catch(() => {});
+    if (document.visibilityState !== 'hidden' || demo.trainer.state !== 'running') return;
+    demo.hiddenCheckpoint = demo.trainer.checkpointNow();
+    demo.hiddenCheckpoint.catch(() => {});
   });
 }
 

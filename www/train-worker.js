@@ -66,10 +66,14 @@ const { emit } = serve(skiff, {
     return trainer.snapshot();
   },
 
-  /** A checkpoint now (sent as a 'checkpoint' event): after a model file was loaded. */
+  /**
+   * A checkpoint now (sent as a 'checkpoint' event): a hidden tab, a model
+   * file loaded. The snapshot's checkpointStep is this checkpoint's, even
+   * where the running loop checkpointed after it.
+   */
   async checkpoint() {
-    await trainer.checkpoint();
-    return trainer.snapshot();
+    const { step } = await trainer.checkpoint();
+    return { ...trainer.snapshot(), checkpointStep: step };
   },
 
   /** The model's layers: type, output shape and parameters. */

@@ -37,6 +37,7 @@ export class RemoteTrainer {
     this.lastCheckpoint = null;
     this.modeSwitch = null; // the last set({ compiled }): resolves to what had run when it took effect
     this.paused = null; // the last stop(): resolves once the worker evaluated and checkpointed
+    this.saving = Promise.resolve(); // the onCheckpoint hook of the last checkpoint (the page keeps it)
     worker.on('update', ({ snapshot, samplesPerSec }) => {
       this.apply(snapshot);
       if (samplesPerSec !== undefined) hooks.onLog?.({ samplesPerSec });
@@ -48,7 +49,8 @@ export class RemoteTrainer {
     });
     worker.on('checkpoint', (cp) => {
       this.lastCheckpoint = cp;
-      hooks.onCheckpoint?.(cp);
+      // Failures are the hook's to report; a wait for the save only waits.
+      this.saving = Promise.resolve(hooks.onCheckpoint?.(cp)).catch(() => {});
     });
     worker.on('failed', ({ error, snapshot }) => {
       this.apply(snapshot);
@@ -91,9 +93,20 @@ export class RemoteTrainer {
     return this.worker.call('evaluate');
   }
 
-  /** A checkpoint of the current model now (sent back as an onCheckpoint). */
-  checkpointNow() {
-    return this.call('checkpoint');
+  /**
+   * The worker's answer to `method` once the page's onCheckpoint is done with
+   * the checkpoints sent before it (their events arrive first), so a reload
+   * after it resumes there.
+   */
+  async callAndSave(method) {
+    const snapshot = await this.call(method);
+    await this.saving;
+    return snapshot;
+  }
+
+  /** A checkpoint of the current model now (sent back as an onCheckpoint, and kept); resolves to its step. */
+  async checkpointNow() {
+    return (await this.callAndSave('checkpoint')).checkpointStep;
   }
 
   /** Training starts in the worker; the page shows it at once. */
@@ -107,13 +120,13 @@ export class RemoteTrainer {
   /**
    * Pauses after the step in flight (the state turns 'paused' then); the
    * worker then evaluates and checkpoints there, and the promise (also kept
-   * as `paused`) resolves once it has.
+   * as `paused`) resolves once it has and the page kept the checkpoint.
    */
   stop() {
     if (this.state !== 'running') return this.paused ?? Promise.resolve();
     this.state = 'pausing';
     this.hooks.onState?.(this.state);
-    this.paused = this.call('pause');
+    this.paused = this.callAndSave('pause');
     return this.paused;
   }
 
