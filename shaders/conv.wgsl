@@ -111,23 +111,35 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let n = t / pm(1u);
     let kh = pm(4u);
     let kw = pm(5u);
+    // The parameters the loops use, read once: SwiftShader reloads a uniform
+    // at every use inside a loop (this kernel took 15-20% longer so).
+    let dh = pm(10u);
+    let dw = pm(11u);
+    let sh = pm(6u);
+    let sw = pm(7u);
+    let out_h = pm(12u);
+    let out_w = pm(13u);
+    let row_stride = pm(16u);
+    let col_stride = pm(17u);
     // Padded coordinates: window (oh, ow) tap (ki, kj) reads y = oh * sh + ki * dh.
     let y = ih + pm(8u);
     let base = pm(14u) + n * pm(15u);
+    let pad_w = pm(9u);
+    let out_row = sp.row * pm(3u);
     for (var iw = sp.first; iw < sp.first + sp.count; iw = iw + 1u) {
-        let x = iw + pm(9u);
+        let x = iw + pad_w;
         var acc = 0.0;
         for (var ki = 0u; ki < kh; ki = ki + 1u) {
-            let oh = window_of(y, ki * pm(10u), pm(6u), pm(12u));
-            if (oh == pm(12u)) { continue; }
+            let oh = window_of(y, ki * dh, sh, out_h);
+            if (oh == out_h) { continue; }
             for (var kj = 0u; kj < kw; kj = kj + 1u) {
-                let ow = window_of(x, kj * pm(11u), pm(7u), pm(13u));
-                if (ow == pm(13u)) { continue; }
+                let ow = window_of(x, kj * dw, sw, out_w);
+                if (ow == out_w) { continue; }
                 let row = (c * kh + ki) * kw + kj;
-                acc = acc + f32(COLS[base + row * pm(16u) + (oh * pm(13u) + ow) * pm(17u)]);
+                acc = acc + f32(COLS[base + row * row_stride + (oh * out_w + ow) * col_stride]);
             }
         }
-        OUT[sp.row * pm(3u) + iw] = {T}(acc);
+        OUT[out_row + iw] = {T}(acc);
     }
 }
 
