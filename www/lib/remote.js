@@ -49,8 +49,9 @@ export class RemoteTrainer {
     });
     worker.on('checkpoint', (cp) => {
       this.lastCheckpoint = cp;
-      // Failures are the hook's to report; a wait for the save only waits.
-      this.saving = Promise.resolve(hooks.onCheckpoint?.(cp)).catch(() => {});
+      // A wait for the save only waits: a failure is logged (as an unawaited
+      // rejection was before), not passed to the pause that waits.
+      this.saving = Promise.resolve(hooks.onCheckpoint?.(cp)).catch((e) => console.error('skiff demo: keeping a checkpoint failed', e));
     });
     worker.on('failed', ({ error, snapshot }) => {
       this.apply(snapshot);
