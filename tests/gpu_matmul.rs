@@ -200,6 +200,77 @@ fn vec4_loads_give_the_same_bits() {
     }
 }
 
+/// Shared loads of B (`Block::broadcast`: a subgroup's lanes stacked along M,
+/// each loading part of B's row and receiving the rest by
+/// `subgroupBroadcast`) give the same bits as the blocked kernel without
+/// them, at the edges too: M off the 64-row tile (lanes whose rows start past
+/// C's edge), N ending inside a vec4, K not a multiple of 4 (the unrolled
+/// loop, then single steps), a transposed A or B (B read as vec4s across N,
+/// or one element per load through its strides), a broadcast batch, five
+/// products in a batch, and f16 where the device has it. Where the device
+/// cannot share (no subgroups of a size the kernel takes, or a real GPU
+/// running the tiled kernel), both settings run the same kernel.
+#[test]
+fn shared_loads_of_b_give_the_same_bits() {
+    let Some(dev) = gpu() else { return };
+    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
+    let ctx = g.context();
+    let shared_now = ctx.matmul_broadcast();
+    manual_seed(5);
+    let t = |x: &Tensor| x.transpose(-1, -2).unwrap();
+    let r = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
+    let cases: Vec<(&str, Tensor, Tensor)> = vec![
+        ("256^3", r(&[256, 256]), r(&[256, 256])),
+        (
+            "M = 70, N = 158 of 160, K = 9 of 12",
+            r(&[70, 9]),
+            r(&[12, 160]).narrow(0, 0, 9).unwrap().narrow(1, 0, 158).unwrap(),
+        ),
+        ("M = 64, K = 13", r(&[64, 13]), r(&[13, 136])),
+        ("transposed A, M = 100", t(&r(&[20, 100])), r(&[20, 132])),
+        ("transposed B (x @ w.T), N = 150", r(&[64, 20]), t(&r(&[150, 20]))),
+        ("transposed B, K = 21", r(&[64, 21]), t(&r(&[150, 21]))),
+        ("both transposed, M = 72", t(&r(&[20, 72])), t(&r(&[140, 20]))),
+        ("broadcast batch", r(&[1, 80, 12]).expand(&[3, 80, 12]).unwrap(), r(&[3, 12, 144])),
+        ("batch of 5", r(&[5, 65, 16]), r(&[5, 16, 200])),
+    ];
+    // lavapipe (CI's adapter) has subgroups of 8: the sharing must be on there.
+    if g.name().contains("llvmpipe") {
+        assert_eq!(ctx.matmul_broadcast_available(), std::env::var("SKIFF_GPU_MATMUL_BROADCAST").as_deref() != Ok("0"));
+    }
+    let mut dtypes = vec![DType::F32];
+    if g.shader_f16() {
+        dtypes.push(DType::F16);
+    }
+    for dt in dtypes {
+        for (what, a, b) in &cases {
+            let (a, b) = (a.to_dtype(dt).unwrap(), b.to_dtype(dt).unwrap());
+            let product = |on| {
+                ctx.set_matmul_broadcast(on);
+                a.matmul(&b).unwrap().to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+            };
+            let (alone, shared) = (product(false), product(true));
+            let same =
+                alone.len() == shared.len() && alone.iter().zip(&shared).all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(same, "{what} ({}): shared loads of B differ from the lanes' own", dt.name());
+        }
+    }
+    ctx.set_matmul_broadcast(shared_now > 0);
+    // Where the device shares, the broadcasting kernels ran (A along K or
+    // across M; B as vec4s or one element per load).
+    if ctx.matmul_broadcast_available() {
+        let kernels = g.compiled_kernels();
+        for mode in ["u4kx", "u4xx", "u4ks", "u4xs"] {
+            let shared = format!("{mode}b{}", ctx.matmul_broadcast());
+            assert!(
+                kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.ends_with(&shared)),
+                "{shared}: {kernels:?}"
+            );
+        }
+    }
+}
+
 /// K past 65,535: lavapipe runs at most 65,535 loop iterations per
 /// invocation and then moves on silently (this gave 65,533 and stale rows for
 /// 70,000 before), so the blocked kernel unrolls K 4x there when it must, and

@@ -21,8 +21,21 @@ fn check(source: &str) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
     // Capabilities::default() is the WebGPU baseline: no optional features;
     // a kernel with f16 values (only built where the device has shader-f16) says so first.
-    let caps = if source.starts_with("enable f16;") { Capabilities::SHADER_FLOAT16 } else { Capabilities::default() };
-    Validator::new(ValidationFlags::all(), caps).validate(&module).map_err(|e| e.emit_to_string(source))?;
+    let mut caps =
+        if source.starts_with("enable f16;") { Capabilities::SHADER_FLOAT16 } else { Capabilities::default() };
+    // The blocked matmul's shared loads of B use subgroups, which only native
+    // software adapters' devices enable.
+    let subgroups = skiff::backend::shader_needs_subgroups(source);
+    if subgroups {
+        caps |= Capabilities::SUBGROUP;
+    }
+    let mut validator = Validator::new(ValidationFlags::all(), caps);
+    if subgroups {
+        validator
+            .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+            .subgroup_operations(naga::valid::SubgroupOperationSet::BALLOT);
+    }
+    validator.validate(&module).map_err(|e| e.emit_to_string(source))?;
     webgpu_limits(&module)
 }
 

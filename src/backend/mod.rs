@@ -35,6 +35,14 @@ pub fn shader_sources(rows: &crate::kernel::RowSources) -> Vec<(String, String)>
     gpu::catalog::all_kernel_sources(rows)
 }
 
+/// Whether a shader source (one of `shader_sources`) needs subgroup
+/// operations, which only native devices grant: wgpu's WebGPU backend never
+/// asks a browser for them (`gpu::matmul::uses_subgroups`).
+#[cfg(feature = "gpu")]
+pub fn shader_needs_subgroups(source: &str) -> bool {
+    gpu::matmul::uses_subgroups(source)
+}
+
 /// The WGSL kernels the GPU backend generates for a fused program: one
 /// output per invocation, and four with every input read as a vec4 (for
 /// validation: tests/jit_fusion.rs checks those of traced programs).

@@ -128,8 +128,13 @@ pub(super) fn registry_case_arg(
 /// (stricter than naga in places, e.g. about non-finite constants).
 #[wasm_bindgen(js_name = kernelSources, unchecked_return_type = "[string, string][]")]
 pub fn kernel_sources() -> Array {
+    // Without the kernels that need subgroups: wgpu's WebGPU backend never
+    // asks the browser for them, so no browser device builds those.
     #[cfg(feature = "gpu")]
-    let all = crate::ops::gpu_kernel_sources();
+    let all: Vec<(String, String)> = crate::ops::gpu_kernel_sources()
+        .into_iter()
+        .filter(|(_, src)| !crate::backend::shader_needs_subgroups(src))
+        .collect();
     #[cfg(not(feature = "gpu"))]
     let all: Vec<(String, String)> = Vec::new();
     all.into_iter().map(|(name, src)| JsValue::from(Array::of2(&name.into(), &src.into()))).collect()

@@ -67,6 +67,12 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
         all.extend(
             matmul::Block::all().into_iter().map(|b| (matmul::blocked_key(b, dt), matmul::blocked_source(b, dt))),
         );
+        // Native software adapters' shared loads of B (subgroups: `matmul::uses_subgroups`).
+        all.extend(
+            matmul::Block::all_broadcasting()
+                .into_iter()
+                .map(|b| (matmul::blocked_key(b, dt), matmul::blocked_source(b, dt))),
+        );
     }
     all.push(("optim:adam:f32".to_string(), super::optim::adam_source("f32")));
     all.push(("optim:adam4:f32".to_string(), super::optim::adam_source("vec4<f32>")));

@@ -44,7 +44,14 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
     // them at creation.
     // Timestamp queries too, for the profiler's kernel times (used only
     // while a profile records).
-    let features = adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY);
+    // Subgroup operations on software adapters, where the blocked matmul
+    // shares loads of B across a subgroup (`matmul::Block::broadcast`). wgpu's
+    // WebGPU backend does not offer them, so in a browser this asks nothing.
+    let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
+    if info.device_type == wgpu::DeviceType::Cpu {
+        wanted |= wgpu::Features::SUBGROUP;
+    }
+    let features = adapter.features() & wanted;
     let (device, queue) = adapter
         .request_device(&wgpu::DeviceDescriptor {
             label: Some("skiff"),

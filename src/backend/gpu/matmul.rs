@@ -42,9 +42,16 @@ pub const BLOCK: [usize; 2] = [16, 32];
 pub const BLOCK_LANES: usize = 8;
 /// Products at most this wide take 4-column blocks (`Block::for_product`).
 const NARROW: usize = 16;
+/// The subgroup sizes the blocked kernel can share its loads of B across
+/// (`Block::broadcast`): SwiftShader's 4 and lavapipe's 8.
+pub const BROADCAST_SIZES: [usize; 2] = [4, 8];
+/// Rows of C one workgroup of a broadcasting block computes: the subgroup's
+/// lanes side by side along M, `BROADCAST_ROWS / size` rows each.
+const BROADCAST_ROWS: usize = 64;
 
 /// The register block of the blocked kernel: `rows` x `cols` of C per
-/// invocation, `lanes` invocations per workgroup along N, `unroll` steps of K
+/// invocation, `lanes` invocations per workgroup along N (along M where
+/// they share loads: `broadcast`), `unroll` steps of K
 /// per loop iteration (1, or 4 with a remainder loop: the adapter's choice,
 /// `GpuContext::matmul_unroll`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +63,15 @@ pub struct Block {
     /// How the kernel reads A and B (`Loads`).
     pub a: Loads,
     pub b: Loads,
+    /// 0, or the subgroup size S across which the lanes share their loads of
+    /// B (`Block::broadcasting`): a workgroup is one subgroup of `lanes` = S
+    /// invocations side by side along M, all over the same `cols` columns.
+    /// Each lane loads 1/S of B's row segment and `subgroupBroadcast` hands
+    /// every value to all lanes. On SwiftShader and lavapipe a load costs per
+    /// lane (SwiftShader tests and branches on each lane), a constant-lane
+    /// broadcast is one shuffle: 256^3 ran 0.8-1.4x as fast on SwiftShader
+    /// (median 1.26) and 1.1-2.2x on lavapipe (benches/README.md).
+    pub broadcast: usize,
 }
 
 /// How the blocked kernel reads an operand. A software adapter pays per load
@@ -150,8 +166,15 @@ impl Loads {
 
 impl Block {
     /// The largest block, for products that fill it.
-    pub const FULL: Block =
-        Block { rows: BLOCK[0], cols: BLOCK[1], lanes: BLOCK_LANES, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
+    pub const FULL: Block = Block {
+        rows: BLOCK[0],
+        cols: BLOCK[1],
+        lanes: BLOCK_LANES,
+        unroll: 1,
+        a: Loads::Scalar,
+        b: Loads::Scalar,
+        broadcast: 0,
+    };
 
     /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
     /// rows; 4 columns for a product at most `NARROW` wide, 16 for one at most
@@ -178,7 +201,7 @@ impl Block {
             _ => BLOCK[1],
         };
         let lanes = n.div_ceil(cols).next_power_of_two().min(BLOCK_LANES);
-        Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar }
+        Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar, broadcast: 0 }
     }
 
     /// This block with `steps` steps of K per loop iteration.
@@ -193,7 +216,49 @@ impl Block {
 
     /// Rows and columns of the output tile one workgroup computes.
     pub fn tile(self) -> [usize; 2] {
-        [self.rows, self.cols * self.lanes]
+        if self.broadcast > 0 {
+            [self.rows * self.lanes, self.cols]
+        } else {
+            [self.rows, self.cols * self.lanes]
+        }
+    }
+
+    /// The broadcasting form of this block on a device whose subgroups have
+    /// `size` lanes, where it applies: the largest block, B read through its
+    /// strides (as vec4s across N, or one element per load: a transposed B,
+    /// as in `x @ w.T`), and an [m, k] x [k, n] product with rows enough to
+    /// fill the workgroup's tile; else this block unchanged.
+    fn broadcasting(self, size: usize, m: usize) -> Block {
+        let applies = BROADCAST_SIZES.contains(&size)
+            && [self.rows, self.cols] == BLOCK
+            && matches!(self.b, Loads::Across | Loads::Scalar)
+            && m >= BROADCAST_ROWS;
+        if !applies {
+            return self;
+        }
+        Block { rows: BROADCAST_ROWS / size, lanes: size, broadcast: size, ..self }
+    }
+
+    /// Every broadcasting block the matmul can pick (K unrolled 4x, any
+    /// loads of A), for validation: native only, as the browser offers no
+    /// subgroups through wgpu.
+    pub fn all_broadcasting() -> Vec<Block> {
+        use Loads::{Across, AlongK, Scalar};
+        let full = Block::FULL.unrolled(4);
+        BROADCAST_SIZES
+            .into_iter()
+            .flat_map(|size| {
+                let loads = [
+                    (Scalar, Scalar),
+                    (Scalar, Across),
+                    (AlongK, Scalar),
+                    (AlongK, Across),
+                    (Across, Scalar),
+                    (Across, Across),
+                ];
+                loads.map(|(a, b)| full.loading(a, b).broadcasting(size, BROADCAST_ROWS))
+            })
+            .collect()
     }
 
     /// Every block `for_product` and `Block::loads_for` can pick (for validation).
@@ -206,7 +271,7 @@ impl Block {
                 let lanes: &[usize] = if cols == 4 { &[1, 2, 4] } else { &[1, 2, 4, 8] };
                 for &lanes in lanes {
                     for unroll in [1, 4] {
-                        let block = Block { rows, cols, lanes, unroll, a: Scalar, b: Scalar };
+                        let block = Block { rows, cols, lanes, unroll, a: Scalar, b: Scalar, broadcast: 0 };
                         all.push(block);
                         if [rows, cols] != BLOCK {
                             continue;
@@ -240,7 +305,8 @@ impl Block {
     }
 
     fn key(self) -> String {
-        format!("{}x{}x{}u{}{}{}", self.rows, self.cols, self.lanes, self.unroll, self.a.key(), self.b.key())
+        let shared = if self.broadcast > 0 { format!("b{}", self.broadcast) } else { String::new() };
+        format!("{}x{}x{}u{}{}{}{shared}", self.rows, self.cols, self.lanes, self.unroll, self.a.key(), self.b.key())
     }
 }
 /// Batch dims the kernel indexes (after merging contiguous ones).
@@ -271,6 +337,13 @@ pub fn source(dt: DType) -> String {
 pub fn window_source(kernel: Kernel, b: Block, dt: DType) -> String {
     assert!(b.b.is_window(), "a window source with {:?} loads of B", b.b);
     source_with(kernel, b, dt, &plain_store(write(dt)))
+}
+
+/// Whether a kernel source uses subgroup operations (a broadcasting block's):
+/// a device builds it only with `Features::SUBGROUP`, which wgpu's WebGPU
+/// backend never grants, so the browser never builds one.
+pub fn uses_subgroups(source: &str) -> bool {
+    source.contains("subgroupBroadcast")
 }
 
 /// The full WGSL source of the blocked kernel with block `b` over `dt`
@@ -395,6 +468,16 @@ pub(super) fn product(
     let mut block = Block::for_product(m, n, ctx.matmul_cols16_to()).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
         block = block.loads_for(la, lb, batch);
+        // Shared loads of B take K four steps at a time: on lavapipe (whose
+        // own choice is 1) 256^3 ran at 15-18 GFLOP/s one step at a time and
+        // 30-42 four at a time. (B read through a window never broadcasts.)
+        let size = ctx.matmul_broadcast();
+        if size > 0 && window.is_none() {
+            let shared = block.unrolled(4).loads_for(la, lb, batch).broadcasting(size, m);
+            if shared.broadcast > 0 {
+                block = shared;
+            }
+        }
     }
     if let Some((loads, _)) = window {
         block = block.loading(block.a, loads);
@@ -429,6 +512,35 @@ pub(super) fn product(
     };
     ctx.dispatch_grid(&pipeline, &params, &buffers, grid);
     Ok(out)
+}
+
+/// Where a workgroup's block starts (`row0`, `col0`), returning from padding
+/// workgroups and blocks past C's edge. A broadcasting block's lanes stack
+/// along M from the workgroup's first row; it returns only on what the
+/// whole workgroup shares (its id), since a subgroup operation needs every
+/// lane.
+fn origin(block: Block) -> String {
+    let (rows, cols) = (block.rows, block.cols);
+    if block.broadcast > 0 {
+        format!(
+            "    let tile_row0 = (rest % tiles_m) * TM;
+    let col0 = (linear % tiles_n) * TN;
+    if (bat >= pm(3u) || tile_row0 >= M || col0 >= N) {{
+        return; // padding workgroup of a folded grid, or a tile past C's edge
+    }}
+    let row0 = tile_row0 + sl * {rows}u;
+"
+        )
+    } else {
+        format!(
+            "    let row0 = (rest % tiles_m) * TM;
+    let col0 = (linear % tiles_n) * TN + lid.x * {cols}u;
+    if (bat >= pm(3u) || row0 >= M || col0 >= N) {{
+        return; // padding workgroup of a folded grid, or a block past C's edge
+    }}
+"
+        )
+    }
 }
 
 /// Loop iterations the blocked kernel needs besides its K loop (the row
@@ -552,9 +664,14 @@ fn params(la: &Layout, lb: &Layout, batch: &[usize], [m, k, n]: [usize; 3], [tm,
 ///
 /// f16 operands (`dt`) bind as `array<f16>` (`vec4<f16>` for vec4 loads)
 /// and each load converts to f32 (`Widen`): everything after is the f32 kernel.
-fn blocked_kernel(b: Block, dt: DType) -> String {
-    let Block { rows, cols, lanes, unroll, a, b } = b;
+fn blocked_kernel(block: Block, dt: DType) -> String {
+    let Block { rows, cols, lanes, unroll, a, b, broadcast } = block;
     let wide = Widen(dt);
+    assert!(
+        broadcast == 0
+            || (matches!(b, Loads::Across | Loads::Scalar) && lanes == broadcast && (cols / 4) % broadcast == 0),
+        "a broadcasting block reads B through its strides, one subgroup per workgroup, whole vec4s per lane"
+    );
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
     assert!(unroll == 4 || a != Loads::AlongK, "AlongK loads need K unrolled 4x");
     assert!(b != Loads::AlongK, "B never reads AlongK");
@@ -568,13 +685,14 @@ fn blocked_kernel(b: Block, dt: DType) -> String {
     };
     let (ta, tb) = (ty(a), ty(b));
     let q = cols / 4;
-    let (tm, tn) = (rows, cols * lanes);
+    let [tm, tn] = block.tile();
+    let along = if broadcast > 0 { "M (one subgroup, sharing B's loads)" } else { "N" };
     let mut s = String::new();
     let w = &mut s;
     let _ = write!(
         w,
         "// Generated by src/backend/gpu/matmul.rs (blocked_kernel): {rows}x{cols} register blocks,
-// {lanes} invocations per workgroup along N, tile {tm}x{tn}, K unrolled {unroll}x, loads of A {a:?}
+// {lanes} invocations per workgroup along {along}, tile {tm}x{tn}, K unrolled {unroll}x, loads of A {a:?}
 // and of B {b:?}. Parameters as in shaders/matmul.wgsl.
 const TM: u32 = {tm}u;
 const TN: u32 = {tn}u;
@@ -587,7 +705,7 @@ const TN: u32 = {tn}u;
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,{sl_param}
 ) {{
     let M = pm(0u);
     let K = pm(1u);
@@ -597,12 +715,7 @@ fn main(
     let linear = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
     let rest = linear / tiles_n;
     let bat = rest / tiles_m;
-    let row0 = (rest % tiles_m) * TM;
-    let col0 = (linear % tiles_n) * TN + lid.x * {cols}u;
-    if (bat >= pm(3u) || row0 >= M || col0 >= N) {{
-        return; // padding workgroup of a folded grid, or a block past C's edge
-    }}
-    var oa = pm(6u);
+{origin}    var oa = pm(6u);
     var ob = pm(7u);
     var r = bat;
     for (var d = pm(12u); d > 0u; d = d - 1u) {{
@@ -616,7 +729,9 @@ fn main(
     let csa = pm(9u);
     let rsb = pm(10u);
     let csb = pm(11u);
-"
+",
+        sl_param = if broadcast > 0 { "\n    @builtin(subgroup_invocation_id) sl: u32," } else { "" },
+        origin = origin(block),
     );
     if b.is_window() {
         w.push_str(&window_loads::lets());
@@ -636,7 +751,19 @@ fn main(
             let _ = writeln!(w, "    let ra{i} = oa + min(row0 + {i}u, M - 1u) * rsa;");
         }
     }
-    for c in 0..cols {
+    for p in 0..q.checked_div(broadcast).unwrap_or(0) {
+        // This lane's share of B's row segment: vec4s sl, sl + S, ... (one
+        // load each, or one per column through the strides).
+        let first = format!("col0 + (sl + {}u) * 4u", p * broadcast);
+        if b == Loads::Across {
+            let _ = writeln!(w, "    let cs{p} = ob + min({first}, n4) * csb;");
+        } else {
+            for e in 0..4 {
+                let _ = writeln!(w, "    let cs{p}_{e} = ob + min({first} + {e}u, N - 1u) * csb;");
+            }
+        }
+    }
+    for c in 0..if broadcast > 0 { 0 } else { cols } {
         match b {
             Loads::Across if c % 4 == 0 => {
                 let _ = writeln!(w, "    let cb{c} = ob + min(col0 + {c}u, n4) * csb;");
@@ -660,7 +787,7 @@ fn main(
         // time); the loop below finishes the rest of K.
         let _ = writeln!(w, "    for (; k + {unroll}u <= K; k = k + {unroll}u) {{");
         for u in 0..unroll {
-            b_step_loads(w, b, q, wide, &format!("_{u}"), &format!("(k + {u}u)"));
+            b_step_loads(w, block, wide, &format!("_{u}"), &format!("(k + {u}u)"));
         }
         for u in 0..unroll {
             let _ = writeln!(w, "        let ka_{u} = (k + {u}u) * csa;");
@@ -704,7 +831,7 @@ fn main(
     // One step at a time: all of K, or the rest after the unrolled loop
     // (where AlongK operands are read one element at a time).
     let _ = writeln!(w, "    for (; k < K; k = k + 1u) {{");
-    b_step_loads(w, b, q, wide, "", "k");
+    b_step_loads(w, block, wide, "", "k");
     let _ = writeln!(w, "        let ka = k * csa;");
     for i in 0..rows {
         let a_i = match a {
@@ -725,7 +852,12 @@ fn main(
     }
     let _ = writeln!(w, "    }}");
     let _ = writeln!(w, "    // Row by row: store row 0 of the block, then shift the block up one row.");
-    let _ = writeln!(w, "    let rows = min({rows}u, M - row0);");
+    if broadcast > 0 {
+        // A lane's rows may start past C's edge (the workgroup's do not).
+        let _ = writeln!(w, "    let rows = select(0u, min({rows}u, M - row0), row0 < M);");
+    } else {
+        let _ = writeln!(w, "    let rows = min({rows}u, M - row0);");
+    }
     let _ = writeln!(w, "    var o = bat * M * N + row0 * N + col0;");
     let _ = writeln!(w, "    for (var i = 0u; i < rows; i = i + 1u) {{");
     for j in 0..q {
@@ -747,13 +879,31 @@ fn main(
 
 /// The blocked kernel's loads of B for step `k` (a WGSL expression) of K:
 /// the `q` vec4s `b{j}{suffix}` of B's row, one load each (`Across`) or one
-/// per element (`Scalar`).
-fn b_step_loads(w: &mut String, b: Loads, q: usize, wide: Widen, suffix: &str, k: &str) {
+/// per element (`Scalar`); a broadcasting block loads its lane's share and
+/// receives the rest from the other lanes.
+fn b_step_loads(w: &mut String, block: Block, wide: Widen, suffix: &str, k: &str) {
+    let (b, q, size) = (block.b, block.cols / 4, block.broadcast);
     if b.is_window() {
         w.push_str(&window_loads::step(q, suffix, k, b, |load| wide.scalar(load)));
         return;
     }
     let _ = writeln!(w, "        let kb{suffix} = {k} * rsb;");
+    if let Some(shares) = q.checked_div(size) {
+        for p in 0..shares {
+            let load = if b == Loads::Across {
+                wide.vec4(&format!("B[(cs{p} + kb{suffix}) >> 2u]"))
+            } else {
+                let at = |e: usize| wide.scalar(&format!("B[cs{p}_{e} + kb{suffix}]"));
+                format!("vec4<f32>({}, {}, {}, {})", at(0), at(1), at(2), at(3))
+            };
+            let _ = writeln!(w, "        let l{p}{suffix} = {load};");
+        }
+        // A constant lane: the same value for every lane, one shuffle.
+        for j in 0..q {
+            let _ = writeln!(w, "        let b{j}{suffix} = subgroupBroadcast(l{}{suffix}, {}u);", j / size, j % size);
+        }
+        return;
+    }
     for j in 0..q {
         let c = 4 * j;
         if b == Loads::Across {
@@ -815,17 +965,25 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocked_kernel, blocked_source, grid3, Block, DType, Layout, Loads, BLOCK, BLOCK_LANES};
+    use super::{
+        blocked_kernel, blocked_source, grid3, uses_subgroups, Block, DType, Layout, Loads, BLOCK, BLOCK_LANES,
+        BROADCAST_ROWS,
+    };
 
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
     #[test]
     fn blocked_kernel_validates() {
         let check = |src: &str| {
+            use naga::valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator};
             let module = naga::front::wgsl::parse_str(src).unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)));
-            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-                .validate(&module)
-                .unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)));
+            // Only the broadcasting blocks use subgroups (their broadcasts are in naga's ballot set).
+            let caps = if uses_subgroups(src) { Capabilities::SUBGROUP } else { Capabilities::empty() };
+            let mut validator = Validator::new(ValidationFlags::all(), caps);
+            if uses_subgroups(src) {
+                validator.subgroup_stages(ShaderStages::COMPUTE).subgroup_operations(SubgroupOperationSet::BALLOT);
+            }
+            validator.validate(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(src)));
             assert!(module.global_variables.iter().all(|(_, v)| v.space != naga::AddressSpace::WorkGroup));
             for ep in &module.entry_points {
                 assert!(ep.workgroup_size.iter().product::<u32>() <= 256);
@@ -833,6 +991,12 @@ mod tests {
         };
         for b in Block::all() {
             check(&blocked_source(b, DType::F32));
+            assert!(!uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} needs subgroups");
+        }
+        for b in Block::all_broadcasting() {
+            assert!(b.broadcast > 0 && b.tile() == [BROADCAST_ROWS, BLOCK[1]], "{b:?}");
+            check(&blocked_source(b, DType::F32));
+            assert!(uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} shares no loads");
         }
         // Other shapes the generator accepts (a 1-row block has no shifts).
         let store = super::plain_store(super::write(DType::F32));
@@ -840,7 +1004,7 @@ mod tests {
             "{}\n{}{store}",
             super::PRELUDE,
             blocked_kernel(
-                Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across },
+                Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across, broadcast: 0 },
                 DType::F32
             )
         ));
@@ -848,7 +1012,7 @@ mod tests {
             "{}\n{}{store}",
             super::PRELUDE,
             blocked_kernel(
-                Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across },
+                Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across, broadcast: 0 },
                 DType::F32
             )
         ));
@@ -858,7 +1022,15 @@ mod tests {
     fn small_products_get_small_blocks() {
         // SwiftShader's bound for 16 columns (64), then lavapipe's (127).
         let (b, lvp) = (|m, n| Block::for_product(m, n, 64), |m, n| Block::for_product(m, n, 127));
-        let block = |rows, cols, lanes| Block { rows, cols, lanes, unroll: 1, a: Loads::Scalar, b: Loads::Scalar };
+        let block = |rows, cols, lanes| Block {
+            rows,
+            cols,
+            lanes,
+            unroll: 1,
+            a: Loads::Scalar,
+            b: Loads::Scalar,
+            broadcast: 0,
+        };
         assert_eq!(b(256, 784), Block::FULL);
         assert_eq!(b(8, 9), block(8, 4, 4));
         assert_eq!(b(64, 16), block(16, 4, 4));

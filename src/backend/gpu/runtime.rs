@@ -130,6 +130,9 @@ pub struct GpuContext {
     /// Whether the blocked matmul reads aligned operands four elements per
     /// load (see `matmul::Loads`).
     matmul_vec4: AtomicBool,
+    /// The subgroup size the blocked matmul shares loads of B across, or 0
+    /// (see `matmul::Block::broadcast`).
+    matmul_broadcast: AtomicUsize,
     /// Whether convolution products read the image through the window
     /// (implicit GEMM, `conv_gemm.rs`) or make the columns first.
     implicit_gemm: AtomicBool,
@@ -169,6 +172,27 @@ fn matmul_unroll_for(info: &wgpu::AdapterInfo) -> usize {
         Ok("4") => 4,
         _ if info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe") => 4,
         _ => 1,
+    }
+}
+
+/// The subgroup size across which an adapter's blocked matmul shares its
+/// loads of B (`matmul::Block::broadcast`), or 0: software adapters whose
+/// device has subgroups of one fixed size that the kernel supports (4:
+/// SwiftShader; 8: lavapipe), natively (wgpu's WebGPU backend does not
+/// offer subgroups), unless `SKIFF_GPU_MATMUL_BROADCAST=0`. Such an adapter
+/// pays for every load one lane at a time (SwiftShader tests and branches
+/// per lane), so a value one lane loads and the others receive by
+/// `subgroupBroadcast` costs a quarter or an eighth of a load.
+fn matmul_broadcast_for(info: &wgpu::AdapterInfo, features: wgpu::Features) -> usize {
+    let size = info.subgroup_min_size as usize;
+    let fits = info.device_type == wgpu::DeviceType::Cpu
+        && features.contains(wgpu::Features::SUBGROUP)
+        && info.subgroup_max_size as usize == size
+        && super::matmul::BROADCAST_SIZES.contains(&size);
+    if fits && std::env::var("SKIFF_GPU_MATMUL_BROADCAST").as_deref() != Ok("0") {
+        size
+    } else {
+        0
     }
 }
 
@@ -224,6 +248,7 @@ impl GpuContext {
         let matmul_unroll = matmul_unroll_for(&o.info);
         let implicit_gemm = implicit_gemm_for();
         let pad_first = pad_first_for(&o.info);
+        let broadcast = matmul_broadcast_for(&o.info, o.device.features());
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -257,6 +282,7 @@ impl GpuContext {
             row_kernels: AtomicBool::new(row_kernels),
             matmul_unroll: AtomicUsize::new(matmul_unroll),
             matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
+            matmul_broadcast: AtomicUsize::new(broadcast),
             implicit_gemm: AtomicBool::new(implicit_gemm),
             pad_first: AtomicBool::new(pad_first),
         })
@@ -354,6 +380,28 @@ impl GpuContext {
     #[doc(hidden)]
     pub fn set_matmul_vec4(&self, on: bool) {
         self.matmul_vec4.store(on, Ordering::Relaxed);
+    }
+
+    /// The subgroup size across which the blocked matmul shares its loads of
+    /// B, or 0 where it does not (`matmul_broadcast_for`).
+    #[doc(hidden)]
+    pub fn matmul_broadcast(&self) -> usize {
+        self.matmul_broadcast.load(Ordering::Relaxed)
+    }
+
+    /// Turns the sharing on (where the device allows it) or off from now on.
+    /// Both compute the same sums in the same order; tests run both.
+    #[doc(hidden)]
+    pub fn set_matmul_broadcast(&self, on: bool) {
+        let size = if on { matmul_broadcast_for(&self.info, self.device.features()) } else { 0 };
+        self.matmul_broadcast.store(size, Ordering::Relaxed);
+    }
+
+    /// Whether this device could share the blocked matmul's loads (the
+    /// adapter and device allow it, whatever the current setting).
+    #[doc(hidden)]
+    pub fn matmul_broadcast_available(&self) -> bool {
+        matmul_broadcast_for(&self.info, self.device.features()) > 0
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only
