@@ -116,9 +116,31 @@ async function probeWebgpu() {
     const i = adapter.info ?? {};
     return {
       info: { vendor: i.vendor ?? '', architecture: i.architecture ?? '', device: i.device ?? '', description: i.description ?? '' },
+      subgroups: adapter.features.has('subgroups'),
     };
   } catch (e) {
     return { reason: `navigator.gpu.requestAdapter() failed: ${e && e.message ? e.message : e}` };
+  }
+}
+
+/**
+ * Runs `open` (which requests a WebGPU device) with `subgroups` added to the
+ * features of every device requested meanwhile, where `on` and the adapter
+ * has them; GPUAdapter.prototype is as it was afterwards.
+ */
+async function withSubgroups(on, open) {
+  const proto = typeof GPUAdapter === 'undefined' ? undefined : GPUAdapter.prototype;
+  if (!on || !proto) return open();
+  const requestDevice = proto.requestDevice;
+  proto.requestDevice = function (descriptor = {}) {
+    const features = [...(descriptor.requiredFeatures ?? [])];
+    if (this.features.has('subgroups') && !features.includes('subgroups')) features.push('subgroups');
+    return requestDevice.call(this, { ...descriptor, requiredFeatures: features });
+  };
+  try {
+    return await open();
+  } finally {
+    proto.requestDevice = requestDevice;
   }
 }
 
@@ -177,7 +199,11 @@ export async function init(options = {}) {
     const software = /swiftshader|llvmpipe|lavapipe|software/i.test(
       `${probe.info.architecture} ${probe.info.description} ${probe.info.device}`,
     );
-    const info = await raw.initBackend('webgpu', software);
+    // A software adapter's matmul shares loads across a subgroup where the
+    // device has them, but wgpu cannot ask for that feature in a browser
+    // (gfx-rs/wgpu#10146): the page adds it to wgpu's device request.
+    const subgroups = software && probe.subgroups;
+    const info = await withSubgroups(subgroups, () => raw.initBackend('webgpu', software, subgroups));
     // Prefer the browser's adapter description where wgpu's fields are empty.
     const adapter = { ...info.adapter, ...probe.info };
     if (!adapter.name) adapter.name = probe.info.description || [probe.info.vendor, probe.info.architecture].filter(Boolean).join(' ');
@@ -674,7 +700,7 @@ export const emptyCache = () => raw.emptyCache();
 // The wasm exports behind the cargo feature `web-testing`: in the test build
 // (npm run build:test) only. Looked up by a computed name, so bundlers do not
 // report them missing from the published glue.
-const TESTING = ['registryCases', 'checkCase', 'caseData', 'registryCoverage', 'opNames', 'kernelSources', 'loseDevice', 'forwardDigests'];
+const TESTING = ['registryCases', 'checkCase', 'caseData', 'registryCoverage', 'opNames', 'kernelSources', 'compiledKernels', 'loseDevice', 'forwardDigests'];
 
 /**
  * Registry checks for the test suites (not part of the stable API): only in

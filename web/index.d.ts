@@ -624,6 +624,8 @@ export const testing: {
   registryCoverage(): Record<string, string>;
   opNames(): string[];
   kernelSources(): [string, string][];
+  /** The kernels the WebGPU device init() opened has compiled (pipeline keys, sorted). */
+  compiledKernels(): string[];
   /** Destroys the WebGPU device init() opened (every later GPU op fails): for tests of device-loss handling. */
   loseDevice(): void;
   /** Every registry case's forward output digest on the cpu (f32, f64 and f16), as [label, digest] pairs. */

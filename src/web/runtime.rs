@@ -40,24 +40,30 @@ pub fn gpu_device(op: &str) -> JsResult<Device> {
 /// to `{ device, adapter }`; the JS `init()` adds the fallback logic.
 /// `softwareAdapter`: the page saw (in `GPUAdapterInfo`) that the adapter is
 /// a software rasteriser such as SwiftShader, which WebGPU does not report
-/// otherwise; skiff then uses its kernels for CPU adapters.
+/// otherwise; skiff then uses its kernels for CPU adapters. `subgroups`: the
+/// page has the browser add the `subgroups` feature to the device wgpu
+/// requests (wgpu's WebGPU backend cannot ask for it, gfx-rs/wgpu#10146).
 #[wasm_bindgen(js_name = initBackend)]
 pub async fn init_backend(
     #[wasm_bindgen(unchecked_param_type = "'cpu' | 'webgpu'")] kind: JsValue,
     #[wasm_bindgen(js_name = softwareAdapter, unchecked_optional_param_type = "boolean")] software_adapter: Option<
         JsValue,
     >,
+    #[wasm_bindgen(unchecked_optional_param_type = "boolean")] subgroups: Option<JsValue>,
 ) -> JsResult<JsValue> {
     let kind = args::string_arg("init", "device", &kind)?;
     let software_adapter = args::opt_bool("init", "softwareAdapter", &software_adapter.unwrap_or_default(), false)?;
+    let subgroups = args::opt_bool("init", "subgroups", &subgroups.unwrap_or_default(), false)?;
     let device = match kind.as_str() {
         "cpu" => Device::Cpu,
         "webgpu" | "gpu" => {
             #[cfg(feature = "gpu")]
-            let d = Device::Gpu(crate::backend::gpu::init_default_async_with(software_adapter).await.within("init")?);
+            let d = Device::Gpu(
+                crate::backend::gpu::init_default_async_with(software_adapter, subgroups).await.within("init")?,
+            );
             #[cfg(not(feature = "gpu"))]
             let d = {
-                let _ = software_adapter;
+                let _ = (software_adapter, subgroups);
                 Device::gpu_async().await.within("init")?
             };
             GPU.with(|g| *g.borrow_mut() = Some(d.clone()));

@@ -128,16 +128,25 @@ pub(super) fn registry_case_arg(
 /// (stricter than naga in places, e.g. about non-finite constants).
 #[wasm_bindgen(js_name = kernelSources, unchecked_return_type = "[string, string][]")]
 pub fn kernel_sources() -> Array {
-    // Without the kernels that need subgroups: wgpu's WebGPU backend never
-    // asks the browser for them, so no browser device builds those.
+    // The kernels that use subgroups come without `enable subgroups;`, which
+    // the runtime adds on a browser device that has them (as naga, natively,
+    // rejects it).
     #[cfg(feature = "gpu")]
-    let all: Vec<(String, String)> = crate::ops::gpu_kernel_sources()
-        .into_iter()
-        .filter(|(_, src)| !crate::backend::shader_needs_subgroups(src))
-        .collect();
+    let all = crate::ops::gpu_kernel_sources();
     #[cfg(not(feature = "gpu"))]
     let all: Vec<(String, String)> = Vec::new();
     all.into_iter().map(|(name, src)| JsValue::from(Array::of2(&name.into(), &src.into()))).collect()
+}
+
+/// The names of the kernels the WebGPU device `init` opened has compiled
+/// (pipeline keys, sorted), for tests of which kernel a product ran.
+#[wasm_bindgen(js_name = compiledKernels, unchecked_return_type = "string[]")]
+pub fn compiled_kernels() -> JsResult<Array> {
+    match super::runtime::gpu_device("compiledKernels")? {
+        #[cfg(feature = "gpu")]
+        crate::device::Device::Gpu(g) => Ok(g.compiled_kernels().into_iter().map(JsValue::from).collect()),
+        _ => Err(js_error("compiledKernels", Kind::Device, "the default GPU is not a WebGPU device")),
+    }
 }
 
 /// Destroys the WebGPU device `init` opened, as a driver reset or a lost GPU

@@ -60,7 +60,7 @@ test('the tarball holds the package and what its README shows, nothing else', ()
 test('the published build carries no test exports (the cargo feature web-testing is off)', () => {
   // What the glue of a build with web-testing exports (npm run build:test): the registry checks,
   // the WGSL sources, loseDevice and the benchmark.
-  const testOnly = ['registryCases', 'checkCase', 'caseData', 'kernelSources', 'loseDevice', 'benchMatmul', 'forwardDigests'];
+  const testOnly = ['registryCases', 'checkCase', 'caseData', 'kernelSources', 'compiledKernels', 'loseDevice', 'benchMatmul', 'forwardDigests'];
   const glue = fs.readFileSync(path.join(REPO, 'pkg/skiff.js'), 'utf8');
   const exported = new Set([...glue.matchAll(/^export (?:async )?function (\w+)/gm)].map((m) => m[1]));
   assert.ok(exported.has('layerTable') && exported.size > 20, `the glue's exports are readable (found ${exported.size})`);

@@ -11,6 +11,12 @@ pub struct Opened {
     pub limits: wgpu::Limits,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
+    /// The page asked the browser for `subgroups` itself when this device was
+    /// requested (wgpu's WebGPU backend cannot: gfx-rs/wgpu#10146), so the
+    /// device has them though `device.features()` does not say so, and
+    /// kernels that use them must declare `enable subgroups;` (Tint requires
+    /// it; naga, natively, rejects it).
+    pub subgroups_by_directive: bool,
 }
 
 /// Asks the platform for the best adapter and opens a device with the
@@ -46,7 +52,8 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
     // while a profile records).
     // Subgroup operations on software adapters, where the blocked matmul
     // shares loads of B across a subgroup (`matmul::Block::broadcast`). wgpu's
-    // WebGPU backend does not offer them, so in a browser this asks nothing.
+    // WebGPU backend does not offer them, so in a browser this asks nothing:
+    // there the page asks (`Opened::subgroups_by_directive`).
     let mut wanted = wgpu::Features::SHADER_F16 | wgpu::Features::TIMESTAMP_QUERY;
     if info.device_type == wgpu::DeviceType::Cpu {
         wanted |= wgpu::Features::SUBGROUP;
@@ -61,7 +68,7 @@ pub async fn request_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Resu
         })
         .await
         .map_err(|e| Error::value("Device::gpu", format!("adapter '{}' refused a device: {e}", info.name)))?;
-    Ok(Opened { info, limits, device, queue })
+    Ok(Opened { info, limits, device, queue, subgroups_by_directive: false })
 }
 
 /// Mesa's implicit Vulkan layer `VK_LAYER_MESA_device_select` (installed with

@@ -240,8 +240,7 @@ impl Block {
     }
 
     /// Every broadcasting block the matmul can pick (K unrolled 4x, any
-    /// loads of A), for validation: native only, as the browser offers no
-    /// subgroups through wgpu.
+    /// loads of A and both of B), for validation.
     pub fn all_broadcasting() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let full = Block::FULL.unrolled(4);
@@ -340,8 +339,9 @@ pub fn window_source(kernel: Kernel, b: Block, dt: DType) -> String {
 }
 
 /// Whether a kernel source uses subgroup operations (a broadcasting block's):
-/// a device builds it only with `Features::SUBGROUP`, which wgpu's WebGPU
-/// backend never grants, so the browser never builds one.
+/// a device builds it only with subgroups: `Features::SUBGROUP` natively; in
+/// a browser, where wgpu cannot ask for them, the page's own request, and
+/// then the pipeline cache adds `enable subgroups;` (`subgroups_by_directive`).
 pub fn uses_subgroups(source: &str) -> bool {
     source.contains("subgroupBroadcast")
 }

@@ -154,15 +154,17 @@ pub(crate) fn opened_default() -> Option<GpuDevice> {
 /// Opens the default GPU without blocking (once; later calls return the same
 /// result). A failure is remembered like `default_device`'s.
 pub async fn init_default_async() -> Result<GpuDevice> {
-    init_default_async_with(false).await
+    init_default_async_with(false, false).await
 }
 
 /// `init_default_async`, where the caller knows more about the adapter than
 /// wgpu reports: in the browser WebGPU hides the device type, and the page
 /// can tell a software adapter (SwiftShader) from `GPUAdapterInfo`. With
 /// `software`, an adapter of unknown type is recorded as a CPU device, which
-/// picks the kernels made for software rasterisers (see `matmul`).
-pub async fn init_default_async_with(software: bool) -> Result<GpuDevice> {
+/// picks the kernels made for software rasterisers (see `matmul`). With
+/// `subgroups`, the page had the browser add `subgroups` to the device's
+/// features while it was requested (`context::Opened::subgroups_by_directive`).
+pub async fn init_default_async_with(software: bool, subgroups: bool) -> Result<GpuDevice> {
     if let Some(done) = DEFAULT.get() {
         return done.clone();
     }
@@ -170,6 +172,7 @@ pub async fn init_default_async_with(software: bool) -> Result<GpuDevice> {
         if software && o.info.device_type == wgpu::DeviceType::Other {
             o.info.device_type = wgpu::DeviceType::Cpu;
         }
+        o.subgroups_by_directive = subgroups;
         GpuDevice(GpuContext::new(o))
     });
     // Another caller may have finished first while this one awaited: keep theirs.

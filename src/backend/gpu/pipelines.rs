@@ -48,7 +48,11 @@ impl GpuContext {
         if let Some(p) = lock(&self.pipelines).get(key) {
             return Ok(p.clone());
         }
-        let src = source();
+        let mut src = source();
+        if self.subgroups_by_directive && super::matmul::uses_subgroups(&src) {
+            // A browser device with subgroups the page asked for: Tint wants the directive.
+            src.insert_str(0, "enable subgroups;\n");
+        }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,

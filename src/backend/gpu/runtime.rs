@@ -133,6 +133,12 @@ pub struct GpuContext {
     /// The subgroup size the blocked matmul shares loads of B across, or 0
     /// (see `matmul::Block::broadcast`).
     matmul_broadcast: AtomicUsize,
+    /// Whether the device has subgroup operations: `Features::SUBGROUP`, or
+    /// (`subgroups_by_directive`) a browser device the page asked for them.
+    subgroups: bool,
+    /// Whether kernels that use subgroups declare `enable subgroups;` (see
+    /// `context::Opened::subgroups_by_directive`).
+    pub(crate) subgroups_by_directive: bool,
     /// Whether convolution products read the image through the window
     /// (implicit GEMM, `conv_gemm.rs`) or make the columns first.
     implicit_gemm: AtomicBool,
@@ -178,15 +184,15 @@ fn matmul_unroll_for(info: &wgpu::AdapterInfo) -> usize {
 /// The subgroup size across which an adapter's blocked matmul shares its
 /// loads of B (`matmul::Block::broadcast`), or 0: software adapters whose
 /// device has subgroups of one fixed size that the kernel supports (4:
-/// SwiftShader; 8: lavapipe), natively (wgpu's WebGPU backend does not
-/// offer subgroups), unless `SKIFF_GPU_MATMUL_BROADCAST=0`. Such an adapter
+/// SwiftShader; 8: lavapipe), natively or in a browser whose page asked for
+/// them, unless `SKIFF_GPU_MATMUL_BROADCAST=0`. Such an adapter
 /// pays for every load one lane at a time (SwiftShader tests and branches
 /// per lane), so a value one lane loads and the others receive by
 /// `subgroupBroadcast` costs a quarter or an eighth of a load.
-fn matmul_broadcast_for(info: &wgpu::AdapterInfo, features: wgpu::Features) -> usize {
+fn matmul_broadcast_for(info: &wgpu::AdapterInfo, subgroups: bool) -> usize {
     let size = info.subgroup_min_size as usize;
     let fits = info.device_type == wgpu::DeviceType::Cpu
-        && features.contains(wgpu::Features::SUBGROUP)
+        && subgroups
         && info.subgroup_max_size as usize == size
         && super::matmul::BROADCAST_SIZES.contains(&size);
     if fits && std::env::var("SKIFF_GPU_MATMUL_BROADCAST").as_deref() != Ok("0") {
@@ -248,7 +254,8 @@ impl GpuContext {
         let matmul_unroll = matmul_unroll_for(&o.info);
         let implicit_gemm = implicit_gemm_for();
         let pad_first = pad_first_for(&o.info);
-        let broadcast = matmul_broadcast_for(&o.info, o.device.features());
+        let subgroups = o.subgroups_by_directive || o.device.features().contains(wgpu::Features::SUBGROUP);
+        let broadcast = matmul_broadcast_for(&o.info, subgroups);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -283,6 +290,8 @@ impl GpuContext {
             matmul_unroll: AtomicUsize::new(matmul_unroll),
             matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
             matmul_broadcast: AtomicUsize::new(broadcast),
+            subgroups,
+            subgroups_by_directive: o.subgroups_by_directive,
             implicit_gemm: AtomicBool::new(implicit_gemm),
             pad_first: AtomicBool::new(pad_first),
         })
@@ -393,7 +402,7 @@ impl GpuContext {
     /// Both compute the same sums in the same order; tests run both.
     #[doc(hidden)]
     pub fn set_matmul_broadcast(&self, on: bool) {
-        let size = if on { matmul_broadcast_for(&self.info, self.device.features()) } else { 0 };
+        let size = if on { matmul_broadcast_for(&self.info, self.subgroups) } else { 0 };
         self.matmul_broadcast.store(size, Ordering::Relaxed);
     }
 
@@ -401,7 +410,7 @@ impl GpuContext {
     /// adapter and device allow it, whatever the current setting).
     #[doc(hidden)]
     pub fn matmul_broadcast_available(&self) -> bool {
-        matmul_broadcast_for(&self.info, self.device.features()) > 0
+        matmul_broadcast_for(&self.info, self.subgroups) > 0
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only

@@ -55,6 +55,20 @@ export function definePass(passName) {
     }
 
     if (gpu) {
+      // wgpu cannot ask a browser for subgroups (gfx-rs/wgpu#10146); skiff's init adds them to
+      // its device request, and SwiftShader's blocked matmul then shares its loads of B.
+      test("matmul on SwiftShader shares loads of B across a subgroup, with the cpu's results", T, async () => {
+        const { subgroups, products, kernels } = await s.call('sharedMatmul');
+        for (const [name, { diff, scale }] of Object.entries(products)) {
+          assert.ok(diff <= 1e-5 * scale, `${name}: the GPU's product differs from the cpu's by ${diff} (largest ${scale})`);
+        }
+        if (subgroups) {
+          for (const b of ['xb4', 'sb4']) {
+            assert.ok(kernels.some((k) => k.endsWith(b)), `no sharing kernel (…${b}) among ${kernels.join(', ')}`);
+          }
+        }
+      });
+
       // Each kernel is built into a pipeline: on SwiftShader about 0.2 s
       // apiece, ~60 s for the 336 of 2026-12-02 (of the implicit GEMM's
       // blocked kernels only a sample is built, the rest validated:

@@ -7,7 +7,7 @@
 // they use, for the check that every name of web/index.d.ts is tested; the
 // harness's own calls are made outside it (`untraced`).
 import * as skiff from '/web/index.js';
-import { scenarios } from './scenarios.js';
+import { prng, scenarios } from './scenarios.js';
 import { surfaceScenarios } from './surface-scenarios.js';
 import { makeTracer } from './trace.js';
 import { checkSurface } from './surface.js';
@@ -112,6 +112,38 @@ export function hasKernelSources() {
 }
 
 /**
+ * Products on the WebGPU device that the blocked matmul runs with loads of B
+ * shared across a subgroup where the device has subgroups (SwiftShader's 4
+ * lanes; skiff asks for them itself, as wgpu cannot): 256^3 and x @ w.T (a
+ * Linear layer's product). Returns, per product, the largest difference from
+ * the same product on the cpu and the largest magnitude there; whether the
+ * adapter offers subgroups; and the blocked matmul kernels the device
+ * compiled (a sharing one's name ends in b and the subgroup size).
+ */
+export async function sharedMatmul() {
+  const adapter = await navigator.gpu.requestAdapter();
+  const rnd = prng(11);
+  const data = (shape) => Float32Array.from({ length: shape[0] * shape[1] }, () => rnd() - 0.5);
+  const products = { square: [[256, 256], [256, 256], false], linear: [[64, 784], [256, 784], true] };
+  const out = { subgroups: adapter.features.has('subgroups'), products: {} };
+  for (const [name, [sa, sb, transposed]] of Object.entries(products)) {
+    const [da, db] = [data(sa), data(sb)];
+    const product = async (device) => {
+      const a = api.tensor(da, { shape: sa, device });
+      const b = api.tensor(db, { shape: sb, device });
+      return Array.from(await a.matmul(transposed ? b.permute([1, 0]) : b).data());
+    };
+    const [gpu, cpu] = [await product('webgpu'), await product('cpu')];
+    out.products[name] = {
+      diff: Math.max(...gpu.map((v, i) => Math.abs(v - cpu[i]))),
+      scale: Math.max(...cpu.map(Math.abs)),
+    };
+  }
+  out.kernels = api.testing.compiledKernels().filter((k) => k.startsWith('matmul:f32:blocked:'));
+  return out;
+}
+
+/**
  * Compiles every WGSL source the GPU backend can build with the browser's
  * own compiler (Tint in Chromium, stricter than naga in places) on a device
  * of its own; returns "name: first error" for each that fails.
@@ -119,17 +151,24 @@ export function hasKernelSources() {
 export async function compileKernels() {
   const sources = api.testing.kernelSources();
   const adapter = await navigator.gpu.requestAdapter();
-  // f16 kernels (they start with `enable f16;`) compile only where the device has shader-f16.
+  // f16 kernels (they start with `enable f16;`) compile only where the device has shader-f16;
+  // the blocked matmul's shared loads (subgroupBroadcast) only where it has subgroups, and
+  // skiff then declares them as the runtime does (`enable subgroups;` first: GpuContext's
+  // subgroups_by_directive).
   const f16 = adapter.features.has('shader-f16');
-  const device = await adapter.requestDevice(f16 ? { requiredFeatures: ['shader-f16'] } : {});
+  const subgroups = adapter.features.has('subgroups');
+  const requiredFeatures = [...(f16 ? ['shader-f16'] : []), ...(subgroups ? ['subgroups'] : [])];
+  const device = await adapter.requestDevice({ requiredFeatures });
   const failures = [];
   let skipped = 0;
   for (const entry of sources) {
-    const [name, code] = Array.isArray(entry) ? entry : [entry.name, entry.source];
-    if (!f16 && code.startsWith('enable f16;')) {
+    const [name, source] = Array.isArray(entry) ? entry : [entry.name, entry.source];
+    const shares = source.includes('subgroupBroadcast');
+    if ((!f16 && source.startsWith('enable f16;')) || (!subgroups && shares)) {
       skipped++;
       continue;
     }
+    const code = shares ? `enable subgroups;\n${source}` : source;
     device.pushErrorScope('validation');
     const module = device.createShaderModule({ code, label: name });
     const info = await module.getCompilationInfo();
@@ -147,6 +186,7 @@ export async function compileKernels() {
     //   software adapters) that are the largest (16x32, 8 lanes, each load
     //   mode of A) or 4 columns wide: the lanes change only the workgroup
     //   size, and all 106 took 130 s to build here, past this test's limit.
+    // (The sharing kernels, names ending in b and the subgroup size, are all built.)
     const [, rows, cols, lanes, unroll, b] = name.match(/^matmul:.*:blocked:(\d+)x(\d+)x(\d+)u(\d).([wtij])$/) ?? [];
     const sampled = unroll === '4' && ((rows === '16' && cols === '32' && lanes === '8') || cols === '4');
     const unbuilt = b === 'w' || b === 't' || ((b === 'i' || b === 'j') && !sampled);

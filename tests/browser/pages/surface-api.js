@@ -131,6 +131,13 @@ export const apiScenarios = {
     // The WGSL sources the WebGPU pass compiles with the browser's compiler: [name, source] pairs.
     const kernels = skiff.testing.kernelSources();
     c.ok('testing.kernelSources(): [name, WGSL] pairs', kernels.length > 10 && kernels.every(([n, src]) => typeof n === 'string' && /@compute/.test(src)));
+    // The names of the kernels the WebGPU device compiled; without one, an Error naming it.
+    if (was === 'webgpu') {
+      const compiled = skiff.testing.compiledKernels();
+      c.ok('testing.compiledKernels(): kernel names', compiled.length > 0 && compiled.every((n) => typeof n === 'string' && n.includes(':')));
+    } else {
+      await c.throws('testing.compiledKernels() without a WebGPU device', () => skiff.testing.compiledKernels(), /^compiledKernels:/, /no WebGPU device/);
+    }
     const rec = skiff.loadSafetensors(await skiff.saveSafetensors({ w: tensor([[1, 2]]) }));
     c.equal('a record of tensors, loaded on the default device', [Array.from(rec.w.shape), rec.w.device], [[1, 2], skiff.getDefaultDevice()]);
     return c.report();
