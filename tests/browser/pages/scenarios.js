@@ -499,52 +499,61 @@ export const scenarios = {
 
   /** tidy(): intermediates freed, results kept, keep(), async fns, nesting, throwing fns. */
   async tidySemantics(skiff) {
-    const { tensor, tidy, keep, memory, dispose } = skiff;
-    const start = memory().tensors;
-    let inter;
-    let kept;
-    const out = tidy(() => {
-      inter = tensor([1, 2, 3]);
-      kept = keep(tensor([4]));
-      return inter.mul(2);
-    });
-    let interAsync;
-    const outAsync = await tidy(async () => {
-      interAsync = tensor([1]);
-      await interAsync.data();
-      return { r: interAsync.add(1) };
-    });
-    let innerResult;
-    const nested = tidy(() => {
-      const x = tensor([1]);
-      innerResult = tidy(() => x.add(1));
-      return innerResult.add(1);
-    });
-    let thrownInside;
-    const thrown = await captureError(() =>
-      tidy(() => {
-        thrownInside = tensor([1]);
-        throw new Error('boom');
-      }),
-    );
-    const scopesAfterThrow = memory().scopes;
-    const r = {
-      interDisposed: inter.isDisposed,
-      outValues: Array.from(await out.data()),
-      keptAlive: !kept.isDisposed,
-      keptValues: Array.from(await kept.data()),
-      interAsyncDisposed: interAsync.isDisposed,
-      outAsyncValues: Array.from(await outAsync.r.data()),
-      nestedValues: Array.from(await nested.data()),
-      innerResultDisposed: innerResult.isDisposed,
-      thrown,
-      thrownInsideDisposed: thrownInside.isDisposed,
-      scopesAfterThrow,
-      liveBeforeDispose: memory().tensors - start,
-    };
-    dispose([out, kept, outAsync, nested]);
-    r.liveAfterDispose = memory().tensors - start;
-    return r;
+    const { tensor, tidy, keep, memory, dispose, trackOrigins } = skiff;
+    // Live tensors made here, counted by their recorded origins rather than
+    // as a change of memory().tensors: at each await below, the
+    // FinalizationRegistry may free tensors an earlier test forgot, and that
+    // moved the global count once in CI (-4 live where 4 were).
+    const madeHere = () => memory({ detailed: true }).origins.reduce((n, o) => n + o.tensors, 0);
+    trackOrigins(true);
+    try {
+      let inter;
+      let kept;
+      const out = tidy(() => {
+        inter = tensor([1, 2, 3]);
+        kept = keep(tensor([4]));
+        return inter.mul(2);
+      });
+      let interAsync;
+      const outAsync = await tidy(async () => {
+        interAsync = tensor([1]);
+        await interAsync.data();
+        return { r: interAsync.add(1) };
+      });
+      let innerResult;
+      const nested = tidy(() => {
+        const x = tensor([1]);
+        innerResult = tidy(() => x.add(1));
+        return innerResult.add(1);
+      });
+      let thrownInside;
+      const thrown = await captureError(() =>
+        tidy(() => {
+          thrownInside = tensor([1]);
+          throw new Error('boom');
+        }),
+      );
+      const scopesAfterThrow = memory().scopes;
+      const r = {
+        interDisposed: inter.isDisposed,
+        outValues: Array.from(await out.data()),
+        keptAlive: !kept.isDisposed,
+        keptValues: Array.from(await kept.data()),
+        interAsyncDisposed: interAsync.isDisposed,
+        outAsyncValues: Array.from(await outAsync.r.data()),
+        nestedValues: Array.from(await nested.data()),
+        innerResultDisposed: innerResult.isDisposed,
+        thrown,
+        thrownInsideDisposed: thrownInside.isDisposed,
+        scopesAfterThrow,
+        liveBeforeDispose: madeHere(),
+      };
+      dispose([out, kept, outAsync, nested]);
+      r.liveAfterDispose = madeHere();
+      return r;
+    } finally {
+      trackOrigins(false);
+    }
   },
 
   /**
