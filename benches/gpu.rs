@@ -1,6 +1,7 @@
 //! The GPU backend (`Device::gpu()`): per-op overhead of 1,000 chained
 //! 1-element adds (with and without autograd), dispatch rate of a chain of
-//! small elementwise ops, f32 matmul GFLOP/s (256^3 and 1024^3), the CNN's
+//! small elementwise ops, f32 matmul GFLOP/s (256^3 and 1024^3; 2048^3 and
+//! 4096^3 too on a real GPU), the CNN's
 //! convolution products as an implicit GEMM and as unfold + matmul, and one
 //! 784-256-128-10 MLP SGD training step at batch 64 with everything on the
 //! GPU. Every timed call ends in `synchronize()`, so the figures include the
@@ -143,7 +144,13 @@ fn bench_matmul(c: &mut Criterion) {
     let mut group = c.benchmark_group("gpu_matmul_f32");
     group.sampling_mode(SamplingMode::Flat).sample_size(SAMPLES).warm_up_time(Duration::from_millis(500));
     manual_seed(0);
-    let sizes: &[usize] = if common::full_run() { &[256, 1024] } else { &[64] };
+    // 2048^3 and 4096^3 on real GPUs only (a software adapter takes minutes).
+    let real = !dev.is_software();
+    let sizes: &[usize] = match (common::full_run(), real) {
+        (true, true) => &[256, 1024, 2048, 4096],
+        (true, false) => &[256, 1024],
+        (false, _) => &[64],
+    };
     for &n in sizes {
         let a = Tensor::randn(&[n, n], DType::F32).unwrap().to(&dev).expect("upload");
         let b = Tensor::randn(&[n, n], DType::F32).unwrap().to(&dev).expect("upload");

@@ -4,15 +4,18 @@
 # one (an NVIDIA H200 so far; x86-64, no network, probably no Rust toolchain).
 #
 #   1. Here, once:   bash benches/gpu_device.sh prepare
-#      builds the release bench, the gpu_matmul test and the `devices`
-#      example into .gpubench/, and downloads the Vulkan loader packages into
-#      .gl/ (both folders are added to .git/info/exclude).
+#      builds the release benches (gpu, train, jit), the GPU matmul tests and
+#      the `devices` example into .gpubench/ (stripped: about 54 MB, under
+#      the tool's 64 MiB), and downloads the Vulkan loader and libglvnd
+#      packages into .gl/ (both folders are added to .git/info/exclude).
 #   2. On the device: run(command="bash benches/gpu_device.sh",
 #                         carry=[".gpubench", ".gl"], timeout_s=540)
-#      The whole run takes about 2 minutes after the machine's start.
+#      The whole run takes about 4 minutes after the machine's start: the
+#      GPU matmul tests, benches/gpu.rs (the wide and the 64x64 tiles side by
+#      side too), benches/train.rs and benches/jit.rs.
 #
-# The device needs a Vulkan loader (libvulkan.so.1; unpacked from .gl/ when
-# `ldconfig -p` lacks it) and the GPU's Vulkan ICD (NVIDIA's is looked for
+# The device needs a Vulkan loader (libvulkan.so.1) and libglvnd (both
+# unpacked from .gl/) and the GPU's Vulkan ICD (NVIDIA's is looked for
 # under /usr/local/nvidia too). Where cargo exists there, it builds in place
 # instead of using .gpubench/ (offline: dependencies must already be cached).
 # The log goes to stdout and, when the device tool sets $OUT, $OUT/gpu_bench.txt.
@@ -21,38 +24,46 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=.gpubench
+# The Vulkan loader and the GL vendor-neutral libraries NVIDIA's Vulkan ICD
+# links against (the device tool's README lists the same).
+GL_PACKAGES="libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2"
 export CARGO_TERM_COLOR=never
 
 newest() { ls -t "$@" 2>/dev/null | grep -v '\.d$' | head -1; }
 
 prepare() {
   set -e
-  cargo bench --bench gpu --no-run
-  cargo test --release --test gpu_matmul --no-run
+  cargo bench --bench gpu --bench train --bench jit --no-run
+  cargo test --release --test gpu_matmul --test gpu_matmul_tiled --no-run
   cargo build --release --example devices
   mkdir -p "$BIN"
   cp "$(newest target/release/deps/gpu-*)" "$BIN/gpu-bench"
+  cp "$(newest target/release/deps/train-*)" "$BIN/train-bench"
+  cp "$(newest target/release/deps/jit-*)" "$BIN/jit-bench"
   cp "$(newest target/release/deps/gpu_matmul-*)" "$BIN/gpu-matmul-test"
+  cp "$(newest target/release/deps/gpu_matmul_tiled-*)" "$BIN/gpu-matmul-tiled-test"
   cp target/release/examples/devices "$BIN/devices"
+  strip "$BIN"/*  # the carried tree must stay under the device tool's 64 MiB
   for d in "/$BIN/" /.gl/; do
     grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >>.git/info/exclude
   done
-  if ! ls .gl/*.deb >/dev/null 2>&1; then
+  if ! ls .gl/libglvnd0_*.deb >/dev/null 2>&1; then
     local o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
     mkdir -p .gl /tmp/amd64/partial
     # shellcheck disable=SC2086
-    apt-get $o update && (cd .gl && apt-get $o download libvulkan1)
+    apt-get $o update && (cd .gl && apt-get $o download $GL_PACKAGES)
   fi
   du -sh "$BIN" .gl
   echo "prepared: now run 'bash benches/gpu_device.sh' on the device with carry [\"$BIN\", \".gl\"]"
 }
 
 vulkan() {
-  if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
-    if ls .gl/*.deb >/dev/null 2>&1; then
-      for f in .gl/*.deb; do dpkg -x "$f" /; done
-      ldconfig
-    fi
+  # Always unpack: the H200 image has a Vulkan loader, but NVIDIA's ICD
+  # (libGLX_nvidia) did not load there without libglvnd's libraries
+  # ("vulkan drivers/libraries could not be loaded", 2026-12-04).
+  if ls .gl/*.deb >/dev/null 2>&1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
   fi
   if ! ldconfig -p | grep -q 'libvulkan\.so\.1'; then
     echo "gpu_device: no Vulkan loader (libvulkan.so.1) and no .gl/*.deb to unpack: run 'prepare' here first"
@@ -68,16 +79,20 @@ vulkan() {
 run_all() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L
   vulkan || return 1
-  local bench test devices
+  local bench train jit test tiled devices
   if command -v cargo >/dev/null; then
-    cargo bench --offline --bench gpu --no-run || return 1
-    cargo test --offline --release --test gpu_matmul --no-run || return 1
+    cargo bench --offline --bench gpu --bench train --bench jit --no-run || return 1
+    cargo test --offline --release --test gpu_matmul --test gpu_matmul_tiled --no-run || return 1
     cargo build --offline --release --example devices || return 1
     bench=$(newest target/release/deps/gpu-*)
+    train=$(newest target/release/deps/train-*)
+    jit=$(newest target/release/deps/jit-*)
     test=$(newest target/release/deps/gpu_matmul-*)
+    tiled=$(newest target/release/deps/gpu_matmul_tiled-*)
     devices=target/release/examples/devices
   else
-    bench=$BIN/gpu-bench test=$BIN/gpu-matmul-test devices=$BIN/devices
+    bench=$BIN/gpu-bench train=$BIN/train-bench jit=$BIN/jit-bench devices=$BIN/devices
+    test=$BIN/gpu-matmul-test tiled=$BIN/gpu-matmul-tiled-test
     [ -x "$bench" ] || { echo "gpu_device: no cargo and no $bench: run 'prepare' here first"; return 1; }
   fi
   echo "== adapter"
@@ -89,9 +104,22 @@ run_all() {
   esac
   echo "== gpu_matmul tests (slow ones included)"
   SKIFF_SLOW_TESTS=1 "$test" --test-threads 1 || return 1
+  "$tiled" || return 1
+  export SKIFF_BENCH_FULL=1
   echo "== benches/gpu.rs"
   # shellcheck disable=SC2086
   "$bench" --bench ${SKIFF_BENCH_FILTER:-} 2>&1 | grep -vE '^(Benchmarking|\s*$)'
+  [ -n "${SKIFF_BENCH_FILTER:-}" ] && return 0
+  # The tiled matmul's two tiles side by side (the default picks 128x128
+  # from 256 such tiles on: GpuContext::matmul_wide_from).
+  for from in 1 1000000000; do
+    echo "== matmul with SKIFF_GPU_MATMUL_WIDE_FROM=$from"
+    SKIFF_GPU_MATMUL_WIDE_FROM=$from "$bench" --bench 'gpu_matmul_f32/(1024|2048|4096)' 2>&1 | grep -E '^gpu matmul'
+  done
+  echo "== benches/train.rs (Adam steps, cpu and GPU)"
+  "$train" --bench 2>&1 | grep -vE '^(Benchmarking|\s*$)'
+  echo "== benches/jit.rs (eager and compiled steps)"
+  "$jit" --bench 2>&1 | grep -vE '^(Benchmarking|\s*$)'
 }
 
 case "${1:-run}" in

@@ -4,22 +4,31 @@
 // shader-f16, read as f32 at staging, accumulated in f32 and rounded once
 // by `store`).
 //
-// Tiling: an 8x8 workgroup computes a 64x64 tile of C; each invocation owns
-// an 8x8 register block made of four 4x4 quads: rows 4ty..4ty+3 and
-// 32+4ty..32+4ty+3, columns 4tx..4tx+3 and 32+4tx..32+4tx+3. K advances in
-// slices of 16: the workgroup stages a 64x16 slice of A (k-major) and a 16x64
-// slice of B in workgroup memory as vec4s, so each k step reads 2 vec4 of A
-// and 2 vec4 of B for 64 FMAs. Storage: 2 x 16 x 17 vec4 = 8,704 bytes,
-// inside WebGPU's 16 KiB default; the 17th vec4 of each k row spreads the
+// Tiling, in two sizes (WG, TK and STAGE in braces are filled by
+// src/backend/gpu/matmul.rs, `tiled_body`): a WG x WG workgroup computes an
+// 8WG x 8WG tile of C; each invocation owns an 8x8 register block made of
+// four 4x4 quads: rows 4ty..4ty+3 and HALF+4ty..HALF+4ty+3, columns
+// 4tx..4tx+3 and HALF+4tx..HALF+4tx+3 (HALF = 4WG). K advances in slices of
+// TK: the workgroup stages a TM x TK slice of A (k-major) and a TK x TN slice
+// of B in workgroup memory as vec4s, so each k step reads 2 vec4 of A and 2
+// vec4 of B for 64 FMAs. (Fetching each slice into registers while the one
+// before it is multiplied ran slower on an H200: 4096^3 19.8 -> 16.5 TFLOP/s.) The padding vec4 of each staged k row spreads the
 // column-order staging stores over the memory banks.
+//   - 64x64 tiles (WG 8, TK 16): 2 x 16 x 17 vec4 = 8,704 bytes of workgroup
+//     storage, the default, for every product;
+//   - 128x128 tiles (WG 16, TK 8): 2 x 8 x 33 vec4 = 8,448 bytes, 256
+//     invocations, for products with tiles enough to fill a big GPU
+//     (`GpuContext::matmul_wide_from`): each staged element feeds twice the
+//     FMAs, so a real GPU's memory traffic per FMA halves. On an H200
+//     4096^3 ran at 19.8 TFLOP/s against 9.2 with 64x64 tiles.
+// Both fit WebGPU's 16 KiB default.
 //
-// Note: why 64 invocations with 8x8 blocks rather than 256 with 4x4. Both
-// give 64x64 tiles; the larger block needs a quarter of the workgroup-memory
+// Note: why 8x8 blocks rather than 4x4 (for 64x64 tiles, 64 invocations
+// rather than 256); the larger block needs a quarter of the workgroup-memory
 // loads per FMA (4 vec4 loads per 64 FMAs instead of 8 scalar loads per 16)
 // and half the bytes, and on
 // lavapipe, where those loads dominate, 256^3 ran 2.2x faster (0.57 -> 1.24
-// GFLOP/s; 4x4 blocks read as vec4s reached 0.74). Real GPUs: not yet measured
-// (benches/gpu_device.sh).
+// GFLOP/s; 4x4 blocks read as vec4s reached 0.74).
 //
 // Software adapters (DeviceType::Cpu, e.g. lavapipe) run a different kernel,
 // generated in src/backend/gpu/matmul.rs (blocked_kernel): no workgroup
@@ -43,19 +52,22 @@
 // The grid is any (x, y, z) covering tiles_n * tiles_m * batch workgroups;
 // each workgroup decodes its tile and batch from its linear id.
 
-const TM: u32 = 64u;
-const TN: u32 = 64u;
-const TK: u32 = 16u;
-const LD4: u32 = 17u; // vec4s per staged k row: 16 + 1 padding
+const WG: u32 = {WG}u; // invocations along each side of the workgroup
+const TM: u32 = 8u * WG; // tile rows
+const TN: u32 = 8u * WG; // tile columns
+const TK: u32 = {TK}u; // steps of K per staged slice
+const HALF: u32 = 4u * WG; // offset of an invocation's second quad of rows (and of columns)
+const LD4: u32 = 2u * WG + 1u; // vec4s per staged k row: TM / 4 + 1 padding
+const STAGED: u32 = TM * TK / (WG * WG); // elements of each operand one invocation stages per slice
 
 @group(0) @binding(1) var<storage, read> A: array<{ELEM}>;
 @group(0) @binding(2) var<storage, read> B: array<{ELEM}>;
 @group(0) @binding(3) var<storage, read_write> C: array<{ELEM}>;
 
-var<workgroup> As: array<vec4<f32>, 272>; // As[k * LD4 + q] = A rows 4q..4q+3 at k
-var<workgroup> Bs: array<vec4<f32>, 272>; // Bs[k * LD4 + q] = B cols 4q..4q+3 at k
+var<workgroup> As: array<vec4<f32>, {STAGE}>; // As[k * LD4 + q] = A rows 4q..4q+3 at k (TK * LD4 vec4s)
+var<workgroup> Bs: array<vec4<f32>, {STAGE}>; // Bs[k * LD4 + q] = B cols 4q..4q+3 at k
 
-@compute @workgroup_size(8, 8, 1)
+@compute @workgroup_size({WG}, {WG}, 1)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
@@ -95,7 +107,7 @@ fn main(
 
     let tx = lid.x;
     let ty = lid.y;
-    // acc<row quad><row in quad><col quad>: acc121 holds row 32+4ty+2, cols 32+4tx..32+4tx+3.
+    // acc<row quad><row in quad><col quad>: acc121 holds row HALF+4ty+2, cols HALF+4tx..HALF+4tx+3.
     var acc000 = vec4<f32>(0.0);
     var acc001 = vec4<f32>(0.0);
     var acc010 = vec4<f32>(0.0);
@@ -114,10 +126,10 @@ fn main(
     var acc131 = vec4<f32>(0.0);
 
     for (var k0 = 0u; k0 < K; k0 = k0 + TK) {
-        // Stage: 1,024 elements of each operand, 16 per invocation.
-        for (var p = 0u; p < 16u; p = p + 1u) {
-            let e = li + 64u * p;
-            var ar = e % TM; // A slice: 64 rows x 16 k
+        // Stage: TM x TK elements of each operand, STAGED per invocation.
+        for (var p = 0u; p < STAGED; p = p + 1u) {
+            let e = li + WG * WG * p;
+            var ar = e % TM; // A slice: TM rows x TK k
             var ak = e / TM;
             if (a_kfast) {
                 ar = e / TK;
@@ -128,7 +140,7 @@ fn main(
                 v = f32(A[oa + (row0 + ar) * rsa + (k0 + ak) * csa]);
             }
             As[ak * LD4 + ar / 4u][ar % 4u] = v;
-            var bk = e % TK; // B slice: 16 k x 64 cols
+            var bk = e % TK; // B slice: TK k x TN cols
             var bc = e / TK;
             if (b_nfast) {
                 bk = e / TN;
@@ -143,9 +155,9 @@ fn main(
         workgroupBarrier();
         for (var kk = 0u; kk < TK; kk = kk + 1u) {
             let a0 = As[kk * LD4 + ty];
-            let a1 = As[kk * LD4 + ty + 8u];
+            let a1 = As[kk * LD4 + ty + WG];
             let b0 = Bs[kk * LD4 + tx];
-            let b1 = Bs[kk * LD4 + tx + 8u];
+            let b1 = Bs[kk * LD4 + tx + WG];
             acc000 = fma(vec4<f32>(a0.x), b0, acc000);
             acc001 = fma(vec4<f32>(a0.x), b1, acc001);
             acc010 = fma(vec4<f32>(a0.y), b0, acc010);
@@ -173,14 +185,14 @@ fn main(
     store_row(cbase, r0 + 1u, c0, M, N, acc010, acc011);
     store_row(cbase, r0 + 2u, c0, M, N, acc020, acc021);
     store_row(cbase, r0 + 3u, c0, M, N, acc030, acc031);
-    store_row(cbase, r0 + 32u, c0, M, N, acc100, acc101);
-    store_row(cbase, r0 + 33u, c0, M, N, acc110, acc111);
-    store_row(cbase, r0 + 34u, c0, M, N, acc120, acc121);
-    store_row(cbase, r0 + 35u, c0, M, N, acc130, acc131);
+    store_row(cbase, r0 + HALF, c0, M, N, acc100, acc101);
+    store_row(cbase, r0 + HALF + 1u, c0, M, N, acc110, acc111);
+    store_row(cbase, r0 + HALF + 2u, c0, M, N, acc120, acc121);
+    store_row(cbase, r0 + HALF + 3u, c0, M, N, acc130, acc131);
 }
 
 // Writes one row of a register block: `lo` at columns col..col+3, `hi` at
-// col+32..col+35, skipping whatever lies outside C. `store(i, v)` (appended
+// col+HALF..col+HALF+3, skipping whatever lies outside C. `store(i, v)` (appended
 // by src/backend/gpu/matmul.rs) writes C[i], after a fused epilogue's steps
 // when there is one (src/backend/gpu/epilogue.rs).
 fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: vec4<f32>) {
@@ -192,8 +204,8 @@ fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: 
         if (col + j < N) {
             store(o + col + j, lo[j]);
         }
-        if (col + 32u + j < N) {
-            store(o + col + 32u + j, hi[j]);
+        if (col + HALF + j < N) {
+            store(o + col + HALF + j, hi[j]);
         }
     }
 }

@@ -42,20 +42,28 @@ fn plain(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
 
 #[test]
 fn wgsl_validates_and_fits_webgpu_workgroup_storage() {
-    let src = gm::source(DType::F32);
-    let module = naga::front::wgsl::parse_str(&src).expect("matmul.wgsl parses");
+    let shared = workgroup_bytes(&gm::source(DType::F32));
+    assert_eq!(shared as usize, gm::Tiles::SMALL.workgroup_bytes(), "64x64 tiles");
+    assert!(shared <= 16384, "64x64 tiles: workgroup storage {shared} bytes exceeds WebGPU's default 16 KiB");
+    let shared = workgroup_bytes(&gm::wide_source(DType::F32));
+    assert_eq!(shared as usize, gm::Tiles::WIDE.workgroup_bytes(), "128x128 tiles");
+    assert!(shared <= 16384, "128x128 tiles: workgroup storage {shared} bytes exceeds WebGPU's default 16 KiB");
+}
+
+/// The bytes of workgroup storage `src` declares, after validating it.
+fn workgroup_bytes(src: &str) -> u32 {
+    let module = naga::front::wgsl::parse_str(src).expect("matmul.wgsl parses");
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
         .validate(&module)
         .expect("matmul.wgsl validates");
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).expect("layout");
-    let shared: u32 = module
+    module
         .global_variables
         .iter()
         .filter(|(_, v)| v.space == naga::AddressSpace::WorkGroup)
         .map(|(_, v)| layouter[v.ty].size)
-        .sum();
-    assert!(shared <= 16384, "workgroup storage {shared} bytes exceeds WebGPU's default 16 KiB");
+        .sum()
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! per process, before the first product) and checks it against the cpu in
 //! f32 and, where the adapter has shader-f16, against the f32 kernel's
 //! widened and rounded product in f16, and its implicit GEMM (B read through
-//! a window) against the explicit product. One test: the setting is per process.
+//! a window) against the explicit product; each with 64x64 tiles and with
+//! the wide 128x128 ones. One test: the setting is per process.
 
 #![cfg(feature = "gpu")]
 
@@ -18,16 +19,24 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     let Some(dev) = common::gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     manual_seed(7);
-    let shapes: [(&[usize], &[usize], bool); 5] = [
+    let shapes: [(&[usize], &[usize], bool); 7] = [
         (&[1, 1], &[1, 1], false),
         (&[65, 33], &[33, 17], false),
         (&[70, 64], &[64, 130], false),
         (&[3, 17, 40], &[1, 40, 9], false),
         // B read through a transposed view: [n, k] storage.
         (&[9, 20], &[66, 20], true),
+        // Past one wide tile each way, K not a multiple of either slice.
+        (&[2, 131, 37], &[2, 37, 257], false),
+        (&[129, 8], &[130, 8], true),
     ];
-    for (sa, sb, b_transposed) in shapes {
-        let what = format!("{sa:?} x {sb:?}{}", if b_transposed { " (B transposed)" } else { "" });
+    let ctx = g.context();
+    let wide_from = ctx.matmul_wide_from();
+    // Every shape with both tiles: 64x64, then 128x128 (from one tile on).
+    for ((sa, sb, b_transposed), wide) in shapes.into_iter().flat_map(|s| [(s, false), (s, true)]) {
+        ctx.set_matmul_wide_from(if wide { 1 } else { usize::MAX });
+        let tiles = if wide { "128x128" } else { "64x64" };
+        let what = format!("{sa:?} x {sb:?}{}, {tiles} tiles", if b_transposed { " (B transposed)" } else { "" });
         let (a, b) = (Tensor::randn(sa, DType::F32).unwrap(), Tensor::randn(sb, DType::F32).unwrap());
         let view = |t: Tensor| if b_transposed { t.transpose(-1, -2).unwrap() } else { t };
         let want = a.matmul(&view(b.clone())).unwrap().to_vec::<f32>().unwrap();
@@ -47,6 +56,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
             assert_eq!(bits(&product), bits(&rounded), "{what}: f16 product");
         }
     }
+    ctx.set_matmul_wide_from(wide_from);
     // The implicit GEMM's tiled kernel: the explicit product's bits.
     let geo = skiff::kernel::Window2d {
         n: 2,
@@ -79,6 +89,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     assert!(kernels.iter().any(|k| k == "matmul:f32:window"), "the tiled implicit GEMM ran: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32:window_t"), "and its transpose: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
+    assert!(kernels.iter().any(|k| k == "matmul:f32:wide"), "with wide tiles too: {kernels:?}");
     assert!(!kernels.iter().any(|k| k.contains(":blocked:")), "no blocked kernel: {kernels:?}");
     if g.shader_f16() {
         assert!(kernels.iter().any(|k| k == "matmul:f16"), "{kernels:?}");

@@ -48,6 +48,7 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.extend(reduce::sources());
     for dt in matmul::DTYPES {
         all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
+        all.push((matmul::tiled_key(matmul::Tiles::WIDE, dt), matmul::wide_source(dt)));
         // The implicit GEMM's kernels: B read through a window either way
         // round, with or without the padding test, by every block of the
         // blocked kernel and (always testing) by the tiled one.

@@ -1,8 +1,9 @@
 //! Batched matrix products on the GPU, in one of two kernels:
 //!
 //! - `shaders/matmul.wgsl` (real GPUs): 64x64 output tiles per 8x8
-//!   workgroup, 8x8 register blocks per invocation, K staged through
-//!   workgroup memory in slices of 16 (see the shader's notes).
+//!   workgroup (or 128x128 per 16x16 for big products), 8x8 register
+//!   blocks per invocation, K staged through workgroup memory in slices of
+//!   16 (8) (see the shader's notes).
 //! - a register-block kernel generated here (software adapters such as
 //!   lavapipe, `DeviceType::Cpu`): no workgroup memory and no barriers; each
 //!   invocation accumulates a block of C (up to 16x32, sized to the product:
@@ -35,6 +36,44 @@ pub const MATMUL: &str = include_str!("../../../shaders/matmul.wgsl");
 
 /// Output tile edge (rows and columns) of one workgroup of the tiled kernel.
 pub const TILE: usize = 64;
+/// The tiled kernel's wide tile edge, for products with enough such tiles
+/// to fill the GPU (`GpuContext::matmul_wide_from`).
+pub const WIDE_TILE: usize = 128;
+
+/// The tiled kernel's shape: `edge` x `edge` outputs per workgroup (8x8
+/// per invocation), K staged `k` steps at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiles {
+    pub edge: usize,
+    pub k: usize,
+}
+
+impl Tiles {
+    /// 64x64 outputs, 8x8 invocations, K in slices of 16: every product's
+    /// (`TILE`).
+    pub const SMALL: Tiles = Tiles { edge: TILE, k: 16 };
+
+    /// 128x128 outputs, 16x16 invocations, K in slices of 8: the same
+    /// workgroup storage as `SMALL` (8,448 bytes), for big products. Longer
+    /// slices, where an adapter allows more than WebGPU's 16 KiB, measured
+    /// slower on an H200 (4096^3: 19.8 TFLOP/s with 8, 19.2 with 16, 12.2
+    /// with 32; benches/README.md).
+    pub const WIDE: Tiles = Tiles { edge: WIDE_TILE, k: 8 };
+
+    /// Workgroup storage the staged slices take: both operands, `k` rows of
+    /// `edge / 4 + 1` vec4s (one of padding).
+    pub fn workgroup_bytes(self) -> usize {
+        2 * self.k * (self.edge / 4 + 1) * 16
+    }
+
+    fn key(self) -> String {
+        if self == Tiles::SMALL {
+            String::new()
+        } else {
+            ":wide".to_string()
+        }
+    }
+}
 /// Rows and columns of C one invocation of the blocked kernel accumulates,
 /// at most (`Block::for_product` picks smaller ones for small products).
 pub const BLOCK: [usize; 2] = [16, 32];
@@ -328,14 +367,35 @@ pub const DTYPES: [DType; 2] = [DType::F32, DType::F16];
 
 /// The full WGSL source of the tiled kernel over `dt` elements (prelude included).
 pub fn source(dt: DType) -> String {
-    source_with(Kernel::Tiled, Block::FULL, dt, &plain_store(write(dt)))
+    source_with(Kernel::Tiled, Block::FULL, Tiles::SMALL, dt, &plain_store(write(dt)))
+}
+
+/// The full WGSL source of the tiled kernel with `Tiles::WIDE`.
+pub fn wide_source(dt: DType) -> String {
+    source_with(Kernel::Tiled, Block::FULL, Tiles::WIDE, dt, &plain_store(write(dt)))
+}
+
+/// The pipeline key of the tiled kernel with `tiles` over `dt` elements.
+pub fn tiled_key(tiles: Tiles, dt: DType) -> String {
+    format!("matmul:{}{}", dt.name(), tiles.key())
+}
+
+/// `shaders/matmul.wgsl` over `dt` elements with `tiles`.
+fn tiled_body(dt: DType, tiles: Tiles) -> String {
+    let (wg, tk) = (tiles.edge / 8, tiles.k);
+    let staged = tk * (2 * wg + 1);
+    MATMUL
+        .replace("{ELEM}", wgsl_type(dt))
+        .replace("{WG}", &wg.to_string())
+        .replace("{TK}", &tk.to_string())
+        .replace("{STAGE}", &staged.to_string())
 }
 
 /// The full WGSL source of `kernel` reading B through a window (implicit
 /// GEMM; `b`'s B loads say which way round; blocked: with block `b`).
 pub fn window_source(kernel: Kernel, b: Block, dt: DType) -> String {
     assert!(b.b.is_window(), "a window source with {:?} loads of B", b.b);
-    source_with(kernel, b, dt, &plain_store(write(dt)))
+    source_with(kernel, b, Tiles::SMALL, dt, &plain_store(write(dt)))
 }
 
 /// Whether a kernel source uses subgroup operations (a broadcasting block's):
@@ -349,15 +409,15 @@ pub fn uses_subgroups(source: &str) -> bool {
 /// The full WGSL source of the blocked kernel with block `b` over `dt`
 /// elements (prelude included).
 pub fn blocked_source(b: Block, dt: DType) -> String {
-    source_with(Kernel::Blocked, b, dt, &plain_store(write(dt)))
+    source_with(Kernel::Blocked, b, Tiles::SMALL, dt, &plain_store(write(dt)))
 }
 
-/// The source of `kernel` (blocked: with block `b`) over `dt` elements
-/// with `tail` (an epilogue's code) as its store.
-fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
+/// The source of `kernel` (blocked: with block `b`; tiled: with `tiles`)
+/// over `dt` elements with `tail` (an epilogue's code) as its store.
+fn source_with(kernel: Kernel, b: Block, tiles: Tiles, dt: DType, tail: &str) -> String {
     let body = match kernel {
         Kernel::Tiled if b.b.is_window() => tiled_window_kernel(dt, b.b.is_transposed_window()),
-        Kernel::Tiled => MATMUL.replace("{ELEM}", wgsl_type(dt)),
+        Kernel::Tiled => tiled_body(dt, tiles),
         Kernel::Blocked => blocked_kernel(b, dt),
     };
     let enable = if dt == DType::F16 { ENABLE_F16 } else { "" };
@@ -370,15 +430,18 @@ fn source_with(kernel: Kernel, b: Block, dt: DType, tail: &str) -> String {
 fn tiled_window_kernel(dt: DType, transposed: bool) -> String {
     const LOAD: &str = "w = f32(B[ob + (k0 + bk) * rsb + (col0 + bc) * csb]);";
     assert!(MATMUL.contains(LOAD), "shaders/matmul.wgsl's staging load of B changed");
-    let body = MATMUL.replace("{ELEM}", wgsl_type(dt)).replace(LOAD, "w = window_b(ob, k0 + bk, col0 + bc);");
+    let body = tiled_body(dt, Tiles::SMALL).replace(LOAD, "w = window_b(ob, k0 + bk, col0 + bc);");
     format!("{body}{}", window_loads::tiled_fn(transposed, |load| Widen(dt).scalar(load)))
 }
 
-/// Both kernels with `e`'s tail in their stores (for validation; epilogues
-/// head f32 products only: `jit` leaves f16 values unfused).
+/// Both kernels (the tiled one with both tiles) with `e`'s tail in their
+/// stores (for validation; epilogues head f32 products only: `jit` leaves
+/// f16 values unfused).
 pub fn epilogue_sources(e: &crate::kernel::Epilogue) -> Vec<String> {
     let code = super::epilogue::code(e, TAIL_BINDING, write(DType::F32));
-    [Kernel::Tiled, Kernel::Blocked].map(|k| source_with(k, Block::FULL, DType::F32, &code)).to_vec()
+    [(Kernel::Tiled, Tiles::SMALL), (Kernel::Tiled, Tiles::WIDE), (Kernel::Blocked, Tiles::SMALL)]
+        .map(|(k, t)| source_with(k, Block::FULL, t, DType::F32, &code))
+        .to_vec()
 }
 
 /// Which kernel a device runs.
@@ -482,8 +545,12 @@ pub(super) fn product(
     if let Some((loads, _)) = window {
         block = block.loading(block.a, loads);
     }
+    // The wide tile where the product has enough of them (never through a
+    // window: the convolutions' products are small).
+    let wide = m.div_ceil(WIDE_TILE) * n.div_ceil(WIDE_TILE) * nb >= ctx.matmul_wide_from();
+    let tiling = if kernel == Kernel::Tiled && window.is_none() && wide { Tiles::WIDE } else { Tiles::SMALL };
     let [tm, tn] = match kernel {
-        Kernel::Tiled => [TILE, TILE],
+        Kernel::Tiled => [tiling.edge, tiling.edge],
         Kernel::Blocked => block.tile(),
     };
     let mut params = params(la, lb, batch, [m, k, n], [tm, tn])?;
@@ -499,14 +566,19 @@ pub(super) fn product(
             let key = format!("matmul:{}:{}", dt.name(), window_key(block.b));
             ctx.pipeline(&key, || window_source(Kernel::Tiled, block, dt))?
         }
-        (Kernel::Tiled, None) => ctx.pipeline(&format!("matmul:{}", dt.name()), || source(dt))?,
+        (Kernel::Tiled, None) => ctx.pipeline(&tiled_key(tiling, dt), || {
+            source_with(Kernel::Tiled, block, tiling, dt, &plain_store(write(dt)))
+        })?,
         (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block, dt), || blocked_source(block, dt))?,
         (kernel, Some(t)) => {
             params.extend_from_slice(&t.params);
             buffers.extend(t.buffers.iter().map(|b| b.raw()));
-            let shape = if kernel == Kernel::Blocked { block.key() } else { String::new() };
+            let shape = match kernel {
+                Kernel::Blocked => block.key(),
+                Kernel::Tiled => tiling.key(),
+            };
             ctx.pipeline(&format!("matmul:f32:{kernel:?}{shape}:{}", t.key), || {
-                source_with(kernel, block, dt, &t.code(TAIL_BINDING, write(dt)))
+                source_with(kernel, block, tiling, dt, &t.code(TAIL_BINDING, write(dt)))
             })?
         }
     };

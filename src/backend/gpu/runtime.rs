@@ -133,6 +133,9 @@ pub struct GpuContext {
     /// The subgroup size the blocked matmul shares loads of B across, or 0
     /// (see `matmul::Block::broadcast`).
     matmul_broadcast: AtomicUsize,
+    /// From how many 128x128 tiles a product takes the tiled matmul's wide
+    /// tile (`matmul_wide_from_default`).
+    matmul_wide_from: AtomicUsize,
     /// Whether the device has subgroup operations: `Features::SUBGROUP`, or
     /// (`subgroups_by_directive`) a browser device the page asked for them.
     subgroups: bool,
@@ -179,6 +182,19 @@ fn matmul_unroll_for(info: &wgpu::AdapterInfo) -> usize {
         _ if info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe") => 4,
         _ => 1,
     }
+}
+
+/// From how many `matmul::WIDE_TILE` tiles (all batches together) the tiled
+/// matmul (real GPUs) takes 128x128 tiles rather than 64x64, unless
+/// `SKIFF_GPU_MATMUL_WIDE_FROM=<tiles>` says otherwise (0 or 1: always; a
+/// huge number: never). A wide tile halves the staged loads per FMA but
+/// leaves a quarter as many workgroups to spread over the GPU's cores. On
+/// an H200 (132 multiprocessors) it won from 1024^3 (64 tiles: 5.1-5.4
+/// against 4.8 TFLOP/s) up (4096^3: 19.8 against 9.2) and tied at 256^3
+/// (4 tiles), where launch latency is the product's time; below 64 tiles
+/// smaller GPUs keep the 64x64 tile's four times as many workgroups.
+fn matmul_wide_from_default() -> usize {
+    std::env::var("SKIFF_GPU_MATMUL_WIDE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
 }
 
 /// The subgroup size across which an adapter's blocked matmul shares its
@@ -290,6 +306,7 @@ impl GpuContext {
             matmul_unroll: AtomicUsize::new(matmul_unroll),
             matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
             matmul_broadcast: AtomicUsize::new(broadcast),
+            matmul_wide_from: AtomicUsize::new(matmul_wide_from_default()),
             subgroups,
             subgroups_by_directive: o.subgroups_by_directive,
             implicit_gemm: AtomicBool::new(implicit_gemm),
@@ -382,6 +399,19 @@ impl GpuContext {
     #[doc(hidden)]
     pub fn matmul_vec4(&self) -> bool {
         self.matmul_vec4.load(Ordering::Relaxed)
+    }
+
+    /// From how many 128x128 tiles the tiled matmul takes wide tiles
+    /// (`matmul_wide_from_default`).
+    #[doc(hidden)]
+    pub fn matmul_wide_from(&self) -> usize {
+        self.matmul_wide_from.load(Ordering::Relaxed)
+    }
+
+    /// Sets `matmul_wide_from` from now on (tests run both tiles).
+    #[doc(hidden)]
+    pub fn set_matmul_wide_from(&self, tiles: usize) {
+        self.matmul_wide_from.store(tiles, Ordering::Relaxed);
     }
 
     /// Sets `matmul_vec4` from now on. Both read the same elements and
