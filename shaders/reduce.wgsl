@@ -15,11 +15,14 @@
 //   m[8..16] = kept shape, m[16..24] = kept strides,
 //   m[24..32] = reduced shape, m[32..40] = reduced strides.
 //
-// A workgroup of 256 threads covers G outputs with L = 256 / G lanes each:
+// A workgroup of W threads ({WGS}: 256, or 64 where every thread reduces
+// alone, G = W, so that software adapters, which run each workgroup on one
+// core, spread a few hundred parts over several) covers G outputs with
+// L = W / G lanes each:
 // thread `lid` serves output slot lid % G as lane lid / G. Lanes stride over
 // the k reduced elements, then combine through workgroup memory in a tree.
 // G = 1 is the classic one-workgroup-per-output reduction (long rows);
-// G = 256 is one thread per output (many outputs, few elements each); in
+// G = W is one thread per output (many outputs, few elements each); in
 // between, neighbouring threads read neighbouring outputs, which keeps column
 // reductions coalesced. The host picks G from the sizes and strides.
 //
@@ -37,8 +40,8 @@ const MAXLIKE: bool = KIND == 1u || KIND == 3u;
 // Index of a lane that saw no element: loses every tie, so any real index wins.
 const NONE: u32 = 0xffffffffu;
 
-var<workgroup> SV: array<f32, 256>;
-var<workgroup> SI: array<u32, 256>;
+var<workgroup> SV: array<f32, {WGS}>;
+var<workgroup> SI: array<u32, {WGS}>;
 
 // By bits: comparisons with NaN are not reliable under WGSL's float rules.
 fn is_nan(v: f32) -> bool {
@@ -116,13 +119,13 @@ fn advance(at: vec2<u32>, st: vec4<u32>) -> vec2<u32> {
     return vec2<u32>(at.x + st.x + select(0u, st.w, wrap), select(i, i - st.z, wrap));
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size({WGS})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
         @builtin(num_workgroups) nwg: vec3<u32>) {
     let lg = pm(3u);
     let slot = lid & ((1u << lg) - 1u);
     let lane = lid >> lg;
-    let lanes = 256u >> lg;
+    let lanes = {WGS}u >> lg;
     // 2-D grid (65,535 workgroups per dimension); surplus groups find o >= outputs.
     let o = ((wid.y * nwg.x + wid.x) << lg) + slot;
     let live = o < pm(0u);

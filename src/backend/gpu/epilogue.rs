@@ -139,7 +139,7 @@ fn store(i: u32, x0: f32) {{
 pub fn sources(e: &Epilogue) -> Vec<String> {
     match &e.head {
         KernelSpec::Matmul { .. } => matmul::epilogue_sources(e),
-        KernelSpec::Reduce { kind, .. } => vec![reduce::epilogue_source(*kind, e)],
+        KernelSpec::Reduce { kind, .. } => reduce::epilogue_sources(*kind, e),
         _ => Vec::new(),
     }
 }
