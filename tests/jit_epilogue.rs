@@ -166,7 +166,7 @@ fn a_tail_too_big_for_the_heads_parameters_still_runs() {
 }
 
 /// Every epilogue kernel of the programs above and of the MLP Adam step
-/// validates with naga: both product kernels (the tiled one is what real
+/// validates with naga: every product kernel (the tiled one is what real
 /// GPUs run, which this machine has none of) and the reductions.
 #[cfg(feature = "gpu")]
 #[test]
@@ -184,8 +184,10 @@ fn epilogue_kernels_validate_with_naga() {
             checked += 1;
         }
     }
-    // 4 products with a tail (two kernels each) and 3 reductions.
-    assert_eq!(checked, 4 * 2 + 3, "validated {checked} kernels");
+    // 4 products with a tail (three kernels each: the tiled one with 64x64
+    // and with 128x128 tiles, the blocked one) and 3 reductions (two each:
+    // 256-thread and 64-thread workgroups).
+    assert_eq!(checked, 4 * 3 + 3 * 2, "validated {checked} kernels");
 }
 
 /// The 784-256-128-10 MLP's Adam step (batch 64), traced and optimised.
