@@ -11,11 +11,12 @@
 // 4tx..4tx+3 and HALF+4tx..HALF+4tx+3 (HALF = 4WG). K advances in slices of
 // TK: the workgroup stages a TM x TK slice of A (k-major) and a TK x TN slice
 // of B in workgroup memory as vec4s, so each k step reads 2 vec4 of A and 2
-// vec4 of B for 64 FMAs. (Fetching each slice into registers while the one
-// before it is multiplied ran slower on an H200: 4096^3 19.8 -> 16.5 TFLOP/s.) The padding vec4 of each staged k row spreads the
-// column-order staging stores over the memory banks.
+// vec4 of B for 64 FMAs. The padding vec4 of each staged k row spreads the
+// column-order staging stores over the memory banks. (Fetching each slice
+// into registers while the one before it is multiplied ran slower on an
+// H200: 4096^3 19.8 -> 16.5 TFLOP/s.)
 //   - 64x64 tiles (WG 8, TK 16): 2 x 16 x 17 vec4 = 8,704 bytes of workgroup
-//     storage, the default, for every product;
+//     storage, for every other product;
 //   - 128x128 tiles (WG 16, TK 8): 2 x 8 x 33 vec4 = 8,448 bytes, 256
 //     invocations, for products with tiles enough to fill a big GPU
 //     (`GpuContext::matmul_wide_from`): each staged element feeds twice the
