@@ -10,9 +10,12 @@
 #      packages into .gl/ (both folders are added to .git/info/exclude).
 #   2. On the device: run(command="bash benches/gpu_device.sh",
 #                         carry=[".gpubench", ".gl"], timeout_s=540)
-#      The whole run takes about 4 minutes after the machine's start: the
-#      GPU matmul tests, benches/gpu.rs (the wide and the 64x64 tiles side by
-#      side too), benches/train.rs and benches/jit.rs.
+#      The whole run takes about 5 minutes after the machine's start: the
+#      GPU matmul tests, benches/gpu.rs (the matmul's variants side by side
+#      too), PyTorch's products and steps on the same GPU where the image has
+#      it, benches/train.rs and benches/jit.rs.
+#      `bash benches/gpu_device.sh variants` runs only the tiled matmul's
+#      test and its variants (about 4 minutes), for trying a kernel change.
 #
 # The device needs a Vulkan loader (libvulkan.so.1) and libglvnd (both
 # unpacked from .gl/) and the GPU's Vulkan ICD (NVIDIA's is looked for
@@ -110,20 +113,52 @@ run_all() {
   # shellcheck disable=SC2086
   "$bench" --bench ${SKIFF_BENCH_FILTER:-} 2>&1 | grep -vE '^(Benchmarking|\s*$)'
   [ -n "${SKIFF_BENCH_FILTER:-}" ] && return 0
-  # The tiled matmul's two tiles side by side (the default picks 128x128
-  # from 256 such tiles on: GpuContext::matmul_wide_from).
-  for from in 1 1000000000; do
-    echo "== matmul with SKIFF_GPU_MATMUL_WIDE_FROM=$from"
-    SKIFF_GPU_MATMUL_WIDE_FROM=$from "$bench" --bench 'gpu_matmul_f32/(1024|2048|4096)' 2>&1 | grep -E '^gpu matmul'
-  done
+  matmul_variants "$bench" '1024|4096'
+  torch_peer
   echo "== benches/train.rs (Adam steps, cpu and GPU)"
   "$train" --bench 2>&1 | grep -vE '^(Benchmarking|\s*$)'
   echo "== benches/jit.rs (eager and compiled steps)"
   "$jit" --bench 2>&1 | grep -vE '^(Benchmarking|\s*$)'
 }
 
+# The tiled matmul's variants side by side at the sizes in $2 (a regex):
+# which operands stage vec4s (SKIFF_GPU_MATMUL_STAGE), and wgpu's shader
+# runtime checks kept (SKIFF_GPU_MATMUL_CHECKS=on) or not (the default).
+matmul_variants() {
+  local bench=$1 sizes=$2 v
+  for v in "a4b4 off" "b4 off" "a4 off" "none off" "a4b4 on" "none on"; do
+    set -- $v
+    echo "== matmul with SKIFF_GPU_MATMUL_STAGE=$1 SKIFF_GPU_MATMUL_CHECKS=$2"
+    SKIFF_GPU_MATMUL_STAGE=$1 SKIFF_GPU_MATMUL_CHECKS=$2 "$bench" --bench "gpu_matmul_f32/($sizes)" 2>&1 | grep -E '^gpu matmul'
+  done
+}
+
+# PyTorch on the same GPU, where the device's image has it (the H200's
+# does): f32 products with TF32 off, the per-op cost, and the MLP and CNN
+# Adam steps (benches/peers/torch_steps.py).
+torch_peer() {
+  local py=${SKIFF_TORCH_PYTHON:-python3}
+  "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null || {
+    echo "== no PyTorch with CUDA here: no peer"
+    return 0
+  }
+  echo "== PyTorch $("$py" -c 'import torch; print(torch.__version__, torch.cuda.get_device_name())') (peer)"
+  for n in 1024 2048 4096; do "$py" benches/peers/torch_steps.py matmul "$n" cuda; done
+  "$py" benches/peers/torch_steps.py op 5000 cuda
+  for net in mlp cnn; do "$py" benches/peers/torch_steps.py "$net" 500 cuda; done
+}
+
 case "${1:-run}" in
   prepare) prepare ;;
+  variants)
+    # Only the adapter, the tiled matmul's test and its variants (about 4
+    # minutes): for trying a kernel change on a device.
+    {
+      export SKIFF_BENCH_FULL=1
+      vulkan && SKIFF_DEVICE=gpu "$BIN/devices" && "$BIN/gpu-matmul-tiled-test" &&
+        matmul_variants "$BIN/gpu-bench" '1024|2048|4096'
+    } 2>&1 | tee "${OUT:-/tmp}/gpu_variants.txt"
+    ;;
   run)
     if [ -n "${OUT:-}" ]; then
       run_all 2>&1 | tee "$OUT/gpu_bench.txt"
@@ -131,5 +166,5 @@ case "${1:-run}" in
       run_all
     fi
     ;;
-  *) echo "usage: $0 [prepare|run]" >&2; exit 2 ;;
+  *) echo "usage: $0 [prepare|run|variants]" >&2; exit 2 ;;
 esac

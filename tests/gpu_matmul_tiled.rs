@@ -5,7 +5,8 @@
 //! f32 and, where the adapter has shader-f16, against the f32 kernel's
 //! widened and rounded product in f16, and its implicit GEMM (B read through
 //! a window) against the explicit product; each with 64x64 tiles and with
-//! the wide 128x128 ones. One test: the setting is per process.
+//! the wide 128x128 ones, staging an aligned B as vec4s and other operands
+//! one element per load (`matmul_stage`). One test: the setting is per process.
 
 #![cfg(feature = "gpu")]
 
@@ -19,7 +20,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     let Some(dev) = common::gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     manual_seed(7);
-    let shapes: [(&[usize], &[usize], bool); 7] = [
+    let shapes: [(&[usize], &[usize], bool); 8] = [
         (&[1, 1], &[1, 1], false),
         (&[65, 33], &[33, 17], false),
         (&[70, 64], &[64, 130], false),
@@ -29,6 +30,8 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
         // Past one wide tile each way, K not a multiple of either slice.
         (&[2, 131, 37], &[2, 37, 257], false),
         (&[129, 8], &[130, 8], true),
+        // Both operands aligned (B staged as vec4s), K = 36 ends inside a slice.
+        (&[2, 132, 36], &[2, 36, 260], false),
     ];
     let ctx = g.context();
     let wide_from = ctx.matmul_wide_from();
@@ -54,6 +57,28 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
             let rounded = wide(&ah).matmul(&wide(&bh)).unwrap().to_dtype(DType::F16).unwrap();
             let bits = |t: &Tensor| t.to_vec::<skiff::f16>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&product), bits(&rounded), "{what}: f16 product");
+        }
+    }
+    // Operands read through views whose rows are longer than the view, the
+    // elements outside the views infinite: A's rows 24 apart, 18 long (at
+    // offsets 0 and 1), B's 136 apart, 130 long, staged as vec4s whose last
+    // one reaches 2 columns past the view. No infinity may reach C.
+    let with_infinities = |shape: [usize; 2], start: usize, len: usize| {
+        let values = Tensor::randn(&shape, DType::F32).unwrap().to_vec::<f32>().unwrap();
+        let outside = |i: usize| i % shape[1] < start || i % shape[1] >= start + len;
+        let values = values.iter().enumerate().map(|(i, &v)| if outside(i) { f32::INFINITY } else { v }).collect();
+        Tensor::from_vec::<f32>(values, &shape).unwrap()
+    };
+    for (wide, start) in [(false, 0), (true, 0), (true, 1)] {
+        ctx.set_matmul_wide_from(if wide { 1 } else { usize::MAX });
+        let (a, b) = (with_infinities([140, 24], start, 18), with_infinities([18, 136], 0, 130));
+        let want = a.narrow(1, start, 18).unwrap().matmul(&b.narrow(1, 0, 130).unwrap()).unwrap();
+        let (ag, bg) = (a.to(&dev).unwrap(), b.to(&dev).unwrap());
+        let got = ag.narrow(1, start, 18).unwrap().matmul(&bg.narrow(1, 0, 130).unwrap()).unwrap();
+        let (want, got) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+        let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        for (i, (w, v)) in want.iter().zip(&got).enumerate() {
+            assert!((w - v).abs() <= 1e-4 * scale, "views at {start}, wide {wide}: element {i}: cpu {w} vs gpu {v}");
         }
     }
     ctx.set_matmul_wide_from(wide_from);
@@ -90,6 +115,11 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     assert!(kernels.iter().any(|k| k == "matmul:f32:window_t"), "and its transpose: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32:wide"), "with wide tiles too: {kernels:?}");
+    if ctx.matmul_vec4() {
+        for key in ["matmul:f32:b4", "matmul:f32:wide:b4"] {
+            assert!(kernels.iter().any(|k| k == key), "{key} ran: {kernels:?}");
+        }
+    }
     assert!(!kernels.iter().any(|k| k.contains(":blocked:")), "no blocked kernel: {kernels:?}");
     if g.shader_f16() {
         assert!(kernels.iter().any(|k| k == "matmul:f16"), "{kernels:?}");

@@ -49,6 +49,11 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     for dt in matmul::DTYPES {
         all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
         all.push((matmul::tiled_key(matmul::Tiles::WIDE, dt), matmul::wide_source(dt)));
+        // An aligned B staged as vec4s (`matmul_stage`), either tile.
+        for tiles in [matmul::Tiles::SMALL, matmul::Tiles::WIDE] {
+            let b = matmul::Loads::Across;
+            all.push((matmul::staged_key(tiles, dt, b), matmul::staged_source(tiles, dt, b)));
+        }
         // The implicit GEMM's kernels: B read through a window either way
         // round, with or without the padding test, by every block of the
         // blocked kernel and (always testing) by the tiled one.

@@ -24,7 +24,7 @@
 
 use super::epilogue::{plain_store, Tail};
 use super::kernels::{ENABLE_F16, PRELUDE};
-use super::window_loads;
+use super::{matmul_stage, window_loads};
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -377,12 +377,25 @@ pub fn wide_source(dt: DType) -> String {
 
 /// The pipeline key of the tiled kernel with `tiles` over `dt` elements.
 pub fn tiled_key(tiles: Tiles, dt: DType) -> String {
-    format!("matmul:{}{}", dt.name(), tiles.key())
+    staged_key(tiles, dt, Loads::Scalar)
 }
 
-/// `shaders/matmul.wgsl` over `dt` elements with `tiles`, its loop over a
-/// staged slice unrolled (`unroll_slice`).
-fn tiled_body(dt: DType, tiles: Tiles) -> String {
+/// The pipeline key of the tiled kernel with `tiles` over `dt` elements,
+/// staging B as `matmul_stage` says for B's loads `b`.
+pub fn staged_key(tiles: Tiles, dt: DType, b: Loads) -> String {
+    format!("matmul:{}{}{}", dt.name(), tiles.key(), matmul_stage::key(b))
+}
+
+/// The full WGSL source of the tiled kernel with `tiles`, staging B as
+/// `matmul_stage` says for B's loads `b` (vec4s where its layout allows).
+pub fn staged_source(tiles: Tiles, dt: DType, b: Loads) -> String {
+    source_with(Kernel::Tiled, Block::FULL.loading(Loads::Scalar, b), tiles, dt, &plain_store(write(dt)))
+}
+
+/// `shaders/matmul.wgsl` over `dt` elements with `tiles`, staging B as
+/// `matmul_stage` says for B's loads `b`, its loop over a staged slice
+/// unrolled (`unroll_slice`).
+fn tiled_body(dt: DType, tiles: Tiles, b: Loads) -> String {
     let (wg, tk) = (tiles.edge / 8, tiles.k);
     let staged = tk * (2 * wg + 1);
     let body = MATMUL
@@ -390,7 +403,7 @@ fn tiled_body(dt: DType, tiles: Tiles) -> String {
         .replace("{WG}", &wg.to_string())
         .replace("{TK}", &tk.to_string())
         .replace("{STAGE}", &staged.to_string());
-    unroll_slice(&body, tk)
+    unroll_slice(&matmul_stage::apply(&body, wgsl_type(dt), b), tk)
 }
 
 /// The shader's loop over the `tk` steps of a staged slice written out step
@@ -435,7 +448,7 @@ pub fn blocked_source(b: Block, dt: DType) -> String {
 fn source_with(kernel: Kernel, b: Block, tiles: Tiles, dt: DType, tail: &str) -> String {
     let body = match kernel {
         Kernel::Tiled if b.b.is_window() => tiled_window_kernel(dt, b.b.is_transposed_window()),
-        Kernel::Tiled => tiled_body(dt, tiles),
+        Kernel::Tiled => tiled_body(dt, tiles, b.b),
         Kernel::Blocked => blocked_kernel(b, dt),
     };
     let enable = if dt == DType::F16 { ENABLE_F16 } else { "" };
@@ -448,18 +461,34 @@ fn source_with(kernel: Kernel, b: Block, tiles: Tiles, dt: DType, tail: &str) ->
 fn tiled_window_kernel(dt: DType, transposed: bool) -> String {
     const LOAD: &str = "w = f32(B[ob + (k0 + bk) * rsb + (col0 + bc) * csb]);";
     assert!(MATMUL.contains(LOAD), "shaders/matmul.wgsl's staging load of B changed");
-    let body = tiled_body(dt, Tiles::SMALL).replace(LOAD, "w = window_b(ob, k0 + bk, col0 + bc);");
+    let body = tiled_body(dt, Tiles::SMALL, Loads::Scalar).replace(LOAD, "w = window_b(ob, k0 + bk, col0 + bc);");
     format!("{body}{}", window_loads::tiled_fn(transposed, |load| Widen(dt).scalar(load)))
 }
 
-/// Both kernels (the tiled one with both tiles) with `e`'s tail in their
+/// Both kernels (the tiled one with both tiles, and with the wide tile
+/// staging B as vec4s) with `e`'s tail in their
 /// stores (for validation; epilogues head f32 products only: `jit` leaves
 /// f16 values unfused).
 pub fn epilogue_sources(e: &crate::kernel::Epilogue) -> Vec<String> {
     let code = super::epilogue::code(e, TAIL_BINDING, write(DType::F32));
-    [(Kernel::Tiled, Tiles::SMALL), (Kernel::Tiled, Tiles::WIDE), (Kernel::Blocked, Tiles::SMALL)]
-        .map(|(k, t)| source_with(k, Block::FULL, t, DType::F32, &code))
-        .to_vec()
+    let staged = Block::FULL.loading(Loads::Scalar, Loads::Across);
+    [
+        (Kernel::Tiled, Block::FULL, Tiles::SMALL),
+        (Kernel::Tiled, Block::FULL, Tiles::WIDE),
+        (Kernel::Tiled, staged, Tiles::WIDE),
+        (Kernel::Blocked, Block::FULL, Tiles::SMALL),
+    ]
+    .map(|(k, b, t)| source_with(k, b, t, DType::F32, &code))
+    .to_vec()
+}
+
+/// Whether the tiled kernel keeps wgpu's shader runtime checks
+/// (`SKIFF_GPU_MATMUL_CHECKS=on`): off by default, see `product`'s safety
+/// note; on an H200 4096^3 ran at 21.6 TFLOP/s with them, 29.1 without (and
+/// 30.2 without them, B staged as vec4s; benches/README.md).
+pub fn runtime_checks() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SKIFF_GPU_MATMUL_CHECKS").as_deref() == Ok("on"))
 }
 
 /// Which kernel a device runs.
@@ -545,6 +574,21 @@ pub(super) fn product(
     if nb * m * n == 0 {
         return Ok(out);
     }
+    // Each operand's elements inside its buffer: the kernels' loads rely on
+    // it (the tiled one is built without runtime bounds checks). Through a
+    // window, B's layout gives the image's batch strides, not its extent.
+    let operands = [("A", a, la), ("B", b, lb)];
+    for (name, buf, l) in operands.into_iter().take(if window.is_some() { 1 } else { 2 }) {
+        if !l.fits_in(buf.len) {
+            return Err(Error::shape(
+                "matmul",
+                format!(
+                    "internal: operand {name} {:?} (strides {:?}, offset {}) reaches past its {}-element buffer",
+                    l.shape, l.strides, l.offset, buf.len
+                ),
+            ));
+        }
+    }
     let kernel = Kernel::for_device(ctx.info.device_type);
     let mut block = Block::for_product(m, n, ctx.matmul_cols16_to()).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
@@ -562,6 +606,9 @@ pub(super) fn product(
     }
     if let Some((loads, _)) = window {
         block = block.loading(block.a, loads);
+    } else if kernel == Kernel::Tiled && ctx.matmul_vec4() {
+        // Stage an aligned B as vec4s (`matmul_stage`).
+        block = block.loading(Loads::Scalar, Block::FULL.loads_for(la, lb, batch).b);
     }
     // The wide tile where the product has enough of them (never through a
     // window: the convolutions' products are small).
@@ -584,16 +631,30 @@ pub(super) fn product(
             let key = format!("matmul:{}:{}", dt.name(), window_key(block.b));
             ctx.pipeline(&key, || window_source(Kernel::Tiled, block, dt))?
         }
-        (Kernel::Tiled, None) => ctx.pipeline(&tiled_key(tiling, dt), || {
-            source_with(Kernel::Tiled, block, tiling, dt, &plain_store(write(dt)))
-        })?,
+        (Kernel::Tiled, None) => {
+            let key = staged_key(tiling, dt, block.b);
+            let source = || source_with(Kernel::Tiled, block, tiling, dt, &plain_store(write(dt)));
+            if runtime_checks() {
+                ctx.pipeline(&key, source)?
+            } else {
+                // SAFETY: the kernel's loads are operand elements (their
+                // layouts fit their buffers, checked above), staged only
+                // inside the product's M, K and N, or vec4s starting there,
+                // which end inside the buffer (`matmul_stage`); its stores
+                // are elements of C inside M and N; its workgroup-memory
+                // indices are bounded by its constants; its loops end (K and
+                // the batch rank are finite) and its divisors are tile
+                // counts and batch sizes, never 0 for a non-empty product.
+                unsafe { ctx.pipeline_unchecked(&key, source)? }
+            }
+        }
         (Kernel::Blocked, None) => ctx.pipeline(&blocked_key(block, dt), || blocked_source(block, dt))?,
         (kernel, Some(t)) => {
             params.extend_from_slice(&t.params);
             buffers.extend(t.buffers.iter().map(|b| b.raw()));
             let shape = match kernel {
                 Kernel::Blocked => block.key(),
-                Kernel::Tiled => tiling.key(),
+                Kernel::Tiled => format!("{}{}", tiling.key(), matmul_stage::key(block.b)),
             };
             ctx.pipeline(&format!("matmul:f32:{kernel:?}{shape}:{}", t.key), || {
                 source_with(kernel, block, tiling, dt, &t.code(TAIL_BINDING, write(dt)))

@@ -18,6 +18,7 @@ pub mod fused;
 pub mod index;
 pub mod kernels;
 pub mod matmul;
+pub mod matmul_stage;
 pub mod memory;
 pub mod optim;
 pub mod pipelines;

@@ -45,6 +45,35 @@ impl GpuContext {
     /// A kernel that fails validation is an error for the op that needed it,
     /// and leaves the context usable.
     pub(crate) fn pipeline(&self, key: &str, source: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.build(key, source, wgpu::ShaderRuntimeChecks::checked())
+    }
+
+    /// `pipeline`, its kernel built without wgpu's shader runtime checks
+    /// (bounds clamps on every storage and workgroup access, loop bounding,
+    /// guarded divisions): on an H200 they cost the tiled matmul a fifth of
+    /// its speed (benches/README.md).
+    ///
+    /// # Safety
+    ///
+    /// Every index the kernel computes must lie inside its bindings for every
+    /// parameter block it is dispatched with, its loops must end and its
+    /// divisors must not be 0: the caller checks what the kernel relies on
+    /// before each dispatch (as `matmul::product` checks each operand's
+    /// layout against its buffer).
+    pub(crate) unsafe fn pipeline_unchecked(
+        &self,
+        key: &str,
+        source: impl FnOnce() -> String,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        self.build(key, source, wgpu::ShaderRuntimeChecks::unchecked())
+    }
+
+    fn build(
+        &self,
+        key: &str,
+        source: impl FnOnce() -> String,
+        checks: wgpu::ShaderRuntimeChecks,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
         if let Some(p) = lock(&self.pipelines).get(key) {
             return Ok(p.clone());
         }
@@ -84,10 +113,10 @@ impl GpuContext {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(key),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
-        });
+        let desc = wgpu::ShaderModuleDescriptor { label: Some(key), source: wgpu::ShaderSource::Wgsl(src.into()) };
+        // SAFETY: `checks` is `checked()` unless the caller of
+        // `pipeline_unchecked` took on what the checks guard.
+        let module = unsafe { self.device.create_shader_module_trusted(desc, checks) };
         let p = Arc::new(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(key),
             layout: Some(&pipeline_layout),
