@@ -1121,6 +1121,31 @@ mod tests {
         BROADCAST_ROWS,
     };
 
+    /// An operand whose layout reaches past its buffer is an error before
+    /// any kernel runs (the tiled kernel has no runtime bounds checks).
+    #[test]
+    fn an_operand_past_its_buffer_is_an_error() {
+        let Ok(dev) = super::super::default_device() else {
+            eprintln!("SKIPPED: no GPU adapter");
+            return;
+        };
+        let ctx = dev.context();
+        let buf = super::GpuBuffer::new(ctx, "test", DType::F32, 32).unwrap();
+        let fits = Layout::contiguous(&[4, 8]);
+        let mut rows_too_far = Layout::contiguous(&[4, 8]);
+        rows_too_far.strides[0] = 9;
+        let mut offset_too_far = Layout::contiguous(&[8, 4]);
+        offset_too_far.offset = 1;
+        assert!(super::matmul(&buf, &fits, &buf, &Layout::contiguous(&[8, 4]), &[]).is_ok());
+        for (la, lb, name) in [(&rows_too_far, &Layout::contiguous(&[8, 4]), "A"), (&fits, &offset_too_far, "B")] {
+            let e = super::matmul(&buf, la, &buf, lb, &[]).unwrap_err();
+            assert!(matches!(e, crate::error::Error::Shape { op: "matmul", .. }), "{e}");
+            let text = e.to_string();
+            assert!(text.contains(&format!("operand {name}")), "{text}");
+            assert!(text.contains("past its 32-element buffer"), "{text}");
+        }
+    }
+
     /// The generated kernel validates with naga at the WebGPU baseline and
     /// fits its default limits (no workgroup memory, <= 256 invocations).
     #[test]

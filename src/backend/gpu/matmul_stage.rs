@@ -88,7 +88,7 @@ mod tests {
     /// A's form here is the shader's own loop without B's part: if the
     /// shader's loop changes, it must change with it.
     #[test]
-    fn the_scalar_forms_are_the_shaders_loop() {
+    fn as_staging_is_the_shaders_loop() {
         let shader = super::super::matmul::MATMUL;
         let start = shader.find(SCALAR_LOOP).unwrap();
         let end = start + shader[start..].find(LOOP_END).unwrap();
