@@ -15,7 +15,7 @@
 #      too), PyTorch's products and steps on the same GPU where the image has
 #      it, benches/train.rs and benches/jit.rs.
 #      `bash benches/gpu_device.sh variants` runs only the tiled matmul's
-#      test and its variants (about 4 minutes), for trying a kernel change.
+#      test and its variants (about 3 minutes), for trying a kernel change.
 #
 # The device needs a Vulkan loader (libvulkan.so.1) and libglvnd (both
 # unpacked from .gl/) and the GPU's Vulkan ICD (NVIDIA's is looked for
@@ -122,14 +122,15 @@ run_all() {
 }
 
 # The tiled matmul's variants side by side at the sizes in $2 (a regex):
-# which operands stage vec4s (SKIFF_GPU_MATMUL_STAGE), and wgpu's shader
-# runtime checks kept (SKIFF_GPU_MATMUL_CHECKS=on) or not (the default).
+# an aligned B staged as vec4s (the default) or not (SKIFF_GPU_MATMUL_VEC4=0),
+# and wgpu's shader runtime checks left out (the default) or kept
+# (SKIFF_GPU_MATMUL_CHECKS=on).
 matmul_variants() {
   local bench=$1 sizes=$2 v
-  for v in "a4b4 off" "b4 off" "a4 off" "none off" "a4b4 on" "none on"; do
+  for v in "1 off" "0 off" "1 on" "0 on"; do
     set -- $v
-    echo "== matmul with SKIFF_GPU_MATMUL_STAGE=$1 SKIFF_GPU_MATMUL_CHECKS=$2"
-    SKIFF_GPU_MATMUL_STAGE=$1 SKIFF_GPU_MATMUL_CHECKS=$2 "$bench" --bench "gpu_matmul_f32/($sizes)" 2>&1 | grep -E '^gpu matmul'
+    echo "== matmul with SKIFF_GPU_MATMUL_VEC4=$1 SKIFF_GPU_MATMUL_CHECKS=$2"
+    SKIFF_GPU_MATMUL_VEC4=$1 SKIFF_GPU_MATMUL_CHECKS=$2 "$bench" --bench "gpu_matmul_f32/($sizes)" 2>&1 | grep -E '^gpu matmul'
   done
 }
 
@@ -151,7 +152,7 @@ torch_peer() {
 case "${1:-run}" in
   prepare) prepare ;;
   variants)
-    # Only the adapter, the tiled matmul's test and its variants (about 4
+    # Only the adapter, the tiled matmul's test and its variants (about 3
     # minutes): for trying a kernel change on a device.
     {
       export SKIFF_BENCH_FULL=1
