@@ -367,12 +367,12 @@ pub const DTYPES: [DType; 2] = [DType::F32, DType::F16];
 
 /// The full WGSL source of the tiled kernel over `dt` elements (prelude included).
 pub fn source(dt: DType) -> String {
-    source_with(Kernel::Tiled, Block::FULL, Tiles::SMALL, dt, &plain_store(write(dt)))
+    staged_source(Tiles::SMALL, dt, Loads::Scalar)
 }
 
 /// The full WGSL source of the tiled kernel with `Tiles::WIDE`.
 pub fn wide_source(dt: DType) -> String {
-    source_with(Kernel::Tiled, Block::FULL, Tiles::WIDE, dt, &plain_store(write(dt)))
+    staged_source(Tiles::WIDE, dt, Loads::Scalar)
 }
 
 /// The pipeline key of the tiled kernel with `tiles` over `dt` elements.
