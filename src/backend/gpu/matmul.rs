@@ -87,12 +87,30 @@ pub const BROADCAST_SIZES: [usize; 2] = [4, 8];
 /// Rows of C one workgroup of a broadcasting block computes: the subgroup's
 /// lanes side by side along M, `BROADCAST_ROWS / size` rows each.
 const BROADCAST_ROWS: usize = 64;
+/// The subgroup size (SwiftShader's) whose broadcasting block grows to
+/// `TALL_ROWS` rows per workgroup, K unrolled `TALL_UNROLL`x, for products
+/// of at least `TALL_ROWS` rows and steps of K. SwiftShader's JIT keeps
+/// nearly all of a kernel's values on the stack: a multiply-add there costs
+/// about five instructions, three of them stack loads and stores. What else
+/// a step of K costs (each lane's loads of A, tested one element at a time,
+/// and B's broadcasts) is shared by more multiply-adds in a taller block,
+/// and what each loop iteration costs (the blended stores of every
+/// accumulator) by more steps. 256^3 went from 5.7-5.9 to 6.3-6.8 GFLOP/s
+/// natively, and in Chromium from a median of 4.9 to 5.5 (512^3: 5.8 to
+/// 6.7; benches/README.md). The price is the build: about 3 s a pipeline
+/// instead of 0.7-0.9 s, for nothing where K is short ([784, 64] x [64,
+/// 256], an MLP's weight gradient at batch 64: 3.7-4.0 GFLOP/s either way),
+/// hence the bound on K. lavapipe (8 lanes) was not measured with it and
+/// keeps its block.
+const TALL_SIZE: usize = 4;
+const TALL_ROWS: usize = 128;
+const TALL_UNROLL: usize = 8;
 
 /// The register block of the blocked kernel: `rows` x `cols` of C per
 /// invocation, `lanes` invocations per workgroup along N (along M where
 /// they share loads: `broadcast`), `unroll` steps of K
 /// per loop iteration (1, or 4 with a remainder loop: the adapter's choice,
-/// `GpuContext::matmul_unroll`).
+/// `GpuContext::matmul_unroll`; 8 in SwiftShader's tall broadcasting block).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
     pub rows: usize,
@@ -125,8 +143,8 @@ pub enum Loads {
     /// One element per load, through the strides (any layout).
     Scalar,
     /// Four consecutive steps of K per load: A is contiguous along K
-    /// (row-major). Needs `unroll` 4. (For B, a transposed view, it measured
-    /// no faster than `Scalar`, so B never reads this way.)
+    /// (row-major). Needs `unroll` a multiple of 4. (For B, a transposed
+    /// view, it measured no faster than `Scalar`, so B never reads this way.)
     AlongK,
     /// Four rows of A (or columns of B) at one step of K per load: the
     /// operand is contiguous along M (A a transposed view) or N (B row-major).
@@ -172,9 +190,9 @@ impl Loads {
     /// `offset + outer * s_outer + k * s_k` plus multiples of its `batch`
     /// strides: vec4 loads need a unit stride along one axis and the offset,
     /// the other stride and every batch stride on a vec4 boundary; `AlongK`
-    /// only where `along_k` allows it (A with K unrolled 4x: each unrolled
-    /// iteration starts on a multiple of 4; the remainder loop reads single
-    /// elements). The last vec4 of a row or column may reach past the
+    /// only where `along_k` allows it (A with K unrolled a multiple of 4x:
+    /// each unrolled iteration starts on a multiple of 4; the remainder loop
+    /// reads single elements). The last vec4 of a row or column may reach past the
     /// operand's edge, but never past its buffer (sizes are multiples of 256
     /// bytes): those lanes feed only elements of C that are never stored.
     fn for_operand(offset: usize, s_outer: usize, s_k: usize, batch: &[usize], along_k: bool) -> Loads {
@@ -266,8 +284,9 @@ impl Block {
     /// `size` lanes, where it applies: the largest block, B read through its
     /// strides (as vec4s across N, or one element per load: a transposed B,
     /// as in `x @ w.T`), and an [m, k] x [k, n] product with rows enough to
-    /// fill the workgroup's tile; else this block unchanged.
-    fn broadcasting(self, size: usize, m: usize) -> Block {
+    /// fill the workgroup's tile (SwiftShader's tall one where m and k allow:
+    /// `TALL_SIZE`); else this block unchanged.
+    fn broadcasting(self, size: usize, m: usize, k: usize) -> Block {
         let applies = BROADCAST_SIZES.contains(&size)
             && [self.rows, self.cols] == BLOCK
             && matches!(self.b, Loads::Across | Loads::Scalar)
@@ -275,11 +294,16 @@ impl Block {
         if !applies {
             return self;
         }
-        Block { rows: BROADCAST_ROWS / size, lanes: size, broadcast: size, ..self }
+        let (rows, unroll) = if size == TALL_SIZE && m >= TALL_ROWS && k >= TALL_ROWS {
+            (TALL_ROWS / size, TALL_UNROLL)
+        } else {
+            (BROADCAST_ROWS / size, self.unroll)
+        };
+        Block { rows, unroll, lanes: size, broadcast: size, ..self }
     }
 
-    /// Every broadcasting block the matmul can pick (K unrolled 4x, any
-    /// loads of A and both of B), for validation.
+    /// Every broadcasting block the matmul can pick (K unrolled 4x, or the
+    /// tall block's 8x; any loads of A and both of B), for validation.
     pub fn all_broadcasting() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let full = Block::FULL.unrolled(4);
@@ -294,7 +318,12 @@ impl Block {
                     (Across, Scalar),
                     (Across, Across),
                 ];
-                loads.map(|(a, b)| full.loading(a, b).broadcasting(size, BROADCAST_ROWS))
+                let blocks = loads.map(|(a, b)| full.loading(a, b));
+                let tall = (size == TALL_SIZE).then_some(blocks.map(|b| b.broadcasting(size, TALL_ROWS, TALL_ROWS)));
+                blocks
+                    .map(|b| b.broadcasting(size, BROADCAST_ROWS, BROADCAST_ROWS))
+                    .into_iter()
+                    .chain(tall.into_iter().flatten())
             })
             .collect()
     }
@@ -337,7 +366,7 @@ impl Block {
             return self;
         }
         let (sa, sb) = (batch_strides(la, batch), batch_strides(lb, batch));
-        let a = Loads::for_operand(la.offset, la.strides[r - 2], la.strides[r - 1], &sa, self.unroll == 4);
+        let a = Loads::for_operand(la.offset, la.strides[r - 2], la.strides[r - 1], &sa, self.unroll % 4 == 0);
         let b = Loads::for_operand(lb.offset, lb.strides[r - 1], lb.strides[r - 2], &sb, false);
         self.loading(a, b)
     }
@@ -598,7 +627,7 @@ pub(super) fn product(
         // 30-42 four at a time. (B read through a window never broadcasts.)
         let size = ctx.matmul_broadcast();
         if size > 0 && window.is_none() {
-            let shared = block.unrolled(4).loads_for(la, lb, batch).broadcasting(size, m);
+            let shared = block.unrolled(4).loads_for(la, lb, batch).broadcasting(size, m, k);
             if shared.broadcast > 0 {
                 block = shared;
             }
@@ -824,7 +853,7 @@ fn blocked_kernel(block: Block, dt: DType) -> String {
         "a broadcasting block reads B through its strides, one subgroup per workgroup, whole vec4s per lane"
     );
     assert!(cols % 4 == 0 && rows >= 1 && lanes >= 1 && unroll >= 1);
-    assert!(unroll == 4 || a != Loads::AlongK, "AlongK loads need K unrolled 4x");
+    assert!(unroll % 4 == 0 || a != Loads::AlongK, "AlongK loads need K unrolled a multiple of 4x");
     assert!(b != Loads::AlongK, "B never reads AlongK");
     assert!(!a.is_window(), "only B reads through a window");
     assert!(a != Loads::Across || rows % 4 == 0, "Across loads of A need whole groups of 4 rows");
@@ -946,9 +975,12 @@ fn main(
         for i in 0..rows {
             match a {
                 Loads::AlongK => {
-                    let _ = writeln!(w, "        let ak{i} = {};", wide.vec4(&format!("A[(ra{i} + k) >> 2u]")));
+                    for g in 0..unroll / 4 {
+                        let at = wide.vec4(&format!("A[(ra{i} + k + {}u) >> 2u]", 4 * g));
+                        let _ = writeln!(w, "        let ak{i}_{g} = {at};");
+                    }
                     for u in 0..unroll {
-                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ak{i}[{u}]);");
+                        let _ = writeln!(w, "        let a{i}_{u} = vec4<f32>(ak{i}_{}[{}]);", u / 4, u % 4);
                     }
                 }
                 Loads::Across => {
@@ -1118,7 +1150,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 mod tests {
     use super::{
         blocked_kernel, blocked_source, grid3, uses_subgroups, Block, DType, Layout, Loads, BLOCK, BLOCK_LANES,
-        BROADCAST_ROWS,
+        BROADCAST_ROWS, TALL_ROWS, TALL_UNROLL,
     };
 
     /// An operand whose layout reaches past its buffer is an error before
@@ -1170,7 +1202,8 @@ mod tests {
             assert!(!uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} needs subgroups");
         }
         for b in Block::all_broadcasting() {
-            assert!(b.broadcast > 0 && b.tile() == [BROADCAST_ROWS, BLOCK[1]], "{b:?}");
+            let rows = if b.unroll == TALL_UNROLL { TALL_ROWS } else { BROADCAST_ROWS };
+            assert!(b.broadcast > 0 && b.tile() == [rows, BLOCK[1]], "{b:?}");
             check(&blocked_source(b, DType::F32));
             assert!(uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} shares no loads");
         }
@@ -1192,6 +1225,29 @@ mod tests {
                 DType::F32
             )
         ));
+    }
+
+    /// SwiftShader's 4 lanes share B over 128 rows (32 each, K unrolled 8x)
+    /// where a product has them and 128 steps of K, and over 64 otherwise; lavapipe's 8 lanes
+    /// always over 64. The tall block's A, read four steps of K per load,
+    /// takes two loads per row for the eight steps.
+    #[test]
+    fn swiftshader_products_of_128_rows_get_the_tall_block() {
+        let full = Block::FULL.unrolled(4).loading(Loads::AlongK, Loads::Across);
+        let tall = full.broadcasting(4, 128, 128);
+        assert_eq!((tall.rows, tall.lanes, tall.unroll, tall.tile()), (32, 4, 8, [128, 32]));
+        for (m, k) in [(127, 256), (256, 127), (784, 64)] {
+            let short = full.broadcasting(4, m, k);
+            assert_eq!((short.rows, short.unroll, short.tile()), (16, 4, [64, 32]), "[{m}, {k}]");
+        }
+        let lavapipe = full.broadcasting(8, 1024, 1024);
+        assert_eq!((lavapipe.rows, lavapipe.unroll, lavapipe.tile()), (8, 4, [64, 32]));
+        assert_eq!(Block::all_broadcasting().iter().filter(|b| b.unroll == TALL_UNROLL).count(), 6);
+        let src = blocked_source(tall, DType::F32);
+        assert!(src.contains("let ak31_0 = A[(ra31 + k + 0u) >> 2u];"), "{src}");
+        assert!(src.contains("let ak31_1 = A[(ra31 + k + 4u) >> 2u];"), "{src}");
+        assert!(src.contains("let a31_7 = vec4<f32>(ak31_1[3]);"), "{src}");
+        assert!(src.contains("for (; k + 8u <= K; k = k + 8u)"), "{src}");
     }
 
     #[test]

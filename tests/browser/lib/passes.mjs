@@ -63,8 +63,12 @@ export function definePass(passName) {
           assert.ok(diff <= 1e-5 * scale, `${name}: the GPU's product differs from the cpu's by ${diff} (largest ${scale})`);
         }
         if (subgroups) {
-          for (const b of ['xb4', 'sb4']) {
-            assert.ok(kernels.some((k) => k.endsWith(b)), `no sharing kernel (…${b}) among ${kernels.join(', ')}`);
+          // x @ w.T: 16 rows per lane, B one element per load.
+          assert.ok(kernels.some((k) => /:16x32x4u4[ks]sb4$/.test(k)), `no sharing kernel for x @ w.T among ${kernels.join(', ')}`);
+          // The tall block (32 rows per lane, K unrolled 8x) with each load of A: k, s, x.
+          for (const a of ['k', 's', 'x']) {
+            const name = `32x32x4u8${a}xb4`;
+            assert.ok(kernels.some((k) => k.endsWith(`:${name}`)), `no tall sharing kernel ${name} among ${kernels.join(', ')}`);
           }
         }
       });

@@ -114,8 +114,12 @@ export function hasKernelSources() {
 /**
  * Products on the WebGPU device that the blocked matmul runs with loads of B
  * shared across a subgroup where the device has subgroups (SwiftShader's 4
- * lanes; skiff asks for them itself, as wgpu cannot): 256^3 and x @ w.T (a
- * Linear layer's product). Returns, per product, the largest difference from
+ * lanes; skiff asks for them itself, as wgpu cannot): x @ w.T (a Linear
+ * layer's product, 64 rows) and, with 128 rows or more (SwiftShader's tall
+ * block, K unrolled 8x), 256^3 (A read four steps of K per load), a product
+ * whose edges and K (261 = 32 x 8 + 5) are off every block and whose rows
+ * are off the vec4 grid (A one element per load), and one with A transposed
+ * (A four rows per load). Returns, per product, the largest difference from
  * the same product on the cpu and the largest magnitude there; whether the
  * adapter offers subgroups; and the blocked matmul kernels the device
  * compiled (a sharing one's name ends in b and the subgroup size).
@@ -124,14 +128,20 @@ export async function sharedMatmul() {
   const adapter = await navigator.gpu.requestAdapter();
   const rnd = prng(11);
   const data = (shape) => Float32Array.from({ length: shape[0] * shape[1] }, () => rnd() - 0.5);
-  const products = { square: [[256, 256], [256, 256], false], linear: [[64, 784], [256, 784], true] };
+  // name: [A's shape, B's shape, A transposed, B transposed] (shapes as stored).
+  const products = {
+    linear: [[64, 784], [256, 784], false, true],
+    square: [[256, 256], [256, 256], false, false],
+    edges: [[200, 261], [261, 100], false, false],
+    transposedA: [[160, 300], [160, 128], true, false],
+  };
   const out = { subgroups: adapter.features.has('subgroups'), products: {} };
-  for (const [name, [sa, sb, transposed]] of Object.entries(products)) {
+  for (const [name, [sa, sb, ta, tb]] of Object.entries(products)) {
     const [da, db] = [data(sa), data(sb)];
     const product = async (device) => {
       const a = api.tensor(da, { shape: sa, device });
       const b = api.tensor(db, { shape: sb, device });
-      return Array.from(await a.matmul(transposed ? b.permute([1, 0]) : b).data());
+      return Array.from(await (ta ? a.permute([1, 0]) : a).matmul(tb ? b.permute([1, 0]) : b).data());
     };
     const [gpu, cpu] = [await product('webgpu'), await product('cpu')];
     out.products[name] = {
