@@ -307,25 +307,28 @@ impl Block {
     pub fn all_broadcasting() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let full = Block::FULL.unrolled(4);
-        BROADCAST_SIZES
-            .into_iter()
-            .flat_map(|size| {
-                let loads = [
-                    (Scalar, Scalar),
-                    (Scalar, Across),
-                    (AlongK, Scalar),
-                    (AlongK, Across),
-                    (Across, Scalar),
-                    (Across, Across),
-                ];
-                let blocks = loads.map(|(a, b)| full.loading(a, b));
-                let tall = (size == TALL_SIZE).then_some(blocks.map(|b| b.broadcasting(size, TALL_ROWS, TALL_ROWS)));
-                blocks
-                    .map(|b| b.broadcasting(size, BROADCAST_ROWS, BROADCAST_ROWS))
-                    .into_iter()
-                    .chain(tall.into_iter().flatten())
-            })
-            .collect()
+        let loads = [
+            (Scalar, Scalar),
+            (Scalar, Across),
+            (AlongK, Scalar),
+            (AlongK, Across),
+            (Across, Scalar),
+            (Across, Across),
+        ];
+        let mut all = Vec::new();
+        // A product with the fewest rows (and steps of K) that shares loads,
+        // and one big enough for the tall block where a size has one.
+        for size in BROADCAST_SIZES {
+            for mk in [BROADCAST_ROWS, TALL_ROWS] {
+                for (a, b) in loads {
+                    let block = full.loading(a, b).broadcasting(size, mk, mk);
+                    if !all.contains(&block) {
+                        all.push(block);
+                    }
+                }
+            }
+        }
+        all
     }
 
     /// Every block `for_product` and `Block::loads_for` can pick (for validation).
@@ -1228,8 +1231,8 @@ mod tests {
     }
 
     /// SwiftShader's 4 lanes share B over 128 rows (32 each, K unrolled 8x)
-    /// where a product has them and 128 steps of K, and over 64 otherwise; lavapipe's 8 lanes
-    /// always over 64. The tall block's A, read four steps of K per load,
+    /// where a product has them and 128 steps of K, and over 64 otherwise;
+    /// lavapipe's 8 lanes always over 64. The tall block's A, read four steps of K per load,
     /// takes two loads per row for the eight steps.
     #[test]
     fn swiftshader_products_of_128_rows_get_the_tall_block() {
