@@ -88,29 +88,29 @@ pub const BROADCAST_SIZES: [usize; 2] = [4, 8];
 /// lanes side by side along M, `BROADCAST_ROWS / size` rows each.
 const BROADCAST_ROWS: usize = 64;
 /// The subgroup size (SwiftShader's) whose broadcasting block grows to
-/// `TALL_ROWS` rows per workgroup, K unrolled `TALL_UNROLL`x, for products
-/// of at least `TALL_ROWS` rows and steps of K. SwiftShader's JIT keeps
-/// nearly all of a kernel's values on the stack: a multiply-add there costs
-/// about five instructions, three of them stack loads and stores. What else
-/// a step of K costs (each lane's loads of A, tested one element at a time,
-/// and B's broadcasts) is shared by more multiply-adds in a taller block,
-/// and what each loop iteration costs (the blended stores of every
-/// accumulator) by more steps. 256^3 went from 5.7-5.9 to 6.3-6.8 GFLOP/s
-/// natively, and in Chromium from a median of 4.9 to 5.5 (512^3: 5.8 to
-/// 6.7; benches/README.md). The price is the build: about 3 s a pipeline
-/// instead of 0.7-0.9 s, for nothing where K is short ([784, 64] x [64,
-/// 256], an MLP's weight gradient at batch 64: 3.7-4.0 GFLOP/s either way),
-/// hence the bound on K. lavapipe (8 lanes) was not measured with it and
-/// keeps its block.
+/// `TALL_ROWS` rows per workgroup for products of at least `TALL_ROWS` rows
+/// and steps of K. SwiftShader's JIT keeps nearly all of a kernel's values
+/// on the stack: a multiply-add there costs about five instructions, three
+/// of them stack loads and stores. What else a step of K costs (each lane's
+/// loads of A, tested one element at a time, and B's broadcasts) is shared
+/// by more multiply-adds in a taller block. 256^3 went from 5.7-5.9 to
+/// 6.3-6.8 GFLOP/s natively (benches/README.md). K stays unrolled 4x: 8x
+/// (first measured with this block) ran no faster, natively or in Chromium,
+/// and doubled the pipeline's build (in Chromium the first 256^3 product
+/// took 5.0-5.4 s with 8x, 2.3-2.6 s with 4x). The build is still slower
+/// than the 64-row block's (0.7-0.9 s), for nothing where K is short
+/// ([784, 64] x [64, 256], an MLP's weight gradient at batch 64: 3.7-4.0
+/// GFLOP/s either way), hence the bound on K. lavapipe (8 lanes) was not
+/// measured with it and keeps its block.
 const TALL_SIZE: usize = 4;
 const TALL_ROWS: usize = 128;
-const TALL_UNROLL: usize = 8;
 
 /// The register block of the blocked kernel: `rows` x `cols` of C per
 /// invocation, `lanes` invocations per workgroup along N (along M where
 /// they share loads: `broadcast`), `unroll` steps of K
 /// per loop iteration (1, or 4 with a remainder loop: the adapter's choice,
-/// `GpuContext::matmul_unroll`; 8 in SwiftShader's tall broadcasting block).
+/// `GpuContext::matmul_unroll`; 4 in the broadcasting blocks). `AlongK`
+/// loads of A take any multiple of 4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
     pub rows: usize,
@@ -294,16 +294,12 @@ impl Block {
         if !applies {
             return self;
         }
-        let (rows, unroll) = if size == TALL_SIZE && m >= TALL_ROWS && k >= TALL_ROWS {
-            (TALL_ROWS / size, TALL_UNROLL)
-        } else {
-            (BROADCAST_ROWS / size, self.unroll)
-        };
-        Block { rows, unroll, lanes: size, broadcast: size, ..self }
+        let rows = if size == TALL_SIZE && m >= TALL_ROWS && k >= TALL_ROWS { TALL_ROWS } else { BROADCAST_ROWS };
+        Block { rows: rows / size, lanes: size, broadcast: size, ..self }
     }
 
     /// Every broadcasting block the matmul can pick (K unrolled 4x, or the
-    /// tall block's 8x; any loads of A and both of B), for validation.
+    /// one for the tall block too; any loads of A and both of B), for validation.
     pub fn all_broadcasting() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let full = Block::FULL.unrolled(4);
@@ -1153,7 +1149,7 @@ pub fn grid3([x, y, z]: [usize; 3], max: u64) -> Option<[u32; 3]> {
 mod tests {
     use super::{
         blocked_kernel, blocked_source, grid3, uses_subgroups, Block, DType, Layout, Loads, BLOCK, BLOCK_LANES,
-        BROADCAST_ROWS, TALL_ROWS, TALL_UNROLL,
+        BROADCAST_ROWS, TALL_ROWS,
     };
 
     /// An operand whose layout reaches past its buffer is an error before
@@ -1205,8 +1201,8 @@ mod tests {
             assert!(!uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} needs subgroups");
         }
         for b in Block::all_broadcasting() {
-            let rows = if b.unroll == TALL_UNROLL { TALL_ROWS } else { BROADCAST_ROWS };
-            assert!(b.broadcast > 0 && b.tile() == [rows, BLOCK[1]], "{b:?}");
+            assert!(b.broadcast > 0 && b.unroll == 4, "{b:?}");
+            assert!([[BROADCAST_ROWS, BLOCK[1]], [TALL_ROWS, BLOCK[1]]].contains(&b.tile()), "{b:?}");
             check(&blocked_source(b, DType::F32));
             assert!(uses_subgroups(&blocked_source(b, DType::F32)), "{b:?} shares no loads");
         }
@@ -1230,24 +1226,29 @@ mod tests {
         ));
     }
 
-    /// SwiftShader's 4 lanes share B over 128 rows (32 each, K unrolled 8x)
-    /// where a product has them and 128 steps of K, and over 64 otherwise;
-    /// lavapipe's 8 lanes always over 64. The tall block's A, read four steps of K per load,
-    /// takes two loads per row for the eight steps.
+    /// SwiftShader's 4 lanes share B over 128 rows (32 each) where a product
+    /// has them and 128 steps of K, and over 64 otherwise; lavapipe's 8 lanes
+    /// always over 64. All of them take K four steps at a time. The generator
+    /// also takes A four steps of K per load for any multiple of 4 (two loads
+    /// per row for eight steps).
     #[test]
     fn swiftshader_products_of_128_rows_get_the_tall_block() {
         let full = Block::FULL.unrolled(4).loading(Loads::AlongK, Loads::Across);
         let tall = full.broadcasting(4, 128, 128);
-        assert_eq!((tall.rows, tall.lanes, tall.unroll, tall.tile()), (32, 4, 8, [128, 32]));
+        assert_eq!((tall.rows, tall.lanes, tall.unroll, tall.tile()), (32, 4, 4, [128, 32]));
         for (m, k) in [(127, 256), (256, 127), (784, 64)] {
             let short = full.broadcasting(4, m, k);
             assert_eq!((short.rows, short.unroll, short.tile()), (16, 4, [64, 32]), "[{m}, {k}]");
         }
         let lavapipe = full.broadcasting(8, 1024, 1024);
         assert_eq!((lavapipe.rows, lavapipe.unroll, lavapipe.tile()), (8, 4, [64, 32]));
-        assert_eq!(Block::all_broadcasting().iter().filter(|b| b.unroll == TALL_UNROLL).count(), 6);
+        let talls = Block::all_broadcasting().iter().filter(|b| b.tile()[0] == TALL_ROWS).count();
+        assert_eq!(talls, 6);
         let src = blocked_source(tall, DType::F32);
         assert!(src.contains("let ak31_0 = A[(ra31 + k + 0u) >> 2u];"), "{src}");
+        assert!(src.contains("let a31_3 = vec4<f32>(ak31_0[3]);"), "{src}");
+        assert!(src.contains("for (; k + 4u <= K; k = k + 4u)"), "{src}");
+        let src = blocked_source(tall.unrolled(8), DType::F32);
         assert!(src.contains("let ak31_1 = A[(ra31 + k + 4u) >> 2u];"), "{src}");
         assert!(src.contains("let a31_7 = vec4<f32>(ak31_1[3]);"), "{src}");
         assert!(src.contains("for (; k + 8u <= K; k = k + 8u)"), "{src}");

@@ -65,9 +65,9 @@ export function definePass(passName) {
         if (subgroups) {
           // x @ w.T: 16 rows per lane, B one element per load.
           assert.ok(kernels.some((k) => /:16x32x4u4[ks]sb4$/.test(k)), `no sharing kernel for x @ w.T among ${kernels.join(', ')}`);
-          // The tall block (32 rows per lane, K unrolled 8x) with each load of A: k, s, x.
+          // The tall block (32 rows per lane) with each load of A: k, s, x.
           for (const a of ['k', 's', 'x']) {
-            const name = `32x32x4u8${a}xb4`;
+            const name = `32x32x4u4${a}xb4`;
             assert.ok(kernels.some((k) => k.endsWith(`:${name}`)), `no tall sharing kernel ${name} among ${kernels.join(', ')}`);
           }
         }

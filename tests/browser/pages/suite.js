@@ -116,8 +116,8 @@ export function hasKernelSources() {
  * shared across a subgroup where the device has subgroups (SwiftShader's 4
  * lanes; skiff asks for them itself, as wgpu cannot): x @ w.T (a Linear
  * layer's product, 64 rows) and, with 128 rows or more (SwiftShader's tall
- * block, K unrolled 8x), 256^3 (A read four steps of K per load), a product
- * whose edges and K (261 = 32 x 8 + 5) are off every block and whose rows
+ * block), 256^3 (A read four steps of K per load), a product
+ * whose edges and K (261 = 65 x 4 + 1) are off every block and whose rows
  * are off the vec4 grid (A one element per load), and one with A transposed
  * (A four rows per load). Returns, per product, the largest difference from
  * the same product on the cpu and the largest magnitude there; whether the
