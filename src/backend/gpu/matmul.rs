@@ -96,11 +96,12 @@ const BROADCAST_ROWS: usize = 64;
 /// by more multiply-adds in a taller block. 256^3 went from 5.7-5.9 to
 /// 6.3-6.8 GFLOP/s natively (benches/README.md). K stays unrolled 4x: 8x
 /// (first measured with this block) ran no faster, natively or in Chromium,
-/// and doubled the pipeline's build (in Chromium the first 256^3 product
-/// took 5.0-5.4 s with 8x, 2.3-2.6 s with 4x). The build is still slower
-/// than the 64-row block's (0.7-0.9 s), for nothing where K is short
-/// ([784, 64] x [64, 256], an MLP's weight gradient at batch 64: 3.7-4.0
-/// GFLOP/s either way), hence the bound on K. lavapipe (8 lanes) was not
+/// and doubled the pipeline's build (in Chromium the bench's first call at
+/// 256^3, the build and 14 products, took 5.0-5.4 s with 8x, 2.3-2.6 s with
+/// 4x). The build is still slower than the 64-row block's (0.7-0.9 s), for
+/// nothing where K is short ([784, 64] x [64, 256], an MLP's weight gradient
+/// at batch 64: 3.7-4.0 GFLOP/s either way, measured with 8x), hence the
+/// bound on K. lavapipe (8 lanes) was not
 /// measured with it and keeps its block.
 const TALL_SIZE: usize = 4;
 const TALL_ROWS: usize = 128;
@@ -298,8 +299,9 @@ impl Block {
         Block { rows: rows / size, lanes: size, broadcast: size, ..self }
     }
 
-    /// Every broadcasting block the matmul can pick (K unrolled 4x, or the
-    /// one for the tall block too; any loads of A and both of B), for validation.
+    /// Every broadcasting block the matmul can pick, for validation: per
+    /// subgroup size a short product's and (SwiftShader's) the tall one, K
+    /// unrolled 4x, with any loads of A and both of B.
     pub fn all_broadcasting() -> Vec<Block> {
         use Loads::{Across, AlongK, Scalar};
         let full = Block::FULL.unrolled(4);
