@@ -101,8 +101,8 @@ const BROADCAST_ROWS: usize = 64;
 /// 4x). The build is still slower than the 64-row block's (0.7-0.9 s), for
 /// nothing where K is short ([784, 64] x [64, 256], an MLP's weight gradient
 /// at batch 64: 3.7-4.0 GFLOP/s either way, measured with 8x), hence the
-/// bound on K. lavapipe (8 lanes) was not
-/// measured with it and keeps its block.
+/// bound on K. lavapipe (8 lanes) was not measured with it and keeps its
+/// block.
 const TALL_SIZE: usize = 4;
 const TALL_ROWS: usize = 128;
 
