@@ -21,8 +21,8 @@
 //! (the conversions). On the cpu the halved storage does not repay them; it
 //! is there for parity with the GPU and for the wasm fallback.
 
-use super::run::{View, ViewMut};
-use super::Buffer;
+use super::api::{View, ViewMut};
+use super::{pick, Buffer};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernel::KernelSpec;
@@ -85,7 +85,7 @@ pub(crate) fn widened_creation(spec: &KernelSpec) -> Option<KernelSpec> {
 /// The whole of `buffer` converted between f16 and f32 (element i to element i).
 fn convert(op: &'static str, buffer: &Buffer, to: DType) -> Result<Buffer> {
     let all = Layout::contiguous(&[buffer.len()]);
-    super::run::run(op, &KernelSpec::Cast { to }, &[View::new(buffer, &all)], &all.shape)
+    pick::run(op, &KernelSpec::Cast { to }, &[View::new(buffer, &all)], &all.shape)
 }
 
 /// Runs `kernel` with every f16 input widened to f32, and rounds its f32
@@ -129,7 +129,7 @@ pub(crate) fn run_into(
             let narrow = convert(op, &wide, DType::F16)?;
             let all = Layout::contiguous(&[narrow.len()]);
             let copy = KernelSpec::CopyInto;
-            super::run::run_into(op, &copy, &[View::new(&narrow, &all)], &mut [ViewMut::new(o.buffer, &all)])?;
+            pick::run_into(op, &copy, &[View::new(&narrow, &all)], &mut [ViewMut::new(o.buffer, &all)])?;
         }
         Ok(())
     })

@@ -6,18 +6,21 @@
 //! device, error, `crate::kernel`), never tensors, autograd or ops
 //! (tests/layering.rs). `crate::dispatch` turns tensors into their calls.
 
+mod api;
 pub mod census;
 pub mod cpu;
 pub mod events;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod half;
+mod pick;
 pub mod replay;
 pub(crate) mod run;
 
+pub use api::{View, ViewMut};
 pub use run::{
     check, compile_errors, create, download, kernel_times, room, run, run_into, start_download, upload, upload_owned,
-    CompileError, Pending, View, ViewMut,
+    CompileError, Pending,
 };
 
 use crate::device::Device;

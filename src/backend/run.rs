@@ -1,66 +1,15 @@
 //! The storage-level entry points: run a `KernelSpec` over views of buffers.
-//! This is the only place that picks a backend by buffer variant; each
-//! backend's `run` matches on the spec.
+//! What every kernel gets here, whichever backend runs it: the arity check,
+//! the profiler's span, the f16 widening (`half.rs`); `pick.rs` then hands it
+//! to the backend that holds the buffers.
 
-use super::{Buffer, CpuBuffer, Storage};
+use super::api::{wrong_entry, View, ViewMut};
+use super::{pick, Buffer, CpuBuffer, Storage};
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
 use crate::shape::Layout;
-
-/// What a kernel reads: a buffer and the layout (shape, strides, offset) of
-/// the view of it.
-#[derive(Clone, Copy)]
-pub struct View<'a> {
-    pub buffer: &'a Buffer,
-    pub layout: &'a Layout,
-}
-
-impl<'a> View<'a> {
-    pub fn new(buffer: &'a Buffer, layout: &'a Layout) -> Self {
-        View { buffer, layout }
-    }
-}
-
-/// What an in-place kernel writes: a buffer (its storage's write guard) and
-/// the layout of the view of it.
-pub struct ViewMut<'a> {
-    pub buffer: &'a mut Buffer,
-    pub layout: &'a Layout,
-}
-
-impl<'a> ViewMut<'a> {
-    pub fn new(buffer: &'a mut Buffer, layout: &'a Layout) -> Self {
-        ViewMut { buffer, layout }
-    }
-}
-
-/// The error for views a backend cannot run `spec` on (wrong device or dtype:
-/// dispatch rules these out, so it names an internal mismatch).
-pub(crate) fn mismatch(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::dtype(op, format!("internal dtype or device mismatch in {}", spec.name()))
-}
-
-/// The error for a spec handed to the wrong entry point (`run` for an
-/// in-place kernel, `create` for one with inputs, ...).
-pub(crate) fn wrong_entry(op: &'static str, spec: &KernelSpec) -> Error {
-    Error::value(op, format!("internal: kernel {} is not run through this entry point", spec.name()))
-}
-
-/// Exactly `N` inputs, each on the backend `here` recognises, as (buffer,
-/// layout) pairs; else `mismatch`. No allocation: this runs for every op.
-pub(crate) fn typed_inputs<'a, B: 'a, const N: usize>(
-    op: &'static str,
-    spec: &KernelSpec,
-    inputs: &[View<'a>],
-    here: impl Fn(&'a Buffer) -> Option<&'a B>,
-) -> Result<[(&'a B, &'a Layout); N]> {
-    if inputs.len() != N || !inputs.iter().all(|v| here(v.buffer).is_some()) {
-        return Err(mismatch(op, spec));
-    }
-    Ok(std::array::from_fn(|i| (here(inputs[i].buffer).expect("checked above"), inputs[i].layout)))
-}
 
 fn check_arity(op: &'static str, spec: &KernelSpec, inputs: &[View]) -> Result<()> {
     if inputs.len() != spec.arity() {
@@ -97,17 +46,9 @@ fn run_watched(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: 
 fn run_unwatched(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
     check_arity(op, spec, inputs)?;
     if super::half::involved(spec, inputs, &[]) {
-        return super::half::run(op, inputs, |wide| run_on_backend(op, spec, wide, out_shape));
+        return super::half::run(op, inputs, |wide| pick::run(op, spec, wide, out_shape));
     }
-    run_on_backend(op, spec, inputs, out_shape)
-}
-
-fn run_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<Buffer> {
-    match inputs[0].buffer {
-        Buffer::Cpu(_) => super::cpu::run::run(op, spec, inputs, out_shape).map(Buffer::Cpu),
-        #[cfg(feature = "gpu")]
-        Buffer::Gpu(_) => super::gpu::run::run(op, spec, inputs, out_shape).map(Buffer::Gpu),
-    }
+    pick::run(op, spec, inputs, out_shape)
 }
 
 /// An error naming `op` unless `device` can hold a new buffer of `n`
@@ -134,11 +75,7 @@ pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &
         let all = Layout::contiguous(&[made.len()]);
         return run(op, &KernelSpec::Cast { to: DType::F16 }, &[View::new(&made, &all)], &all.shape);
     }
-    let out = match device {
-        Device::Cpu => super::cpu::run::create(op, spec, out_shape).map(Buffer::Cpu),
-        #[cfg(feature = "gpu")]
-        Device::Gpu(d) => super::gpu::run::create(op, spec, d.context(), out_shape).map(Buffer::Gpu),
-    };
+    let out = pick::create(op, spec, device, out_shape);
     super::census::note_op(op);
     out
 }
@@ -151,12 +88,7 @@ pub fn create(op: &'static str, spec: &KernelSpec, device: &Device, out_shape: &
 pub fn check(spec: &KernelSpec, index: &Storage, layout: &Layout) -> Result<()> {
     let _span = super::events::op("index_check");
     let KernelSpec::IndexCheck(c) = spec else { return Err(wrong_entry("check", spec)) };
-    let g = index.read();
-    match &*g {
-        Buffer::Cpu(b) => super::cpu::create::check(c, b, layout),
-        #[cfg(feature = "gpu")]
-        Buffer::Gpu(b) => super::gpu::run::check(c, index, b, layout),
-    }
+    pick::check(c, index, &index.read(), layout)
 }
 
 /// Runs an in-place `spec` (`CopyInto`, `Adam`) reading `inputs` and writing
@@ -168,30 +100,16 @@ pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &
         return Err(Error::value(op, format!("internal: kernel {} writes no output", spec.name())));
     }
     if super::half::involved(spec, inputs, outputs) {
-        return super::half::run_into(op, inputs, outputs, |i, o| run_into_on_backend(op, spec, i, o));
+        return super::half::run_into(op, inputs, outputs, |i, o| pick::run_into(op, spec, i, o));
     }
-    run_into_on_backend(op, spec, inputs, outputs)
-}
-
-fn run_into_on_backend(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
-    match outputs[0].buffer {
-        Buffer::Cpu(_) => super::cpu::run::run_into(op, spec, inputs, outputs),
-        #[cfg(feature = "gpu")]
-        Buffer::Gpu(_) => super::gpu::run::run_into(op, spec, inputs, outputs),
-    }
+    pick::run_into(op, spec, inputs, outputs)
 }
 
 /// A contiguous host copy of `view` (natively a GPU readback blocks; in the
 /// browser it is an error saying to await `start_download` instead).
 pub fn download(view: View) -> Result<CpuBuffer> {
     let _span = super::events::op("download");
-    match view.buffer {
-        Buffer::Cpu(b) => Ok(
-            crate::with_cpu_buffer!(b, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, view.layout))),
-        ),
-        #[cfg(feature = "gpu")]
-        Buffer::Gpu(b) => super::gpu::elementwise::download(b, view.layout),
-    }
+    pick::download(view)
 }
 
 /// A download started without blocking: finish it with `Pending::finish`.
@@ -241,13 +159,7 @@ pub fn upload_owned(host: CpuBuffer, device: &Device) -> Result<Buffer> {
 pub fn upload(host: &CpuBuffer, layout: &Layout, device: &Device) -> Result<Buffer> {
     let _span = super::events::op("upload");
     super::census::note_op("to");
-    match device {
-        Device::Cpu => Ok(Buffer::Cpu(
-            crate::with_cpu_buffer!(host, v, T => <T as super::cpu::Elem>::wrap(super::cpu::gather_strided(v, layout))),
-        )),
-        #[cfg(feature = "gpu")]
-        Device::Gpu(d) => super::gpu::elementwise::upload(d.context(), host, layout).map(Buffer::Gpu),
-    }
+    pick::upload(host, layout, device)
 }
 
 /// A compiler's error: the (line, column) of the whole source it points at, if any, and its text.

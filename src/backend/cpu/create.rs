@@ -4,7 +4,7 @@
 //! backend produces the same bits for a spec.
 
 use super::{pool, CpuBuffer, Elem};
-use crate::backend::run::{mismatch, wrong_entry};
+use crate::backend::api::{mismatch, wrong_entry};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::random::Stream;

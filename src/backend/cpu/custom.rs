@@ -2,7 +2,7 @@
 //! widened to f64, its values rounded once to the output's dtype.
 
 use super::{gather_strided, CpuBuffer};
-use crate::backend::run::mismatch;
+use crate::backend::api::mismatch;
 use crate::backend::View;
 use crate::error::{Error, Result};
 use crate::kernel::custom::{CpuCall, CpuInput};

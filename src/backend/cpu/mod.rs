@@ -3,6 +3,7 @@
 pub mod buffer;
 
 pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, CpuBuffer, Elem};
+pub use run::Cpu;
 pub mod conv;
 pub mod create;
 mod custom;
@@ -15,7 +16,7 @@ pub mod optim;
 pub mod pool;
 pub mod reduce;
 pub mod room;
-pub mod run;
+mod run;
 mod run_index;
 #[cfg(any(target_arch = "wasm32", test))]
 mod sgemm;

@@ -2,12 +2,39 @@
 
 use super::elementwise as k;
 use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
-use crate::backend::run::{mismatch, typed_inputs, wrong_entry};
-use crate::backend::{Buffer, View, ViewMut};
+use crate::backend::api::{mismatch, typed_inputs, wrong_entry, Backend};
+use crate::backend::{Buffer, Storage, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::kernel::KernelSpec;
+use crate::kernel::{IndexCheck, KernelSpec};
 use crate::shape::Layout;
+
+/// The cpu backend: ndarray and slice kernels over host buffers.
+pub struct Cpu;
+
+impl Backend for Cpu {
+    type Buffer = CpuBuffer;
+    type Place = ();
+
+    fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<CpuBuffer> {
+        run(op, spec, inputs, out_shape)
+    }
+    fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+        run_into(op, spec, inputs, outputs)
+    }
+    fn create(op: &'static str, spec: &KernelSpec, _: &(), out_shape: &[usize]) -> Result<CpuBuffer> {
+        super::create::create(op, spec, out_shape)
+    }
+    fn check(check: &IndexCheck, _: &Storage, index: &CpuBuffer, layout: &Layout) -> Result<()> {
+        super::create::check(check, index, layout)
+    }
+    fn download(buffer: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
+        Ok(crate::with_cpu_buffer!(buffer, v, T => T::wrap(gather_strided(v, layout))))
+    }
+    fn upload(_: &(), host: &CpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
+        Self::download(host, layout)
+    }
+}
 
 /// The cpu buffers of `inputs` (see `typed_inputs`).
 fn cpu_inputs<'a, const N: usize>(
@@ -28,7 +55,7 @@ fn cast_to<T: Elem>(v: &[T], l: &Layout, dtype: DType) -> CpuBuffer {
     }
 }
 
-pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<CpuBuffer> {
+fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<CpuBuffer> {
     let float_only = || Error::dtype(op, format!("expected a float tensor, got {}", inputs[0].buffer.dtype()));
     Ok(match spec {
         KernelSpec::Unary { row, params: [p0, p1] } => match cpu_inputs::<1>(op, spec, inputs)? {
@@ -157,8 +184,6 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
     })
 }
 
-pub use super::create::create;
-
 /// The cpu buffer an in-place kernel writes, or an error if it lives elsewhere.
 fn cpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v mut ViewMut<'_>) -> Result<(&'v mut CpuBuffer, &'v Layout)> {
     let layout = o.layout;
@@ -170,7 +195,7 @@ fn cpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v mut ViewMut<'_>) -> R
     Ok((b, layout))
 }
 
-pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
     match spec {
         KernelSpec::CopyInto => {
             // The source is contiguous here (dispatch copies a strided one first).

@@ -25,12 +25,13 @@ pub mod pipelines;
 pub mod readback;
 pub mod reduce;
 pub mod replay;
-pub mod run;
+mod run;
 mod run_index;
 pub mod runtime;
 pub mod timing;
 pub mod window_loads;
 
+pub use run::Gpu;
 pub use runtime::{GpuContext, GpuCounters};
 
 use crate::dtype::DType;

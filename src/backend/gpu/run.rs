@@ -1,13 +1,40 @@
 //! The GPU backend's `run`: a `KernelSpec` over views, to the WGSL kernels.
 
 use super::{conv, elementwise as g, matmul, optim, reduce, GpuBuffer, GpuContext};
-use crate::backend::run::{mismatch, typed_inputs, wrong_entry};
-use crate::backend::{Buffer, Storage, View, ViewMut};
+use crate::backend::api::{mismatch, typed_inputs, wrong_entry, Backend};
+use crate::backend::{Buffer, CpuBuffer, Storage, View, ViewMut};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::{IndexCheck, KernelSpec};
 use crate::shape::Layout;
 use std::sync::Arc;
+
+/// The GPU backend: WGSL kernels through wgpu, natively and on WebGPU.
+pub struct Gpu;
+
+impl Backend for Gpu {
+    type Buffer = GpuBuffer;
+    type Place = Arc<GpuContext>;
+
+    fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
+        run(op, spec, inputs, out_shape)
+    }
+    fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+        run_into(op, spec, inputs, outputs)
+    }
+    fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_shape: &[usize]) -> Result<GpuBuffer> {
+        create(op, spec, ctx, out_shape)
+    }
+    fn check(check: &IndexCheck, storage: &Storage, index: &GpuBuffer, layout: &Layout) -> Result<()> {
+        self::check(check, storage, index, layout)
+    }
+    fn download(buffer: &GpuBuffer, layout: &Layout) -> Result<CpuBuffer> {
+        g::download(buffer, layout)
+    }
+    fn upload(ctx: &Arc<GpuContext>, host: &CpuBuffer, layout: &Layout) -> Result<GpuBuffer> {
+        g::upload(ctx, host, layout)
+    }
+}
 
 /// The GPU buffers of `inputs` (see `typed_inputs`).
 fn gpu_inputs<'a, const N: usize>(
@@ -18,7 +45,7 @@ fn gpu_inputs<'a, const N: usize>(
     typed_inputs(op, spec, inputs, Buffer::as_gpu)
 }
 
-pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
+fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]) -> Result<GpuBuffer> {
     let float_only = |b: &GpuBuffer| -> Result<()> {
         if matches!(b.dtype, DType::F32 | DType::F16) {
             Ok(())
@@ -131,7 +158,7 @@ pub fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[us
 /// fills a host buffer (from the pool) and the upload is recorded in order
 /// with the queued work, as `to(gpu)` is: one upload per call, as when
 /// these were made on the cpu and moved.
-pub fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_shape: &[usize]) -> Result<GpuBuffer> {
+fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_shape: &[usize]) -> Result<GpuBuffer> {
     match spec {
         KernelSpec::Fill { dtype, value } => g::full(ctx, *dtype, out_shape.iter().product(), value.0),
         KernelSpec::Sequence { dtype, .. } | KernelSpec::Random { dtype, .. } => {
@@ -140,7 +167,7 @@ pub fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_sh
             // fail before anything is computed.
             let out = GpuBuffer::new(ctx, op, *dtype, n)?;
             crate::backend::cpu::room::ensure(op, n, *dtype)?;
-            let host = crate::backend::cpu::create::create(op, spec, out_shape)?;
+            let host = crate::backend::cpu::Cpu::create(op, spec, &(), out_shape)?;
             g::write_host(op, &out, &host)?;
             Ok(out)
         }
@@ -150,7 +177,7 @@ pub fn create(op: &'static str, spec: &KernelSpec, ctx: &Arc<GpuContext>, out_sh
 
 /// The range check of the GPU index view `layout` of `index` (`storage`'s
 /// buffer), recorded with the queued work (see `checks.rs`).
-pub fn check(check: &IndexCheck, storage: &Storage, index: &GpuBuffer, layout: &Layout) -> Result<()> {
+fn check(check: &IndexCheck, storage: &Storage, index: &GpuBuffer, layout: &Layout) -> Result<()> {
     if index.dtype != DType::I32 {
         return Err(Error::dtype(
             check.op,
@@ -166,7 +193,7 @@ fn gpu_out<'v>(op: &'static str, spec: &KernelSpec, o: &'v ViewMut<'_>) -> Resul
     Ok((b, o.layout))
 }
 
-pub fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
+fn run_into(op: &'static str, spec: &KernelSpec, inputs: &[View], outputs: &mut [ViewMut]) -> Result<()> {
     match spec {
         KernelSpec::CopyInto => {
             let [(s, ls)] = gpu_inputs::<1>(op, spec, inputs)?;
