@@ -12,13 +12,20 @@ use super::runtime::GpuContext;
 use crate::error::{Error, Result};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 
 #[derive(Default)]
 struct MapState {
     done: Option<std::result::Result<(), wgpu::BufferAsyncError>>,
     waker: Option<Waker>,
+}
+
+/// A readback's state and, natively, the condition its map callback signals.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<MapState>,
+    mapped: Condvar,
 }
 
 /// Resolves to the bytes of one readback.
@@ -29,7 +36,7 @@ pub struct Readback {
     /// Where the data ends in the staging buffer (the check flags follow).
     data_bytes: usize,
     checks: Option<TakenChecks>,
-    state: Arc<Mutex<MapState>>,
+    shared: Arc<Shared>,
 }
 
 fn lock(m: &Mutex<MapState>) -> std::sync::MutexGuard<'_, MapState> {
@@ -40,20 +47,21 @@ impl Readback {
     /// Starts reading the first `bytes` of `src`: submits pending work plus the copy.
     pub(crate) fn start(ctx: &Arc<GpuContext>, src: &wgpu::Buffer, bytes: u64) -> Result<Readback> {
         ctx.check("to_vec")?;
-        let state = Arc::new(Mutex::new(MapState::default()));
+        let shared = Arc::new(Shared::default());
         let data_bytes = bytes.div_ceil(4) * 4;
         ctx.refuse_bad(src)?;
         let Some((staging, checks)) = ctx.copy_for_readback(src, data_bytes)? else {
-            lock(&state).done = Some(Ok(()));
-            return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, data_bytes: 0, checks: None, state });
+            lock(&shared.state).done = Some(Ok(()));
+            return Ok(Readback { ctx: ctx.clone(), staging: None, bytes: 0, data_bytes: 0, checks: None, shared });
         };
-        let s2 = state.clone();
+        let s2 = shared.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let mut st = lock(&s2);
+            let mut st = lock(&s2.state);
             st.done = Some(r);
             if let Some(w) = st.waker.take() {
                 w.wake();
             }
+            s2.mapped.notify_all();
         });
         Ok(Readback {
             ctx: ctx.clone(),
@@ -61,7 +69,7 @@ impl Readback {
             bytes: bytes as usize,
             data_bytes: data_bytes as usize,
             checks,
-            state,
+            shared,
         })
     }
 
@@ -117,31 +125,53 @@ impl Future for Readback {
     type Output = Result<Fetched>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Natively, waiting for the device runs the map callback (ours, or
-        // another thread's poll runs it a moment later: hence the few retries).
-        // In the browser wait_idle does nothing and the callback wakes us.
-        for _ in 0..10_000 {
-            let done = lock(&self.state).done.take();
-            if let Some(r) = done {
-                return Poll::Ready(self.finish(r));
-            }
-            if let Err(e) = context::wait_idle(&self.ctx.device) {
-                return Poll::Ready(Err(e));
-            }
-            if !context::CAN_BLOCK {
-                break;
-            }
-            std::thread::yield_now();
+        if context::CAN_BLOCK {
+            return Poll::Ready(self.wait());
         }
-        let mut st = lock(&self.state);
+        // In the browser the map callback wakes this future; nothing blocks.
+        let mut st = lock(&self.shared.state);
         if let Some(r) = st.done.take() {
             drop(st);
             return Poll::Ready(self.finish(r));
         }
-        if !context::CAN_BLOCK {
-            st.waker = Some(cx.waker().clone());
-            return Poll::Pending;
+        st.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Readback {
+    /// Natively: waits for the device, then for the map callback. The
+    /// callback runs inside some thread's device poll: ours, or another
+    /// thread's that took it along with its own, in which case our poll may
+    /// return before that thread has run it. So this waits on the callback's
+    /// condition (re-polling now and then, in case no other thread polls)
+    /// rather than spinning, which failed when the thread running the
+    /// callback lost its core for a while (tests reading back in parallel on
+    /// two cores).
+    fn wait(&mut self) -> Result<Fetched> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            use std::time::{Duration, Instant};
+            // Generous: a slow software adapter under load, not a hang.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                context::wait_idle(&self.ctx.device)?;
+                let st = lock(&self.shared.state);
+                let (mut st, _) = self
+                    .shared
+                    .mapped
+                    .wait_timeout_while(st, Duration::from_millis(20), |st| st.done.is_none())
+                    .unwrap_or_else(|e| e.into_inner());
+                if let Some(r) = st.done.take() {
+                    drop(st);
+                    return self.finish(r);
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::value("to_vec", "the GPU never finished the readback"));
+                }
+            }
         }
-        Poll::Ready(Err(Error::value("to_vec", "the GPU never finished the readback")))
+        #[cfg(target_arch = "wasm32")]
+        Err(Error::value("to_vec", "internal: a readback cannot block in the browser"))
     }
 }
