@@ -28,8 +28,8 @@ printf '\nGPU tests: %d ran, %d skipped (no adapter)\n' "$(count ran)" "$(count 
 step "cargo test --doc"
 cargo test --doc
 # skiff::distributed is a feature (it links Open MPI): its tests start
-# mpirun -np 2 on themselves (tests/distributed.rs), and its example builds.
-step "cargo test --features distributed: tests/distributed.rs, its examples and doc tests (MPI, 2 ranks on loopback)"
+# mpirun -np 2 on themselves (tests/distributed/main.rs), and its example builds.
+step "cargo test --features distributed: tests/distributed/main.rs, its examples and doc tests (MPI, 2 ranks on loopback)"
 cargo test --features distributed --test distributed --example ddp_mnist --example dist_bench
 cargo test --features distributed --doc distributed
 cargo clippy --features distributed --lib --test distributed --example ddp_mnist --example dist_bench -- -D warnings

@@ -4,7 +4,7 @@
 //! ops bump. The cpu (`cpu/`) and GPU (`gpu/`) backends run kernels on
 //! buffers and layouts; they import only the core types (shape, dtype,
 //! device, error, `crate::kernel`), never tensors, autograd or ops
-//! (tests/layering.rs). `crate::dispatch` turns tensors into their calls.
+//! (tests/core/layering.rs). `crate::dispatch` turns tensors into their calls.
 
 mod api;
 pub mod census;
@@ -48,7 +48,7 @@ pub fn shader_needs_subgroups(source: &str) -> bool {
 
 /// The WGSL kernels the GPU backend generates for a fused program: one
 /// output per invocation, and four with every input read as a vec4 (for
-/// validation: tests/jit_fusion.rs checks those of traced programs).
+/// validation: tests/jit/fusion.rs checks those of traced programs).
 #[cfg(feature = "gpu")]
 pub fn fused_shader_sources(spec: &crate::kernel::FusedElementwise) -> Vec<String> {
     let lanes = vec![gpu::kernels::Lanes::Vector; spec.inputs.len()];
@@ -56,7 +56,7 @@ pub fn fused_shader_sources(spec: &crate::kernel::FusedElementwise) -> Vec<Strin
 }
 
 /// The WGSL kernels the GPU backend may run an epilogue as (for
-/// validation: tests/jit_epilogue.rs checks those of traced programs).
+/// validation: tests/jit/epilogue.rs checks those of traced programs).
 #[cfg(feature = "gpu")]
 pub fn epilogue_shader_sources(spec: &crate::kernel::Epilogue) -> Vec<String> {
     gpu::epilogue::sources(spec)

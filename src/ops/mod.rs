@@ -286,7 +286,7 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
 }
 
 /// The README's table of registry ops, generated from each entry's
-/// signature and doc line (`tests/readme.rs` fails when the README's copy
+/// signature and doc line (`tests/core/readme.rs` fails when the README's copy
 /// differs): one table per family.
 pub fn op_table_markdown() -> String {
     let mut out = String::new();

@@ -6,7 +6,7 @@
 //! bindings dispatch on this table (src/web/ops/call.rs) and the package's
 //! TypeScript declarations are rendered from it (`ts_declarations` and
 //! `ts_functions`, written into web/index.d.ts between markers and kept
-//! current by tests/js_surface.rs).
+//! current by tests/core/js_surface.rs).
 
 use super::signature::{camel_case, Param, Signature, Type};
 use super::{registry, OpDef};

@@ -262,13 +262,13 @@ cases: || vec![
     unary_case(Case::new("clamp min > max", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(1.0), Some(-1.0))))
         .reference(|h| reference::map(&h[0], |x| clamp_reference(x, 1.0, -1.0))),
     // Values on a 0.5 grid hit both bounds exactly; the forward only, as
-    // central differences straddle the kinks there (tests/semantics.rs
+    // central differences straddle the kinks there (tests/core/semantics.rs
     // checks the gradient at the bounds: 1, as PyTorch's).
     Case::new("clamp at the bounds", vec![Input::Grid(shape(), -2.0, 2.0, 9)], |xs| xs[0].clamp(Some(-1.0), Some(1.0)))
         .reference(|h| reference::map(&h[0], |x| clamp_reference(x, -1.0, 1.0)))
         .forward_only(),
     // NaN bounds: every element NaN (forward only: no finite differences
-    // of NaN; tests/semantics.rs checks the zero gradient).
+    // of NaN; tests/core/semantics.rs checks the zero gradient).
     unary_case(Case::new("clamp min NaN", vec![Input::Uniform(shape(), -2.0, 2.0)], |xs| xs[0].clamp(Some(f64::NAN), Some(1.0))))
         .reference(|h| reference::map(&h[0], |x| clamp_reference(x, f64::NAN, 1.0)))
         .nonfinite()

@@ -6,10 +6,10 @@
 //! (WGSL that does not compile names the user's line, calls that do not fit
 //! name the op).
 
-mod common;
+use crate::common;
 
-use common::gradcheck::{gradcheck, uniform};
-use common::{expect_err, Kind};
+use crate::common::gradcheck::{gradcheck, uniform};
+use crate::common::{expect_err, Kind};
 use skiff::custom::{BackwardCall, CpuCall, CustomOp};
 use skiff::{DType, Device, Result, Tensor};
 use std::sync::OnceLock;

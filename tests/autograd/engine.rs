@@ -7,8 +7,7 @@
 use skiff::autograd::is_grad_enabled;
 use skiff::{enable_grad, grad, no_grad, BackwardOptions, DType, Device, GradOptions, Result, Tensor};
 
-mod common;
-use common::{assert_close, expect_err, grad_of, leaf, t, Kind};
+use crate::common::{assert_close, expect_err, grad_of, leaf, t, Kind};
 
 const X: [f64; 3] = [0.5, -1.25, 2.0];
 

@@ -7,8 +7,7 @@ use skiff::autograd::apply_function;
 use skiff::{grad, BackwardOptions, DType, Function, FunctionCtx, GradOptions, Result, Tensor};
 use std::sync::Arc;
 
-mod common;
-use common::{assert_close, expect_err, leaf, t, vals, Kind};
+use crate::common::{assert_close, expect_err, leaf, t, vals, Kind};
 
 const CREATE: GradOptions = GradOptions { create_graph: true, retain_graph: None, allow_unused: false };
 

@@ -4,8 +4,7 @@
 use skiff::{no_grad, DType, Result, Tensor};
 use std::sync::{Arc, Mutex};
 
-mod common;
-use common::{assert_close, expect_err, leaf, t, vals, Kind};
+use crate::common::{assert_close, expect_err, leaf, t, vals, Kind};
 
 fn grad_of(x: &Tensor) -> Vec<f64> {
     vals(&x.grad().expect("tensor has a gradient"))

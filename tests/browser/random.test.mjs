@@ -1,7 +1,7 @@
 // Random draws in wasm give the native build's exact bits. A random fill is a
 // kernel spec whose element i depends only on its seed and i, computed from
 // IEEE basic operations (no libm), so the cpu natively, the cpu in wasm and a
-// GPU agree bit for bit. tests/creation_specs.rs pins the native draws to
+// GPU agree bit for bit. tests/core/creation_specs.rs pins the native draws to
 // these fingerprints (FNV-1a over each value's bits); here the wasm build
 // (the package in Node) must reproduce them.
 import { describe, test, before, after } from 'node:test';
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { assertBuilt } from './lib/browser.mjs';
 import { importForNode } from './lib/package.mjs';
 
-// The same table as KNOWN_ANSWERS in tests/creation_specs.rs.
+// The same table as KNOWN_ANSWERS in tests/core/creation_specs.rs.
 const KNOWN_ANSWERS = {
   'randn f64': 0x66953ccbbe4eae84n,
   'rand f32': 0x034a08855b1ca875n,

@@ -80,6 +80,59 @@ pub fn gpu() -> Option<skiff::Device> {
     }
 }
 
+/// A private GPU context for a GPU test that counts a context's work
+/// (dispatches, readbacks, pipelines, bytes) or changes its settings: the
+/// default device is shared by every test of the binary, running in
+/// parallel. `None` (after a SKIPPED line) without an adapter, as `gpu()`.
+pub fn private_gpu() -> Option<(skiff::Device, skiff::device::GpuDevice)> {
+    gpu()?;
+    let g = skiff::device::GpuDevice::open().expect("an adapter was found a moment ago");
+    Some((skiff::Device::Gpu(g.clone()), g))
+}
+
+/// Set in a test's own process (`own_process`).
+const OWN_PROCESS: &str = "SKIFF_TEST_OWN_PROCESS";
+
+/// Gives the calling test a process of its own, for a test that needs
+/// process-wide state to itself while the other tests of its binary run in
+/// parallel: the global generator's sequence after `manual_seed`, the
+/// profiler's session, the leak report's census, an environment variable.
+/// The test binary starts itself again, filtered to exactly this test; the
+/// calling test passes when that run passed. Use as the test's first line:
+/// `if !common::own_process() { return; }` (`true` in the new process, where
+/// the test goes on; `false` in the calling one, once that process passed).
+#[track_caller]
+pub fn own_process() -> bool {
+    if std::env::var_os(OWN_PROCESS).is_some() {
+        return true;
+    }
+    let test = current_test();
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([test.as_str(), "--exact", "--nocapture", "--test-threads=1"])
+        .env(OWN_PROCESS, "1")
+        .output()
+        .expect("the test binary starts again");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // "1 passed": the filter found the test (a renamed one would run none).
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{test}, run in a process of its own, failed:\n{stdout}\n{stderr}"
+    );
+    // What it printed, for a parent run with --nocapture.
+    eprint!("{stderr}");
+    false
+}
+
+/// The name the test harness gives the test function `f` of the module
+/// whose `module_path!()` is `module_path`: the path without the binary's
+/// crate name, for an `--exact` filter when a test starts its own binary.
+pub fn test_name(module_path: &str, f: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, within)) => format!("{within}::{f}"),
+        None => f.to_string(),
+    }
+}
+
 /// The running test's name (the test harness names each test's thread after it).
 pub fn current_test() -> String {
     std::thread::current().name().unwrap_or("unnamed").to_string()

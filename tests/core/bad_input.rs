@@ -5,9 +5,7 @@
 //! Nothing here may panic or abort: sizes at the extremes, allocations that
 //! cannot succeed, wrapped counts and bad arguments are all errors.
 
-mod common;
-
-use common::{check_err, Kind};
+use crate::common::{check_err, Kind};
 use skiff::{DType, Reduction, Result, Tensor};
 
 fn f32s(shape: &[usize]) -> Tensor {

@@ -14,24 +14,15 @@
 //! - arange, linspace and eye keep their formulas bit for bit;
 //! - specs are values: equal, hashable, the seed visible.
 
-mod common;
+use crate::common;
 
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::backend;
 use skiff::dispatch::create::create;
 use skiff::kernel::{Distribution, KernelSpec, Scalar, Sequence};
 use skiff::random::Generator;
 use skiff::{manual_seed, DType, Device, Tensor};
 use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard};
-
-/// Tests that draw from the global generator hold this lock, so a parallel
-/// test cannot advance the stream between a seed and its draws.
-static RNG: Mutex<()> = Mutex::new(());
-
-fn rng_lock() -> MutexGuard<'static, ()> {
-    RNG.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The elements' bit patterns, whatever the dtype.
 fn bits(t: &Tensor) -> Vec<u64> {
@@ -76,7 +67,9 @@ fn creations() -> Vec<(&'static str, Make)> {
 #[cfg(feature = "gpu")]
 #[test]
 fn every_creation_on_the_gpu_matches_the_cpu_bit_for_bit() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     let Some(gpu) = common::gpu() else { return };
     let Device::Gpu(g) = &gpu else { unreachable!() };
     for (name, make) in creations() {
@@ -108,7 +101,9 @@ fn every_creation_on_the_gpu_matches_the_cpu_bit_for_bit() {
 
 #[test]
 fn gpu_creation_errors_name_the_op() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     let Some(gpu) = common::gpu() else { return };
     // f64 lives on the cpu: the error names the creation, not a transfer.
     expect_err(Tensor::randn_on(&[2], DType::F64, &gpu), Kind::DType, "randn", &["f64", "cpu only"]);
@@ -125,7 +120,9 @@ fn gpu_creation_errors_name_the_op() {
 /// first draw of `Generator::new(s)`.
 #[test]
 fn the_spec_alone_determines_the_values_and_its_seed_comes_from_manual_seed() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     let shape = [4, 250];
     let seed = Generator::new(77).next_u64();
     let spec = KernelSpec::Random { dist: Distribution::Normal, dtype: DType::F32, seed };
@@ -157,7 +154,9 @@ fn the_spec_alone_determines_the_values_and_its_seed_comes_from_manual_seed() {
 
 #[test]
 fn reseeding_reproduces_every_draw_and_consecutive_draws_differ() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     let draws: Vec<(&str, Make)> = creations().into_iter().take(5).collect();
     for (name, make) in draws {
         manual_seed(31);
@@ -191,7 +190,9 @@ fn assert_moments(name: &str, v: &[f64], mean: f64, var: f64, mu4: f64) {
 
 #[test]
 fn draws_have_their_distributions_moments() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     manual_seed(404);
     let n = 1 << 20;
     let (lo, hi) = (-2.0, 3.0);
@@ -309,7 +310,9 @@ const KNOWN_ANSWERS: [(&str, u64); 4] = [
 
 #[test]
 fn seeded_draws_have_their_known_fingerprints() {
-    let _g = rng_lock();
+    if !common::own_process() {
+        return;
+    }
     manual_seed(2025);
     let n = [1 << 16];
     let z = Tensor::randn(&n, DType::F64).unwrap().to_vec::<f64>().unwrap();

@@ -4,23 +4,18 @@
 //! device's own counters; the Chrome trace is valid JSON holding every
 //! call; and sessions neither nest nor outlive a panic.
 //!
-//! A session records every kernel any thread runs, so these tests take
-//! turns (`SERIAL`).
+//! A session records every kernel any thread runs, so each test has a
+//! process of its own (`common::own_process`).
 
-mod common;
+use crate::common;
 
 use skiff::{DType, Device, Tensor};
-use std::sync::Mutex;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 #[test]
 fn cpu_kernels_are_counted_per_op() {
-    let _s = serial();
+    if !common::own_process() {
+        return;
+    }
     let x = Tensor::randn(&[32, 64], DType::F32).unwrap();
     let w = Tensor::randn(&[64, 64], DType::F32).unwrap();
     let (out, p) = skiff::profile(|| -> skiff::Result<f64> {
@@ -57,7 +52,9 @@ fn cpu_kernels_are_counted_per_op() {
 
 #[test]
 fn gpu_dispatches_are_timed_and_counted_as_the_device_counts_them() {
-    let _s = serial();
+    if !common::own_process() {
+        return;
+    }
     let Some(gpu) = common::gpu() else { return };
     let Device::Gpu(d) = &gpu else { unreachable!() };
     assert!(d.context().has_timestamps(), "lavapipe has timestamp queries");
@@ -100,7 +97,9 @@ fn gpu_dispatches_are_timed_and_counted_as_the_device_counts_them() {
 
 #[test]
 fn the_chrome_trace_holds_every_call() {
-    let _s = serial();
+    if !common::own_process() {
+        return;
+    }
     let x = Tensor::randn(&[8, 8], DType::F32).unwrap();
     let mut devices = vec![Device::Cpu];
     devices.extend(common::gpu());
@@ -124,7 +123,9 @@ fn the_chrome_trace_holds_every_call() {
 
 #[test]
 fn sessions_do_not_nest_or_outlive_a_panic() {
-    let _s = serial();
+    if !common::own_process() {
+        return;
+    }
     let nested = skiff::profile(|| skiff::profile(|| ()).map(|_| ()).unwrap_err()).unwrap().0;
     common::check_err(&nested, common::Kind::Value, "profile", &["already recording"]);
     let e = pollster::block_on(skiff::profile::finish()).unwrap_err();

@@ -5,6 +5,7 @@
 //! asking Wayland for the default GPU. The test re-runs this binary's `child`
 //! test in a process without that variable and reads its stderr.
 
+use crate::common;
 use std::process::Command;
 
 const CHILD: &str = "SKIFF_QUIET_STDERR_CHILD";
@@ -28,7 +29,7 @@ fn child() {
 #[test]
 fn opening_the_gpu_without_xdg_runtime_dir_prints_nothing() {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args([&common::test_name(module_path!(), "child"), "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("NODEVICE_SELECT")

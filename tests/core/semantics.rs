@@ -2,9 +2,9 @@
 //! (forward and backward, cpu and GPU), when `retain_grad` stores `.grad`
 //! relative to other hooks, and what `set_grad` accepts.
 
-mod common;
+use crate::common;
 
-use common::{expect_err, grad_of, leaf, t, vals, Kind};
+use crate::common::{expect_err, grad_of, leaf, t, vals, Kind};
 use skiff::{DType, Tensor};
 
 const NAN: f64 = f64::NAN;

@@ -3,7 +3,7 @@
 //! ops are in values_movement.rs.
 
 #[cfg(feature = "gpu")]
-mod common;
+use crate::common;
 
 use skiff::{DType, Result, Tensor};
 

@@ -2,9 +2,7 @@
 //! cases and naive direct loops, plus the error paths (the gradients are
 //! checked by the generated gradcheck).
 
-mod common;
-
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::random::Generator;
 use skiff::{DType, Tensor};
 

@@ -1,6 +1,6 @@
 // The bits a seeded run gives in deterministic mode (skiff.setDeterministic),
 // written from a native run by `SKIFF_BLESS=1 cargo test --test determinism`:
-// do not edit by hand. Checked by tests/determinism.rs natively, and in wasm by
+// do not edit by hand. Checked by tests/determinism/main.rs natively, and in wasm by
 // tests/browser/node.test.mjs and the `determinism` surface scenario.
 export default {
   "cnn": {

@@ -9,6 +9,7 @@
 //! that rounds differently), rewrite the file with
 //! `SKIFF_BLESS=1 cargo test --test determinism` and say why in the commit.
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
@@ -32,7 +33,7 @@ fn expected_path() -> PathBuf {
 
 const HEADER: &str = "// The bits a seeded run gives in deterministic mode (skiff.setDeterministic),\n\
 // written from a native run by `SKIFF_BLESS=1 cargo test --test determinism`:\n\
-// do not edit by hand. Checked by tests/determinism.rs natively, and in wasm by\n\
+// do not edit by hand. Checked by tests/determinism/main.rs natively, and in wasm by\n\
 // tests/browser/node.test.mjs and the `determinism` surface scenario.\n";
 
 /// The checked-in expectations (the JSON object after `export default`).

@@ -15,24 +15,16 @@
 //! (default 8). Failing programs are shrunk by proptest
 //! (no persistence file is written) and printed as Rust.
 
-#[path = "differential/check.rs"]
 mod check;
+#[path = "../common/mod.rs"]
 mod common;
-#[path = "differential/exec.rs"]
 mod exec;
-#[path = "differential/found.rs"]
 mod found;
-#[path = "differential/gen.rs"]
 mod gen;
-#[path = "differential/print.rs"]
 mod print;
-#[path = "differential/program.rs"]
 mod program;
-#[path = "differential/resolve.rs"]
 mod resolve;
-#[path = "differential/run.rs"]
 mod run;
-#[path = "differential/selftest.rs"]
 mod selftest;
 
 use check::{Stats, Truth};

@@ -9,6 +9,7 @@
 
 #![cfg(feature = "distributed")]
 
+#[path = "../common/mod.rs"]
 mod common;
 
 use common::{expect_err, Kind};

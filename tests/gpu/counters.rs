@@ -9,7 +9,7 @@
 //! and passes.
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
 use skiff::backend::gpu::runtime::BATCH_DISPATCHES;
 use skiff::device::GpuCounters;
@@ -106,7 +106,8 @@ impl StepCounts {
 
 #[test]
 fn steady_training_steps_allocate_nothing_and_compile_nothing() {
-    let Some(gpu) = common::gpu() else { return };
+    // The counters are the context's: a private one counts this test's work alone.
+    let Some((gpu, _)) = common::private_gpu() else { return };
     eprintln!("gpu counters: running on {}", gpu.describe());
     let mlp = Mlp::new(&gpu).unwrap();
     // The data is created once and lives on the GPU.

@@ -10,9 +10,9 @@
 //! gradient lost or doubled at a device boundary moves results by O(0.1).
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
-use common::gradcheck::uniform;
+use crate::common::gradcheck::uniform;
 use skiff::{grad, DType, Device, Error, Function, FunctionCtx, GradOptions, Result, Tensor};
 use std::sync::Arc;
 

@@ -4,12 +4,12 @@
 
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
 use skiff::device::GpuDevice;
 use skiff::{DType, Device, Tensor};
 
-use common::{expect_err, gpu, Kind};
+use crate::common::{expect_err, gpu, Kind};
 
 #[test]
 fn a_buffer_beyond_the_adapter_limit_is_an_error_naming_size_and_limit() {
@@ -79,7 +79,13 @@ fn a_driver_out_of_memory_is_an_error_for_the_op_and_the_device_keeps_working() 
     }
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["--exact", "oom_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            &common::test_name(module_path!(), "oom_child"),
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("SKIFF_OOM_CHILD", "1")
         .output()
         .unwrap();

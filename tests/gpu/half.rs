@@ -1,8 +1,8 @@
 //! DType::F16: storage in half the bytes, kernels in f32 with one rounding
 //! per op (`backend::half`), on the cpu and on GPUs with shader-f16
-//! (lavapipe has it). The registry-wide check is tests/half_registry.rs.
+//! (lavapipe has it). The registry-wide check is tests/gpu/half_registry.rs.
 
-mod common;
+use crate::common;
 
 use skiff::nn::{Layer, Linear};
 use skiff::{f16, jit, DType, Device, Tensor};

@@ -18,23 +18,11 @@
 //! Each test opens a private device so its counters are its own.
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
-use common::{check_err, expect_err, Kind};
+use crate::common::{check_err, expect_err, Kind};
 use skiff::device::GpuDevice;
 use skiff::{DType, Device, Reduction, Tensor};
-use std::sync::{Mutex, MutexGuard};
-
-/// Serialises the tests (two cores, and one lavapipe).
-static LOCK: Mutex<()> = Mutex::new(());
-
-/// A private GPU device (after the shared gate), with the lock held.
-fn private_gpu() -> Option<(Device, GpuDevice, MutexGuard<'static, ()>)> {
-    let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    common::gpu()?;
-    let g = GpuDevice::open().expect("the gate found an adapter");
-    Some((Device::Gpu(g.clone()), g, lock))
-}
 
 fn floats(shape: &[usize], seed: u64) -> Tensor {
     let n: usize = shape.iter().product();
@@ -131,7 +119,7 @@ fn run_case(c: &IndexCase, dev: &Device, index: &Tensor) -> (Vec<f32>, Vec<f32>,
 
 #[test]
 fn every_index_op_runs_on_device_made_indices_forward_and_backward_without_reading_them_back() {
-    let Some((dev, g, _lock)) = private_gpu() else { return };
+    let Some((dev, g)) = common::private_gpu() else { return };
     for c in cases() {
         let (vals, shape) = &c.index;
         let index = device_ints(vals, shape, &dev);
@@ -153,7 +141,7 @@ fn every_index_op_runs_on_device_made_indices_forward_and_backward_without_readi
 
 #[test]
 fn zeros_full_and_argmax_indices_made_on_the_device_work_as_indices_and_labels() {
-    let Some((dev, g, _lock)) = private_gpu() else { return };
+    let Some((dev, g)) = common::private_gpu() else { return };
     let logits = floats(&[4, 5], 7);
     let on = |d: &Device, labels: &Tensor| {
         let x = logits.detach().to(d).unwrap().requires_grad_(true).unwrap();
@@ -195,7 +183,7 @@ fn zeros_full_and_argmax_indices_made_on_the_device_work_as_indices_and_labels()
 
 #[test]
 fn an_empty_batch_of_device_made_indices_works() {
-    let Some((dev, _g, _lock)) = private_gpu() else { return };
+    let Some((dev, _g)) = common::private_gpu() else { return };
     let none = Tensor::full_on(&[0], 0.0, DType::I32, &dev).unwrap();
     let scores = Tensor::zeros(&[0, 5], DType::F32).unwrap().to(&dev).unwrap().requires_grad_(true).unwrap();
     let loss = scores.cross_entropy(&none, Reduction::Sum, 0.0).unwrap();
@@ -219,7 +207,7 @@ fn an_empty_batch_of_device_made_indices_works() {
 /// device keeps working.
 #[test]
 fn out_of_range_device_made_indices_fail_the_next_readback_with_the_op_error() {
-    let Some((dev, _g, _lock)) = private_gpu() else { return };
+    let Some((dev, _g)) = common::private_gpu() else { return };
     let x = floats(&[5, 3], 1);
     let xd = x.to(&dev).unwrap();
     let src = floats(&[4, 3], 2).to(&dev).unwrap();
@@ -318,7 +306,7 @@ fn documented_result(op: &str, x: &Tensor, vals: &[i32], shape: &[usize]) -> Vec
 
 #[test]
 fn out_of_range_device_made_labels_name_the_loss_and_are_reported_once() {
-    let Some((dev, g, _lock)) = private_gpu() else { return };
+    let Some((dev, g)) = common::private_gpu() else { return };
     let logits = floats(&[3, 4], 5).to(&dev).unwrap().requires_grad_(true).unwrap();
     let labels = device_ints(&[1, 4, 2], &[3], &dev);
     let loss = logits.cross_entropy(&labels, Reduction::None, 0.0).unwrap();
@@ -346,7 +334,7 @@ fn out_of_range_device_made_labels_name_the_loss_and_are_reported_once() {
 
 #[test]
 fn a_clean_device_check_promotes_the_indices_so_later_ops_skip_it() {
-    let Some((dev, g, _lock)) = private_gpu() else { return };
+    let Some((dev, g)) = common::private_gpu() else { return };
     let logits = floats(&[6, 5], 3).to(&dev).unwrap();
     let labels = device_ints(&[0, 4, 1, 3, 3, 2], &[6], &dev);
     let step = || {
@@ -374,7 +362,7 @@ fn the_cpu_and_host_mirrored_gpu_indices_still_fail_at_the_call() {
     let x = floats(&[5, 3], 1);
     let facts = ["index 5 is out of range for axis 0 of size 5 (input shape [5, 3], index shape [2])"];
     expect_err(x.index_select(0, &bad), Kind::Value, "index_select", &facts);
-    let Some((dev, g, _lock)) = private_gpu() else { return };
+    let Some((dev, g)) = common::private_gpu() else { return };
     let before = readbacks(&g);
     expect_err(x.to(&dev).unwrap().index_select(0, &bad.to(&dev).unwrap()), Kind::Value, "index_select", &facts);
     assert_eq!(readbacks(&g), before, "uploaded indices are checked from their host copy");

@@ -9,23 +9,14 @@
 //! and passes; the naga validation of the shaders runs everywhere.
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::backend::gpu::{conv as gconv, index as gindex};
 use skiff::{DType, Device, Reduction, Result, Tensor};
-use std::sync::{Mutex, MutexGuard};
-
-/// Serialises this file's GPU tests. Note: `GpuContext::read` can report "the
-/// GPU never finished the readback" when two threads read back at once (one
-/// thread's device poll may run the other's map callback after that thread's
-/// own poll returned), so until the runtime waits for its callback, parallel
-/// readbacks make these tests flaky.
-static GPU_LOCK: Mutex<()> = Mutex::new(());
-
-fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
-    let lock = GPU_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    common::gpu().map(|d| (d, lock))
+/// A private context per test: `each_mode` switches its sliding-window kernels.
+fn gpu() -> Option<Device> {
+    common::private_gpu().map(|(d, _)| d)
 }
 
 /// Deterministic pseudo-random numbers in [0, 1) (xorshift64*), so failures reproduce.
@@ -118,7 +109,7 @@ fn shaders_validate_with_naga() {
 
 #[test]
 fn index_select_matches_cpu() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     for (dt, x) in [("f32", floats(&[4, 5, 3], 1)), ("i32", ints(&[4, 5, 3], -9, 9, 2)), ("bool", bools(&[4, 5, 3], 3))]
     {
         for axis in 0..3isize {
@@ -141,7 +132,7 @@ fn index_select_matches_cpu() {
 
 #[test]
 fn gather_matches_cpu() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     for (dt, x) in [("f32", floats(&[3, 4, 5], 1)), ("i32", ints(&[3, 4, 5], -9, 9, 2)), ("bool", bools(&[3, 4, 5], 3))]
     {
         for axis in 0..3usize {
@@ -163,7 +154,7 @@ fn gather_matches_cpu() {
 
 #[test]
 fn index_add_matches_cpu_bit_for_bit() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     for (dt, base, src, src_t) in [
         ("f32", floats(&[4, 3, 5], 1), floats(&[4, 9, 5], 2), floats(&[9, 3, 5], 3)),
         ("i32", ints(&[4, 3, 5], -50, 50, 3), ints(&[4, 9, 5], -50, 50, 4), ints(&[9, 3, 5], -50, 50, 5)),
@@ -187,7 +178,7 @@ fn index_add_matches_cpu_bit_for_bit() {
 
 #[test]
 fn scatter_add_matches_cpu_bit_for_bit() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     for (dt, base, src) in [
         ("f32", floats(&[3, 4, 5], 1), floats(&[5, 5, 6], 2)),
         ("i32", ints(&[3, 4, 5], -50, 50, 3), ints(&[5, 5, 6], -50, 50, 4)),
@@ -220,7 +211,7 @@ fn scatter_add_matches_cpu_bit_for_bit() {
 
 #[test]
 fn bad_indices_are_errors_on_the_gpu() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     let x = floats(&[3, 4], 1).to(&dev).unwrap();
     for bad in [-1, 3, i32::MAX] {
         let idx1 = Tensor::from_vec(vec![0, bad, 1], &[3]).unwrap().to(&dev).unwrap();
@@ -273,7 +264,7 @@ fn each_mode(dev: &Device, f: impl Fn(&str)) {
 
 #[test]
 fn unfold_and_fold_match_cpu_bit_for_bit() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     each_mode(&dev, |mode| unfold_and_fold(&dev, mode));
 }
 
@@ -305,7 +296,7 @@ fn unfold_and_fold(dev: &Device, mode: &str) {
 
 #[test]
 fn window_argmax_matches_cpu() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     each_mode(&dev, |mode| window_argmax(&dev, mode));
 }
 
@@ -379,7 +370,7 @@ fn check_composite(dev: &Device, what: &str, inputs: &[Tensor], f: impl Fn(&[Ten
 
 #[test]
 fn composites_match_cpu_forward_and_backward() {
-    let Some((dev, _lock)) = gpu() else { return };
+    let Some(dev) = gpu() else { return };
     let x = || floats(&[2, 4, 9, 8], 1);
     check_composite(&dev, "conv2d groups 2", &[x(), floats(&[6, 2, 3, 3], 2), floats(&[6], 3)], |t| {
         t[0].conv2d(&t[1], Some(&t[2]), [2, 1], [1, 2], [1, 2], 2)
@@ -403,10 +394,8 @@ fn composites_match_cpu_forward_and_backward() {
 /// view of the same index scans whole lines (`scatter_add_scan`), also exactly.
 #[test]
 fn max_pool_backward_visits_only_covering_windows() {
-    let Some((_, _lock)) = gpu() else { return };
     // A private context: its pipeline cache shows which kernels ran.
-    let g = skiff::backend::gpu::GpuDevice::open().unwrap();
-    let dev = Device::Gpu(g.clone());
+    let Some((dev, g)) = common::private_gpu() else { return };
     let pools: [([usize; 2], [usize; 2], [usize; 2]); 9] = [
         ([2, 2], [2, 2], [0, 0]),
         ([2, 2], [2, 2], [1, 1]),

@@ -5,13 +5,12 @@
 
 #![cfg(feature = "gpu")]
 
-mod common;
-
+use crate::common;
 use skiff::backend::gpu::matmul as gm;
 use skiff::device::GpuDevice;
 use skiff::{manual_seed, DType, Device, Result, Tensor};
 
-use common::{expect_err, gpu, Kind};
+use crate::common::{expect_err, gpu, Kind};
 
 /// Builds the operands on the cpu, applies `view` to them on both devices,
 /// and compares the products elementwise (relative to the result's scale).
@@ -102,12 +101,6 @@ fn every_block_shape_of_the_blocked_kernel() {
     }
 }
 
-/// Held by the tests that change the context's matmul settings: the tests of
-/// this file run in parallel on one context, and one test's setting must not
-/// change which kernels another compiles (seen as a missing mode in
-/// `vec4_loads_give_the_same_bits`).
-static SETTINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// The blocked kernel with K unrolled 4x (SwiftShader's choice,
 /// `GpuContext::matmul_unroll`) computes the same bits as one step at a
 /// time: row classes 4, 8, 16, column classes 8, 16, 32 with 1 and 8 lanes,
@@ -115,8 +108,8 @@ static SETTINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// more). On an adapter that runs the tiled kernel the setting changes nothing.
 #[test]
 fn unrolled_k_gives_the_same_bits() {
-    let Some(dev) = gpu() else { return };
-    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    // A private context: this test changes its matmul settings and reads which kernels it compiled.
+    let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     let ctx = g.context();
     let before = ctx.matmul_unroll();
@@ -154,8 +147,8 @@ fn unrolled_k_gives_the_same_bits() {
 /// adapter that runs the tiled kernel the setting changes nothing.
 #[test]
 fn vec4_loads_give_the_same_bits() {
-    let Some(dev) = gpu() else { return };
-    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    // A private context: this test changes its matmul settings and reads which kernels it compiled.
+    let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     let ctx = g.context();
     let (unroll, vec4) = (ctx.matmul_unroll(), ctx.matmul_vec4());
@@ -220,8 +213,8 @@ fn vec4_loads_give_the_same_bits() {
 /// running the tiled kernel), both settings run the same kernel.
 #[test]
 fn shared_loads_of_b_give_the_same_bits() {
-    let Some(dev) = gpu() else { return };
-    let _settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    // A private context: this test changes its matmul settings and reads which kernels it compiled.
+    let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
     let ctx = g.context();
     let shared_now = ctx.matmul_broadcast();

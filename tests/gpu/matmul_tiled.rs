@@ -1,21 +1,25 @@
 //! The tiled matmul kernel (`shaders/matmul.wgsl`, the one real GPUs run)
 //! on whatever adapter is here: software adapters pick the blocked kernel,
-//! so this binary forces the tiled one (`SKIFF_GPU_MATMUL=tiled`, read once
+//! so this test forces the tiled one (`SKIFF_GPU_MATMUL=tiled`, read once
 //! per process, before the first product) and checks it against the cpu in
 //! f32 and, where the adapter has shader-f16, against the f32 kernel's
 //! widened and rounded product in f16, and its implicit GEMM (B read through
 //! a window) against the explicit product; each with 64x64 tiles and with
 //! the wide 128x128 ones, staging an aligned B as vec4s and other operands
-//! one element per load (`matmul_stage`). One test: the setting is per process.
+//! one element per load (`matmul_stage`). In a process of its own: the setting is per process.
 
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
 use skiff::{manual_seed, DType, Device, Tensor};
 
 #[test]
 fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
+    // The switch is read once per process: this test's own.
+    if !common::own_process() {
+        return;
+    }
     std::env::set_var("SKIFF_GPU_MATMUL", "tiled");
     let Some(dev) = common::gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };

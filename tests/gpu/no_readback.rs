@@ -7,9 +7,9 @@
 //! bit for bit. An in-place write revokes the trust. Gradient clipping by
 //! norm has a tensor form that stays on the device too.
 
-mod common;
+use crate::common;
 
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::{Device, Tensor};
 
 fn ramp(shape: &[usize], seed: u64) -> Tensor {
@@ -33,12 +33,9 @@ fn an_inplace_write_revokes_the_argmax_bound() {
 mod gpu {
     use super::*;
 
-    /// The two tests count readbacks on the shared default device: one at a time.
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-    fn gpu() -> Option<(Device, std::sync::MutexGuard<'static, ()>)> {
-        let lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        common::gpu().map(|d| (d, lock))
+    /// The tests count readbacks: each on a private context, where only its own work counts.
+    fn gpu() -> Option<Device> {
+        common::private_gpu().map(|(d, _)| d)
     }
 
     fn readbacks(d: &Device) -> u64 {
@@ -50,7 +47,7 @@ mod gpu {
 
     #[test]
     fn max_pool_runs_forward_and_backward_without_readbacks() {
-        let Some((dev, _lock)) = gpu() else { return };
+        let Some(dev) = gpu() else { return };
         let x = ramp(&[2, 3, 7, 7], 3);
         let g = ramp(&[2, 3, 4, 4], 5);
         let run = |d: &Device| {
@@ -75,7 +72,7 @@ mod gpu {
     #[test]
     fn label_views_and_their_copies_need_no_readback() {
         use skiff::Reduction::Mean;
-        let Some((dev, _lock)) = gpu() else { return };
+        let Some(dev) = gpu() else { return };
         let all = Tensor::from_vec(vec![7i32, 0, 1, 2, 3, 4, 0, 1, 2], &[9]).unwrap();
         let logits = ramp(&[4, 5], 3);
         let views = |t: &Tensor| -> Vec<Tensor> {
@@ -118,7 +115,7 @@ mod gpu {
 
     #[test]
     fn scatters_at_device_computed_indices_match_the_cpu() {
-        let Some((dev, _lock)) = gpu() else { return };
+        let Some(dev) = gpu() else { return };
         // Repeated targets: 5 rows of 8 scores, argmax over 4 of every 8.
         let scores = ramp(&[5, 8, 4], 7);
         let src = ramp(&[5, 8, 1], 11);
@@ -140,7 +137,7 @@ mod gpu {
 
     #[test]
     fn clip_grad_norm_tensor_stays_on_the_device_and_matches_the_cpu() {
-        let Some((dev, _lock)) = gpu() else { return };
+        let Some(dev) = gpu() else { return };
         let grads = [ramp(&[3, 4], 29), ramp(&[5], 31)];
         let clipped = |d: &Device, norm_type: f64| {
             let params: Vec<Tensor> = grads
@@ -180,7 +177,7 @@ mod gpu {
     /// and is recorded like `to`: the gradient flows back to the GPU.
     #[test]
     fn to_async_moves_off_the_gpu_and_keeps_the_gradient_path() {
-        let Some((dev, _lock)) = gpu() else { return };
+        let Some(dev) = gpu() else { return };
         let x = ramp(&[2, 3], 37).to(&dev).unwrap().requires_grad_(true).unwrap();
         let y = pollster::block_on(x.mul_scalar(2.0).unwrap().to_async(&Device::Cpu)).unwrap();
         assert_eq!(y.device(), Device::Cpu);

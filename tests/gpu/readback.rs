@@ -2,11 +2,9 @@
 //! blocking `to_vec`, works on views, and concurrent readbacks from several
 //! threads all complete.
 
-mod common;
-
 use skiff::{DType, Tensor};
 
-use common::{expect_err, gpu, Kind};
+use crate::common::{expect_err, gpu, Kind};
 
 #[test]
 fn async_readback_matches_blocking_readback_on_both_devices() {

@@ -5,12 +5,17 @@
 //! Without a GPU adapter each test prints a loud SKIPPED line and passes.
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
 use skiff::random::Generator;
 use skiff::{Device, Result, Tensor};
 
-use common::{expect_err, gpu, Kind};
+use crate::common::{expect_err, Kind};
+
+/// A private context per test: `check` switches its reduction kernels.
+fn gpu() -> Option<Device> {
+    common::private_gpu().map(|(d, _)| d)
+}
 
 /// Values in [-1, 1); with `levels` > 0 rounded to that many steps, so ties are common.
 fn data(shape: &[usize], seed: u64, levels: u32) -> Tensor {
@@ -54,11 +59,9 @@ fn close(what: &str, got: &Tensor, want: &Tensor, scale: &Tensor) {
 /// Compares every reduction of `view(x)` on both devices over each axis set
 /// (with and without keepdim), and argmax/argmin along each axis and overall,
 /// in both kernel modes: a workgroup tree per output (real GPUs) and one
-/// thread per output or part (software adapters, `row_kernels`). A lock keeps
-/// other tests of this file from switching the mode meanwhile.
+/// thread per output or part (software adapters, `row_kernels`), switched on
+/// the test's private context (`gpu`).
 fn check(dev: &Device, name: &str, x: &Tensor, view: impl Fn(&Tensor) -> Result<Tensor>, axis_sets: &[&[isize]]) {
-    static MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _lock = MODE.lock().unwrap_or_else(|e| e.into_inner());
     let Device::Gpu(g) = dev else { unreachable!("a GPU test") };
     for serial in [false, true] {
         g.context().set_row_kernels(serial);

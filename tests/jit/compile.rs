@@ -5,9 +5,9 @@
 //! changes (input shapes, grad mode, a replaced parameter, a training flag)
 //! and the log says why; the cache is bounded.
 
-mod common;
+use crate::common;
 
-use common::mlp::{batch, forward, params, values};
+use crate::common::mlp::{batch, forward, params, values};
 
 use skiff::nn::{Dropout, Layer, Linear};
 use skiff::optim::{

@@ -4,9 +4,9 @@
 //! eager's bit for bit, on the cpu and on the GPU (the head kernels store
 //! through the tail's steps, rounded as eager's kernels round).
 
-mod common;
+use crate::common;
 
-use common::mlp::values;
+use crate::common::mlp::values;
 use skiff::kernel::{Epilogue, KernelSpec};
 use skiff::program::{PassStats, Program};
 use skiff::{jit, DType, Device, Tensor};

@@ -4,7 +4,7 @@
 //! GPU, the serialised form is stable, and a file that is not a program a
 //! capture could have made is an error, never a panic.
 
-mod common;
+use crate::common;
 
 use skiff::jit::{self, inference_bytes, load, load_inference_model, save_inference_model};
 use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};

@@ -9,7 +9,7 @@
 //! a loud SKIPPED line and pass (see tests/common).
 #![cfg(feature = "gpu")]
 
-mod common;
+use crate::common;
 
 use skiff::backend::gpu::runtime::BATCH_DISPATCHES;
 use skiff::device::GpuCounters;
@@ -29,9 +29,6 @@ const BATCH: usize = 8;
 /// while a call makes its own, so the third replay meets the second set.
 const WARMUP: u64 = 5;
 const STEADY: u64 = 6;
-
-/// The counters are the device's: the tests here take turns.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn bits(t: &Tensor) -> Vec<u32> {
     t.to_f32_vec().unwrap().into_iter().map(f32::to_bits).collect()
@@ -199,8 +196,8 @@ fn replayed_training(make: &dyn Fn(Vec<Tensor>) -> Box<dyn Optimizer>, gpu: &Dev
 
 #[test]
 fn a_replayed_sgd_step_submits_once_and_builds_nothing() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu() else { return };
+    // The counters are the context's: a private one counts this test's work alone.
+    let Some((gpu, _)) = common::private_gpu() else { return };
     let sgd = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
         let c = SgdConfig { lr: 0.1, momentum: 0.9, dampening: 0.1, weight_decay: 0.01, nesterov: false };
         Box::new(Sgd::new(p, c).unwrap())
@@ -211,8 +208,8 @@ fn a_replayed_sgd_step_submits_once_and_builds_nothing() {
 
 #[test]
 fn a_replayed_adam_step_submits_once_and_builds_nothing() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu() else { return };
+    // The counters are the context's: a private one counts this test's work alone.
+    let Some((gpu, _)) = common::private_gpu() else { return };
     let adam = |p: Vec<Tensor>| -> Box<dyn Optimizer> {
         Box::new(Adam::new(p, AdamConfig { lr: 0.01, weight_decay: 0.01, ..Default::default() }).unwrap())
     };
@@ -224,8 +221,8 @@ fn a_replayed_adam_step_submits_once_and_builds_nothing() {
 /// dispatches, a replay once per call; the values agree bit for bit.
 #[test]
 fn a_replay_past_an_eager_batch_still_submits_once() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(gpu) = common::gpu() else { return };
+    // The counters are the context's: a private one counts this test's work alone.
+    let Some((gpu, _)) = common::private_gpu() else { return };
     // Each product and its scaling are one kernel compiled (an epilogue),
     // two eager: more products than an eager batch has dispatches.
     let products = BATCH_DISPATCHES as usize + 44;

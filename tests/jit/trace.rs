@@ -4,9 +4,9 @@
 //! training the captured parameters in place, random fills draw anew, and
 //! what a program cannot repeat is an error at trace time.
 
-mod common;
+use crate::common;
 
-use common::mlp::{batch, forward, params, step};
+use crate::common::mlp::{batch, forward, params, step};
 
 use skiff::optim::{Sgd, SgdConfig};
 use skiff::{jit, DType, Device, Tensor};

@@ -4,7 +4,7 @@
 //! (f16 storage, f32 kernels) and on a GPU with shader-f16 (lavapipe).
 //! Both runs start from the same weights and see the same batches.
 
-mod common;
+use crate::common;
 
 use skiff::amp::{autocast, GradScaler, GradScalerConfig};
 use skiff::io::{DataLoader, Mnist};
@@ -79,17 +79,29 @@ fn same_accuracy(name: &str, make: fn() -> Result<Sequential>, device: &Device) 
 
 #[test]
 fn mlp_with_autocast_matches_f32_accuracy_on_the_cpu() {
+    // f32 and mixed precision start from the same seeded model.
+    if !common::own_process() {
+        return;
+    }
     same_accuracy("MLP", mlp, &Device::Cpu);
 }
 
 #[test]
 fn cnn_with_autocast_matches_f32_accuracy_on_the_cpu() {
+    // f32 and mixed precision start from the same seeded model.
+    if !common::own_process() {
+        return;
+    }
     same_accuracy("CNN", cnn, &Device::Cpu);
 }
 
 #[cfg(feature = "gpu")]
 #[test]
 fn mlp_and_cnn_with_autocast_match_f32_accuracy_on_the_gpu() {
+    // f32 and mixed precision start from the same seeded model.
+    if !common::own_process() {
+        return;
+    }
     let Some(dev) = common::gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!() };
     if !g.shader_f16() {

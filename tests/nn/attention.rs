@@ -1,8 +1,6 @@
 //! MultiHeadAttention against a hand-written host computation.
 
-mod common;
-
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 
 const MHA: &str = "MultiHeadAttention";
 use skiff::nn::{Layer, MultiHeadAttention};

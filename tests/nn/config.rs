@@ -2,9 +2,7 @@
 //! (or that could only fail later, far from the mistake): each error is a
 //! `Value` error naming the layer and the bad setting.
 
-mod common;
-
-use common::{expect_err, leaf, t, Kind};
+use crate::common::{expect_err, leaf, t, Kind};
 use skiff::nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNormConfig, Conv2d, Conv2dConfig, Dropout, Embedding,
     LayerNorm, Linear, MaxPool2d, MultiHeadAttention,

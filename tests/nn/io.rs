@@ -1,8 +1,8 @@
 //! skiff::io: safetensors files and checkpoints, datasets and the DataLoader,
 //! and the MNIST IDX reader. Bad input gives an `Error`, never a panic.
 
-mod common;
-use common::{check_err, expect_err, Kind};
+use crate::common;
+use crate::common::{check_err, expect_err, Kind};
 
 use safetensors::tensor::{Dtype as StDtype, TensorView};
 use skiff::io::data::{collate, Dataset, Sample};

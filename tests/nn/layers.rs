@@ -1,9 +1,7 @@
 //! Every layer's output shape and values on small inputs, against
 //! hand-computed results (weights set through load_state_dict or init).
 
-mod common;
-
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::nn::loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 use skiff::nn::*;
 use skiff::{DType, Tensor};

@@ -1,9 +1,7 @@
 //! The Layer machinery: state-dict names (PyTorch's), round trips, load
 //! errors, hooks, train/eval propagation, initialiser statistics, training.
 
-mod common;
-
-use common::{expect_err, Kind};
+use crate::common::{expect_err, Kind};
 use skiff::nn::init::{self, FanMode, Nonlinearity};
 use skiff::nn::*;
 use skiff::{no_grad, DType, Error, Tensor};

@@ -1,9 +1,9 @@
 //! Optimizer updates against PyTorch's formulas, written out in f64: each
 //! optimizer's first three steps on a small parameter with a fixed gradient.
 
-mod common;
+use crate::common;
 
-use common::{assert_close, expect_err, leaf, t, vals, Kind};
+use crate::common::{assert_close, expect_err, leaf, t, vals, Kind};
 use skiff::optim::{
     Adagrad, AdagradConfig, Adam, AdamConfig, AdamW, Optimizer, ParamGroup, RmsProp, RmsPropConfig, Sgd, SgdConfig,
 };

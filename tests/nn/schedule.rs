@@ -1,8 +1,6 @@
 //! Learning-rate schedules, gradient clipping and optimizer state dicts.
 
-mod common;
-
-use common::{assert_close, expect_err, leaf, t, vals, Kind};
+use crate::common::{assert_close, expect_err, leaf, t, vals, Kind};
 use skiff::optim::{
     clip_grad_norm_, clip_grad_value_, Adam, AdamConfig, CosineAnnealing, ExponentialLR, LrSchedule, OneCycleLR,
     OptimState, Optimizer, ParamGroup, Sgd, SgdConfig, StepLR,

@@ -1,7 +1,7 @@
 //! Short training runs: linear regression y = 3x + 2 + noise fitted with
 //! SGD + momentum and with Adam, on the cpu and (when an adapter exists) the GPU.
 
-mod common;
+use crate::common;
 
 use skiff::optim::{clip_grad_norm_, Adam, AdamConfig, CosineAnnealing, LrSchedule, Optimizer, Sgd, SgdConfig};
 use skiff::{manual_seed, DType, Device, Reduction, Tensor};

@@ -1,12 +1,12 @@
 // Deterministic mode (skiff.setDeterministic) against the bits a native run
-// checked in (tests/determinism/expected.js, written by tests/determinism.rs):
+// checked in (tests/determinism/expected.js, written by tests/determinism/main.rs):
 // - on the cpu, a seeded MLP and CNN run (100 Adam steps each) must give the
 //   native run's loss at every step and its final parameters, bit for bit;
 //   with the test build, so must every registry case's forward output;
 // - on WebGPU, which the mode does not cover, the same runs must stay within
 //   1e-5 relative of the cpu after 100 steps (the README's documented bound).
 // Returns { count, failures }. The model, data and digest are built here
-// exactly as tests/determinism.rs builds them natively.
+// exactly as tests/determinism/main.rs builds them natively.
 //
 // No skiff import: the module under test is passed in (browser and Node).
 
