@@ -4,7 +4,7 @@
 # one (an NVIDIA H200 so far; x86-64, no network, probably no Rust toolchain).
 #
 #   1. Here, once:   bash benches/gpu_device.sh prepare
-#      builds the release benches (gpu, train, jit), the GPU matmul tests and
+#      builds the release benches (gpu, train, jit), the GPU backend tests and
 #      the `devices` example into .gpubench/ (stripped: about 54 MB, under
 #      the tool's 64 MiB), and downloads the Vulkan loader and libglvnd
 #      packages into .gl/ (both folders are added to .git/info/exclude).
@@ -37,14 +37,13 @@ newest() { ls -t "$@" 2>/dev/null | grep -v '\.d$' | head -1; }
 prepare() {
   set -e
   cargo bench --bench gpu --bench train --bench jit --no-run
-  cargo test --release --test gpu_matmul --test gpu_matmul_tiled --no-run
+  cargo test --release --test gpu_backend --no-run
   cargo build --release --example devices
   mkdir -p "$BIN"
   cp "$(newest target/release/deps/gpu-*)" "$BIN/gpu-bench"
   cp "$(newest target/release/deps/train-*)" "$BIN/train-bench"
   cp "$(newest target/release/deps/jit-*)" "$BIN/jit-bench"
-  cp "$(newest target/release/deps/gpu_matmul-*)" "$BIN/gpu-matmul-test"
-  cp "$(newest target/release/deps/gpu_matmul_tiled-*)" "$BIN/gpu-matmul-tiled-test"
+  cp "$(newest target/release/deps/gpu_backend-*)" "$BIN/gpu-backend-test"
   cp target/release/examples/devices "$BIN/devices"
   strip "$BIN"/*  # the carried tree must stay under the device tool's 64 MiB
   for d in "/$BIN/" /.gl/; do
@@ -82,20 +81,19 @@ vulkan() {
 run_all() {
   command -v nvidia-smi >/dev/null && nvidia-smi -L
   vulkan || return 1
-  local bench train jit test tiled devices
+  local bench train jit test devices
   if command -v cargo >/dev/null; then
     cargo bench --offline --bench gpu --bench train --bench jit --no-run || return 1
-    cargo test --offline --release --test gpu_matmul --test gpu_matmul_tiled --no-run || return 1
+    cargo test --offline --release --test gpu_backend --no-run || return 1
     cargo build --offline --release --example devices || return 1
     bench=$(newest target/release/deps/gpu-*)
     train=$(newest target/release/deps/train-*)
     jit=$(newest target/release/deps/jit-*)
-    test=$(newest target/release/deps/gpu_matmul-*)
-    tiled=$(newest target/release/deps/gpu_matmul_tiled-*)
+    test=$(newest target/release/deps/gpu_backend-*)
     devices=target/release/examples/devices
   else
     bench=$BIN/gpu-bench train=$BIN/train-bench jit=$BIN/jit-bench devices=$BIN/devices
-    test=$BIN/gpu-matmul-test tiled=$BIN/gpu-matmul-tiled-test
+    test=$BIN/gpu-backend-test
     [ -x "$bench" ] || { echo "gpu_device: no cargo and no $bench: run 'prepare' here first"; return 1; }
   fi
   echo "== adapter"
@@ -105,9 +103,8 @@ run_all() {
   case "$info" in
     *", Cpu)"*) echo "gpu_device: WARNING: a software adapter: these figures do not describe the GPU" ;;
   esac
-  echo "== gpu_matmul tests (slow ones included)"
-  SKIFF_SLOW_TESTS=1 "$test" --test-threads 1 || return 1
-  "$tiled" || return 1
+  echo "== the GPU matmul tests (tests/gpu_backend/matmul*.rs)"
+  "$test" matmul --test-threads 1 || return 1
   export SKIFF_BENCH_FULL=1
   echo "== benches/gpu.rs"
   # shellcheck disable=SC2086
@@ -156,7 +153,7 @@ case "${1:-run}" in
     # minutes): for trying a kernel change on a device.
     {
       export SKIFF_BENCH_FULL=1
-      vulkan && SKIFF_DEVICE=gpu "$BIN/devices" && "$BIN/gpu-matmul-tiled-test" &&
+      vulkan && SKIFF_DEVICE=gpu "$BIN/devices" && "$BIN/gpu-backend-test" matmul_tiled &&
         matmul_variants "$BIN/gpu-bench" '1024|2048|4096'
     } 2>&1 | tee "${OUT:-/tmp}/gpu_variants.txt"
     ;;

@@ -39,7 +39,7 @@ export { FunctionCtx, GradScaler, HookHandle, InferenceModel, Loss, LrScheduler,
 export { clipGradNorm, clipGradValue, loadInferenceModel, loadSafetensors, saveSafetensors, stack };
 export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup };
 
-// ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test js_surface` rewrites this part
+// ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part
 /** condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`). */
 export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;
 /** Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`). */
@@ -69,7 +69,7 @@ declare module '../pkg/skiff.js' {
     toDtype<T extends DType>(dtype: T): Tensor<T>;
     /** Rows of `weight` (num_embeddings x dim) picked by this int32 index tensor; differentiable in weight. */
     embedding<W extends DType>(weight: Tensor<W>): Tensor<W>;
-    // ---- generated from the op registry (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test js_surface` rewrites this part
+    // ---- generated from the op registry (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part
     /** -x, elementwise. */
     neg(): Tensor<D>;
     /** e^x, elementwise. */

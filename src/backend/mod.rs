@@ -48,7 +48,7 @@ pub fn shader_needs_subgroups(source: &str) -> bool {
 
 /// The WGSL kernels the GPU backend generates for a fused program: one
 /// output per invocation, and four with every input read as a vec4 (for
-/// validation: tests/jit/fusion.rs checks those of traced programs).
+/// validation: tests/capture/fusion.rs checks those of traced programs).
 #[cfg(feature = "gpu")]
 pub fn fused_shader_sources(spec: &crate::kernel::FusedElementwise) -> Vec<String> {
     let lanes = vec![gpu::kernels::Lanes::Vector; spec.inputs.len()];
@@ -56,7 +56,7 @@ pub fn fused_shader_sources(spec: &crate::kernel::FusedElementwise) -> Vec<Strin
 }
 
 /// The WGSL kernels the GPU backend may run an epilogue as (for
-/// validation: tests/jit/epilogue.rs checks those of traced programs).
+/// validation: tests/capture/epilogue.rs checks those of traced programs).
 #[cfg(feature = "gpu")]
 pub fn epilogue_shader_sources(spec: &crate::kernel::Epilogue) -> Vec<String> {
     gpu::epilogue::sources(spec)

@@ -1,5 +1,5 @@
 //! The registry checks (DESIGN principle 7), in the crate so that the native
-//! test drivers (`tests/autograd/gradcheck.rs`, `tests/gpu/parity.rs`) and the browser
+//! test drivers (`tests/autograd/gradcheck.rs`, `tests/gpu_backend/parity.rs`) and the browser
 //! (`web::testing`, `registryCases`/`checkCase`) run the same code.
 //!
 //! Every case of an op is expanded into its samples (`ops::cases_of`:

@@ -1,7 +1,7 @@
 // float16 in the browser (pages/half.js): on the wasm cpu backend in both
 // passes, and on WebGPU over SwiftShader, which has no shader-f16, the clear
 // error that names the missing feature. Native f16 GPU kernels are tested on
-// lavapipe (tests/gpu/half.rs, tests/gpu/half_registry.rs).
+// lavapipe (tests/gpu_backend/half.rs, tests/gpu_backend/half_registry.rs).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PASSES, assertBuilt, openSession, loadSuite } from './lib/browser.mjs';

@@ -9,11 +9,11 @@ use skiff::ops::surface;
 use std::path::Path;
 
 const METHODS: (&str, &str) = (
-    "    // ---- generated from the op registry (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test js_surface` rewrites this part\n",
+    "    // ---- generated from the op registry (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part\n",
     "    // ---- end of the generated methods\n",
 );
 const FUNCTIONS: (&str, &str) = (
-    "// ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test js_surface` rewrites this part\n",
+    "// ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part\n",
     "// ---- end of the generated functions\n",
 );
 
@@ -36,7 +36,7 @@ fn check_region(markers: (&str, &str), want: &str, what: &str) -> String {
         let first = now.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(0);
         panic!(
             "web/index.d.ts's {what} are out of date (first difference at their line {}: {:?} should be {:?}); \
-             run `SKIFF_BLESS=1 cargo test --test js_surface`",
+             run `SKIFF_BLESS=1 cargo test --test core js_surface`",
             first + 1,
             now.lines().nth(first),
             want.lines().nth(first)

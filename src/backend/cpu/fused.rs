@@ -6,7 +6,7 @@
 //! scratch stays in cache, so a chain reads its inputs and writes its output
 //! once instead of once per kernel; and since every element goes through
 //! the very function eager code calls on it, a fused kernel gives eager's
-//! bits (tests/jit/fusion.rs).
+//! bits (tests/capture/fusion.rs).
 
 use super::buffer::{CpuBuffer, Elem};
 use super::pool;

@@ -1,5 +1,5 @@
 //! Every WGSL source the GPU backend can compile, for validation (DESIGN
-//! principle 7: every WGSL source is validated with naga, see tests/gpu/wgsl.rs).
+//! principle 7: every WGSL source is validated with naga, see tests/gpu_backend/wgsl.rs).
 //!
 //! Templates are instantiated for every registry row and every dtype the
 //! backend uses them with, under the same names as their pipeline-cache keys;

@@ -330,7 +330,7 @@ mod tests {
         let c = Layout::contiguous(&[9, 7]);
         assert_eq!(params(&[9, 7], &[&c], &[]).unwrap(), vec![63, 1, 1, 63, 0, 1]);
         // 3 + 1 + 2 words of indexing: 58 scalars fit in 64 words, 60 do not
-        // (30 unary steps run step by step, tests/jit/fusion.rs).
+        // (30 unary steps run step by step, tests/capture/fusion.rs).
         assert_eq!(params(&[9, 7], &[&c], &[0; 58]).unwrap().len(), 64);
         assert!(params(&[9, 7], &[&c], &[0; 60]).is_none());
     }

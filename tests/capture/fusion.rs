@@ -3,7 +3,7 @@
 //! fused program computes what eager code does: bit for bit on the cpu (the
 //! fused loop calls the rows' own slice kernels), within f32 rounding on
 //! the GPU (one generated WGSL kernel per fused program). The fused kernel
-//! on its own: tests/gpu/fused_kernel.rs.
+//! on its own: tests/gpu_backend/fused_kernel.rs.
 
 use crate::common;
 
@@ -365,7 +365,7 @@ fn generated_kernels_validate_with_naga() {
     assert!(checked >= 20, "validated {checked} fused kernels (each in both widths)");
 }
 
-// ---- a traced MLP training step (as in tests/jit/trace.rs)
+// ---- a traced MLP training step (as in tests/capture/trace.rs)
 
 fn sgd(p: &[Tensor]) -> Sgd {
     Sgd::new(p.to_vec(), SgdConfig { lr: 0.1, momentum: 0.9, ..Default::default() }).unwrap()

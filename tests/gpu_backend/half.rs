@@ -1,6 +1,6 @@
 //! DType::F16: storage in half the bytes, kernels in f32 with one rounding
 //! per op (`backend::half`), on the cpu and on GPUs with shader-f16
-//! (lavapipe has it). The registry-wide check is tests/gpu/half_registry.rs.
+//! (lavapipe has it). The registry-wide check is tests/gpu_backend/half_registry.rs.
 
 use crate::common;
 

@@ -20,7 +20,7 @@ fn a_repeated_kernel_is_computed_once() {
     let (_, mut traced) = jit::trace(std::slice::from_ref(&x), |xs| Ok(vec![f(&xs[0])?])).unwrap();
     assert_eq!(traced.program().kernels(), 3, "{}", traced.program());
     let stats = traced.optimize();
-    // Fusion then puts the exp and the add into one kernel (tests/jit/fusion.rs).
+    // Fusion then puts the exp and the add into one kernel (tests/capture/fusion.rs).
     assert_eq!((stats.merged, stats.dead, stats.fused), (1, 0, 1));
     let text = traced.program().to_string();
     assert_eq!(text.matches("exp(").count(), 1, "{text}");

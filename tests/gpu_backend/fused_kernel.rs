@@ -2,7 +2,7 @@
 //! its steps run one by one as the eager kernels they are: bit for bit on
 //! the cpu (broadcast, offset and transposed inputs, more elements than one
 //! chunk, f32 and f64), within f32 rounding on the GPU; a malformed program
-//! is an error. The pass that builds these is tested in tests/jit/fusion.rs.
+//! is an error. The pass that builds these is tested in tests/capture/fusion.rs.
 
 use crate::common;
 
