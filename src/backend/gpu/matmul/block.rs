@@ -29,8 +29,7 @@ impl Tiles {
     /// 128x128 outputs, 16x16 invocations, K in slices of 8: the same
     /// workgroup storage as `SMALL` (8,448 bytes), for big products. Longer
     /// slices, where an adapter allows more than WebGPU's 16 KiB, measured
-    /// slower on an H200 (4096^3: 19.8 TFLOP/s with 8, 19.2 with 16, 12.2
-    /// with 32; benches/README.md).
+    /// slower on a real GPU (an H200).
     pub const WIDE: Tiles = Tiles { edge: WIDE_TILE, k: 8 };
 
     /// Workgroup storage the staged slices take: both operands, `k` rows of
@@ -67,16 +66,12 @@ pub(super) const BROADCAST_ROWS: usize = 64;
 /// on the stack: a multiply-add there costs about five instructions, three
 /// of them stack loads and stores. What else a step of K costs (each lane's
 /// loads of A, tested one element at a time, and B's broadcasts) is shared
-/// by more multiply-adds in a taller block. 256^3 went from 5.7-5.9 to
-/// 6.3-6.8 GFLOP/s natively (benches/README.md). K stays unrolled 4x: 8x
-/// (first measured with this block) ran no faster, natively or in Chromium,
-/// and doubled the pipeline's build (in Chromium the bench's first call at
-/// 256^3, the build and 14 products, took 5.0-5.4 s with 8x, 2.3-2.6 s with
-/// 4x). The build is still slower than the 64-row block's (0.7-0.9 s), for
-/// nothing where K is short ([784, 64] x [64, 256], an MLP's weight gradient
-/// at batch 64: 3.7-4.0 GFLOP/s either way, measured with 8x), hence the
-/// bound on K. lavapipe (8 lanes) was not measured with it and keeps its
-/// block.
+/// by more multiply-adds in a taller block, which ran faster (256^3). K
+/// stays unrolled 4x: 8x ran no faster, natively or in Chromium, and
+/// doubled the pipeline's build. The build is still slower than the 64-row
+/// block's, for nothing where K is short ([784, 64] x [64, 256], an MLP's
+/// weight gradient, ran as fast either way), hence the bound on K. lavapipe
+/// (8 lanes) was not measured with it and keeps its block.
 const TALL_SIZE: usize = 4;
 pub(super) const TALL_ROWS: usize = 128;
 
@@ -101,8 +96,7 @@ pub struct Block {
     /// Each lane loads 1/S of B's row segment and `subgroupBroadcast` hands
     /// every value to all lanes. On SwiftShader and lavapipe a load costs per
     /// lane (SwiftShader tests and branches on each lane), a constant-lane
-    /// broadcast is one shuffle: 256^3 ran 0.8-1.4x as fast on SwiftShader
-    /// (median 1.26) and 1.1-2.2x on lavapipe (benches/README.md).
+    /// broadcast is one shuffle: 256^3 ran faster on both.
     pub broadcast: usize,
 }
 
@@ -111,7 +105,7 @@ pub struct Block {
 /// each against the buffer's bounds), so where an operand's contiguous axis
 /// lines up with vec4s the kernel binds it as `array<vec4<f32>>` and reads
 /// four elements per load. Only the largest block (`BLOCK`) has these
-/// variants: each is a pipeline to build (about 0.25 s on SwiftShader), and
+/// variants: each is one more pipeline to build (slow on SwiftShader), and
 /// the products that fill it are the ones whose time is loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Loads {
@@ -212,20 +206,21 @@ impl Block {
     /// The block for an [m, k] x [k, n] product: the smallest of 4, 8 or 16
     /// rows; 4 columns for a product at most `NARROW` wide, 16 for one at most
     /// `cols16_to` wide (`GpuContext::matmul_cols16_to`), else 32; and as many
-    /// lanes (1, 2, 4 or 8) as its columns need. A software adapter pays for every load and every
-    /// multiply-add of an active invocation, and runs a workgroup's
-    /// invocations side by side: so a 16x32 block over a convolution's
-    /// [8, 676] x [676, 9] weight gradient loaded 48 values per k where 20
-    /// suffice, and an 8x16 block still computed 7 columns for nothing, one
-    /// invocation doing all the work. Three invocations of 4 columns each
-    /// halved that product on lavapipe and on SwiftShader (and [64, 400] x
-    /// [400, 10], [1024, 1024] x [1024, 16] alike); lanes past C's edge return
-    /// at once and cost nothing. The same held for wider products: 16-column
-    /// blocks beat 32-column ones from 24 to 121 columns on lavapipe by 5-35%
-    /// ([64, 400] x [400, 32], [1024, 1024] x [1024, 64], [1024, 72] x [72,
-    /// 121], the CNN's conv2 products), and on SwiftShader up to 64 columns by
-    /// 1.6-2.6x, but were 10-20% slower there at 80 to 121. At most 45 shapes,
-    /// each its own pipeline (twice: K unrolled or not).
+    /// lanes (1, 2, 4 or 8) as its columns need. A software adapter pays for
+    /// every load and every multiply-add of an active invocation, and runs a
+    /// workgroup's invocations side by side: so a 16x32 block over a
+    /// convolution's [8, 676] x [676, 9] weight gradient loaded 48 values per
+    /// k where 20 suffice, and an 8x16 block still computed 7 columns for
+    /// nothing, one invocation doing all the work. Three invocations of 4
+    /// columns each ran that product about twice as fast on lavapipe and on
+    /// SwiftShader (and [64, 400] x [400, 10], [1024, 1024] x [1024, 16]
+    /// alike); lanes past C's edge return at once and cost nothing. The same
+    /// held for wider products: 16-column blocks beat 32-column ones from 24
+    /// to 121 columns on lavapipe ([64, 400] x [400, 32], [1024, 1024] x
+    /// [1024, 64], [1024, 72] x [72, 121], the CNN's conv2 products), and on
+    /// SwiftShader up to 64 columns, but were slower there from 80 columns
+    /// on: hence the adapter's bound `cols16_to`. At most 45 shapes, each its
+    /// own pipeline (twice: K unrolled or not).
     pub fn for_product(m: usize, n: usize, cols16_to: usize) -> Block {
         let rows = [4, 8].into_iter().find(|&r| m <= r).unwrap_or(BLOCK[0]);
         let cols = match n {

@@ -13,12 +13,12 @@
 //! about the number of scalar loads, M N K (1/rows + 1/cols) over all
 //! invocations: a 16x32 block loads 48 values per 512 FMAs, against 16 + 4
 //! (staging) per 64 for the tiled kernel's 8x8 blocks, and skips the staging
-//! stores and the barriers (which split the shader into resumable pieces).
-//! Measured on 2 cores: 256^3 and 1024^3 1.25 -> ~3.7 GFLOP/s, the MLP bench
-//! step 73 -> ~37 ms. Larger blocks load less still but build slower (32x32:
-//! ~3.3 s to compile the pipeline against ~1 s, for ~15% more GFLOP/s), and
-//! the stores go through a runtime loop over rows that shifts the block up
-//! one row each pass because unrolled stores tripled the build time.
+//! stores and the barriers (which split the shader into resumable pieces);
+//! it runs about three times as fast there as the tiled kernel. Larger
+//! blocks load less still but take much longer to build for a little more
+//! speed, and the stores go through a runtime loop over rows that shifts the
+//! block up one row each pass because unrolled stores made the build several
+//! times slower.
 //!
 //! Edges: loads clamp the row and column into range (the products they feed
 //! are never stored); invocations wholly outside C return at once (no

@@ -94,8 +94,8 @@ pub(in crate::backend::gpu) fn product(
     if kernel == Kernel::Blocked && ctx.matmul_vec4() {
         block = block.loads_for(la, lb, batch);
         // Shared loads of B take K four steps at a time: on lavapipe (whose
-        // own choice is 1) 256^3 ran at 15-18 GFLOP/s one step at a time and
-        // 30-42 four at a time. (B read through a window never broadcasts.)
+        // own choice is 1) that ran about twice as fast as one step at a
+        // time. (B read through a window never broadcasts.)
         let size = ctx.matmul_broadcast();
         if size > 0 && window.is_none() {
             let shared = block.unrolled(4).loads_for(la, lb, batch).broadcasting(size, m, k);

@@ -53,8 +53,7 @@ use std::sync::OnceLock;
 
 /// Whether the tiled kernel keeps wgpu's shader runtime checks
 /// (`SKIFF_GPU_MATMUL_CHECKS=on`): off by default, see `product`'s safety
-/// note; on an H200 4096^3 ran at 21.6 TFLOP/s with them, 29.1 without (and
-/// 30.2 without them, B staged as vec4s; benches/README.md).
+/// note; on a big GPU they cost the kernel about a quarter of its speed.
 pub fn runtime_checks() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("SKIFF_GPU_MATMUL_CHECKS").as_deref() == Ok("on"))

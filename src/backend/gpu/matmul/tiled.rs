@@ -11,11 +11,9 @@
 //!   vec4 load is only issued when its first column lies inside B; its other
 //!   lanes may reach past B's last column, never past the buffer (buffer
 //!   sizes are multiples of 256 bytes), and feed only columns of C that are
-//!   never stored. B then binds as `array<vec4<ELEM>>`. A staged as vec4s
-//!   too (four steps of K per load, stored lane by lane) measured slower on
-//!   an H200 without runtime checks: 4096^3 at 27.4 TFLOP/s with both
-//!   operands, 28.5 with A alone, 29.1 with neither and 30.2 with B alone
-//!   (benches/README.md).
+//!   never stored. B then binds as `array<vec4<ELEM>>`. (A staged as vec4s
+//!   too, four steps of K per load stored lane by lane, measured slower on
+//!   a real GPU, with B or alone.)
 //! - B read through a convolution window (`window.rs`): the staging load of
 //!   B becomes a call of `window_b`.
 //!
@@ -57,8 +55,8 @@ pub(super) fn body(dt: DType, tiles: Tiles, b: Loads) -> String {
 /// The shader's loop over the `tk` steps of a staged slice written out step
 /// by step, each step a block that binds `kk` to its constant: the
 /// workgroup-memory addresses become constant offsets and no loop counter
-/// or exit test runs between the FMAs. On an H200: 4096^3 19.8 -> 21.8
-/// TFLOP/s (128x128 tiles), 9.2 -> 10.0 (64x64); 1024^3 5.1-5.4 -> 6.1.
+/// or exit test runs between the FMAs (measurably faster on a real GPU,
+/// with either tile).
 fn unroll_slice(body: &str, tk: usize) -> String {
     let start = body.find(SLICE_LOOP).expect("shaders/matmul.wgsl's loop over a slice changed");
     let len = body[start + SLICE_LOOP.len()..].find(SLICE_END).expect("the loop over a slice ends") + 1;
