@@ -1,11 +1,11 @@
 // Batched matrix product C[b] = A[b] B[b] over strided operands
-// (appended to prelude.wgsl; src/backend/gpu/matmul.rs fills the parameters
+// (appended to prelude.wgsl; src/backend/gpu/matmul/ fills the parameters
 // and the bindings' element type (ELEM in braces): f32, or f16 on devices with
 // shader-f16, read as f32 at staging, accumulated in f32 and rounded once
 // by `store`).
 //
 // Tiling, in two sizes (WG, TK and STAGE in braces are filled by
-// src/backend/gpu/matmul.rs, `tiled_body`): a WG x WG workgroup computes an
+// src/backend/gpu/matmul/tiled.rs, `body`): a WG x WG workgroup computes an
 // 8WG x 8WG tile of C; each invocation owns an 8x8 register block made of
 // four 4x4 quads: rows 4ty..4ty+3 and HALF+4ty..HALF+4ty+3, columns
 // 4tx..4tx+3 and HALF+4tx..HALF+4tx+3 (HALF = 4WG). K advances in slices of
@@ -13,35 +13,32 @@
 // of B in workgroup memory as vec4s, so each k step reads 2 vec4 of A and 2
 // vec4 of B for 64 FMAs. The padding vec4 of each staged k row spreads the
 // column-order staging stores over the memory banks. (Fetching each slice
-// into registers while the one before it is multiplied ran slower on an
-// H200: 4096^3 19.8 -> 16.5 TFLOP/s.)
+// into registers while the one before it is multiplied ran slower on a big
+// GPU.)
 //   - 64x64 tiles (WG 8, TK 16): 2 x 16 x 17 vec4 = 8,704 bytes of workgroup
 //     storage, for every other product;
 //   - 128x128 tiles (WG 16, TK 8): 2 x 8 x 33 vec4 = 8,448 bytes, 256
 //     invocations, for products with tiles enough to fill a big GPU
 //     (`GpuContext::matmul_wide_from`): each staged element feeds twice the
-//     FMAs, so a real GPU's memory traffic per FMA halves. On an H200
-//     4096^3 ran at 21.8 TFLOP/s against 10.0 with 64x64 tiles.
-// matmul.rs writes the loop over a slice out step by step (`unroll_slice`).
-// Both fit WebGPU's 16 KiB default. Where B is row-major and aligned,
-// src/backend/gpu/matmul_stage.rs replaces B's part of the staging loop
-// with vec4 loads (on an H200, runtime checks off: 4096^3 29.1 -> 30.2
-// TFLOP/s).
+//     FMAs, so a real GPU's memory traffic per FMA halves.
+// matmul/tiled.rs writes the loop over a slice out step by step
+// (`unroll_slice`). Both fit WebGPU's 16 KiB default. Where B is row-major
+// and aligned, matmul/tiled.rs replaces B's part of the staging loop with
+// vec4 loads (shaders/matmul_tiled_variants.wgsl).
 //
 // Note: why 8x8 blocks rather than 4x4 (for 64x64 tiles, 64 invocations
 // rather than 256); the larger block needs a quarter of the workgroup-memory
 // loads per FMA (4 vec4 loads per 64 FMAs instead of 8 scalar loads per 16)
-// and half the bytes, and on
-// lavapipe, where those loads dominate, 256^3 ran 2.2x faster (0.57 -> 1.24
-// GFLOP/s; 4x4 blocks read as vec4s reached 0.74).
+// and half the bytes, and on lavapipe, where those loads dominate, it ran
+// about twice as fast (4x4 blocks read as vec4s gained far less).
 //
 // Software adapters (DeviceType::Cpu, e.g. lavapipe) run a different kernel,
-// generated in src/backend/gpu/matmul.rs (blocked_kernel): no workgroup
-// memory, no barriers, register blocks of up to 16x32 (sized to each
-// product) read straight from storage,
-// ~3x this one there (256^3 and 1024^3: 1.25 -> 3.7 GFLOP/s). The lavapipe
-// figures above are from when this kernel ran there; SKIFF_GPU_MATMUL=tiled
-// still forces it. Both share the parameters and bindings below.
+// shaders/matmul_blocked.wgsl filled in by src/backend/gpu/matmul/blocked.rs:
+// no workgroup memory, no barriers, register blocks of up to 16x32 (sized to
+// each product) read straight from storage, about three times as fast as
+// this one there. The lavapipe comparison above is from when this kernel ran
+// there; SKIFF_GPU_MATMUL=tiled still forces it. Both share the parameters
+// and bindings below.
 //
 // Operands are read through their strides (transposed views need no copy);
 // the staging loop picks whichever thread-to-element mapping makes
@@ -198,7 +195,7 @@ fn main(
 
 // Writes one row of a register block: `lo` at columns col..col+3, `hi` at
 // col+HALF..col+HALF+3, skipping whatever lies outside C. `store(i, v)` (appended
-// by src/backend/gpu/matmul.rs) writes C[i], after a fused epilogue's steps
+// by src/backend/gpu/matmul/mod.rs) writes C[i], after a fused epilogue's steps
 // when there is one (src/backend/gpu/epilogue.rs).
 fn store_row(cbase: u32, row: u32, col: u32, M: u32, N: u32, lo: vec4<f32>, hi: vec4<f32>) {
     if (row >= M) {

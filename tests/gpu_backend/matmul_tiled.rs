@@ -6,7 +6,7 @@
 //! widened and rounded product in f16, and its implicit GEMM (B read through
 //! a window) against the explicit product; each with 64x64 tiles and with
 //! the wide 128x128 ones, staging an aligned B as vec4s and other operands
-//! one element per load (`matmul_stage`). In a process of its own: the setting is per process.
+//! one element per load (`matmul/tiled.rs`). In a process of its own: the setting is per process.
 
 #![cfg(feature = "gpu")]
 

@@ -49,7 +49,7 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     for dt in matmul::DTYPES {
         all.push((format!("matmul:{}", dt.name()), matmul::source(dt)));
         all.push((matmul::tiled_key(matmul::Tiles::WIDE, dt), matmul::wide_source(dt)));
-        // An aligned B staged as vec4s (`matmul_stage`), either tile.
+        // An aligned B staged as vec4s (`matmul::tiled`), either tile.
         for tiles in [matmul::Tiles::SMALL, matmul::Tiles::WIDE] {
             let b = matmul::Loads::Across;
             all.push((matmul::staged_key(tiles, dt, b), matmul::staged_source(tiles, dt, b)));

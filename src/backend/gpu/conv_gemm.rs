@@ -1,7 +1,7 @@
 //! Implicit GEMM on the GPU: a convolution's products over the im2col
 //! columns of an image `x [n, c, h, w]`, with the columns never made. The
-//! matmul kernels (`matmul.rs`) read B through the window instead of through
-//! strides (`window_loads.rs`): for the forward product `w [o, c * kh * kw]`
+//! matmul kernels (`matmul/`) read B through the window instead of through
+//! strides (`matmul/window.rs`): for the forward product `w [o, c * kh * kw]`
 //! times the columns, each step of K is one tap (channel, ki, kj) and each
 //! column of C one window; for the weight gradient's `gy [n, o, L]` times
 //! the columns transposed, each step is a window and each column a tap. A
@@ -17,8 +17,8 @@
 //! `conv2d` did before.
 
 use super::elementwise::{copy_into, fill_into};
+use super::matmul::window::WORDS;
 use super::matmul::{self, Loads};
-use super::window_loads::WORDS;
 use super::GpuBuffer;
 use crate::error::{Error, Result};
 use crate::kernel::Window2d;
@@ -129,7 +129,7 @@ pub fn conv_weight_gemm(gy: &GpuBuffer, lg: &Layout, x: &GpuBuffer, lx: &Layout,
     matmul::product(gy, lg, x, &lb, &[g.n], None, Some((window_loads(g, true), &window_params(OP, g, lx)?)))
 }
 
-/// The window words the kernels read from `WINDOW` on (`window_loads.rs`).
+/// The window words the kernels read from `WINDOW` on (`matmul/window.rs`).
 pub fn window_params(op: &'static str, g: &Window2d, lx: &Layout) -> Result<Vec<u32>> {
     let words = [
         g.out_w,

@@ -18,7 +18,6 @@ pub mod fused;
 pub mod index;
 pub mod kernels;
 pub mod matmul;
-pub mod matmul_stage;
 pub mod memory;
 pub mod optim;
 pub mod pipelines;
@@ -29,7 +28,6 @@ mod run;
 mod run_index;
 pub mod runtime;
 pub mod timing;
-pub mod window_loads;
 
 pub use run::Gpu;
 pub use runtime::{GpuContext, GpuCounters};

@@ -4,9 +4,13 @@
 //! a tap, a column of C a window), or their transpose (`Loads::WindowT`: a
 //! step of K is a window, a column a tap: the weight gradient's product).
 //! A pixel outside the image reads as 0. The geometry is in the parameter
-//! words from `WINDOW` on (`conv_gemm::window_params`).
+//! words from `WINDOW` on (`conv_gemm::window_params`). The blocked kernel
+//! decodes a column's half of the coordinates once and a step's half once
+//! per step (generated here: how many columns depends on the block); the
+//! tiled kernel calls `window_b` from `shaders/matmul_tiled_variants.wgsl`.
 
-use super::matmul::Loads;
+use super::block::Loads;
+use super::wgsl::{fill, section, TILED_VARIANTS};
 use std::fmt::Write;
 
 /// The first parameter word of the window (after the product's 40).
@@ -22,8 +26,9 @@ pub const WORDS: usize = NAMES.len();
 // They must fit the 64-word parameter block after the product's 40.
 const _: () = assert!(WINDOW + WORDS <= 64);
 
-/// The blocked kernel's `let w_<name> = pm(..);` lines.
-pub fn lets() -> String {
+/// The blocked kernel's `let w_<name> = pm(..);` lines (generated from
+/// `NAMES`, the one list of the words' order besides `window_params`).
+pub(super) fn lets() -> String {
     NAMES.iter().enumerate().map(|(i, name)| format!("    let w_{name} = pm({}u);\n", WINDOW + i)).collect()
 }
 
@@ -31,7 +36,7 @@ pub fn lets() -> String {
 /// (clamped into C): a window's top-left corner in the image (negative in
 /// the padding), or, transposed, a tap's channel offset and its (ki * dh,
 /// kj * dw) offsets.
-pub fn column(c: usize, transposed: bool) -> String {
+pub(super) fn column(c: usize, transposed: bool) -> String {
     let mut s = format!("    let j{c} = min(col0 + {c}u, N - 1u);\n");
     if transposed {
         let _ = writeln!(s, "    let tr{c} = j{c} % w_taps;");
@@ -52,7 +57,7 @@ pub fn column(c: usize, transposed: bool) -> String {
 /// the padding, a pixel outside the image gives 0 (its load, clamped by
 /// WGSL's bounds checks, is discarded). `widen` makes a loaded element an
 /// f32 expression.
-pub fn step(q: usize, s: &str, k: &str, loads: Loads, widen: impl Fn(&str) -> String) -> String {
+pub(super) fn step(q: usize, s: &str, k: &str, loads: Loads, widen: impl Fn(&str) -> String) -> String {
     assert!(loads.is_window(), "{loads:?} loads do not read through a window");
     let transposed = loads.is_transposed_window();
     let mut w = String::new();
@@ -91,39 +96,20 @@ pub fn step(q: usize, s: &str, k: &str, loads: Loads, widen: impl Fn(&str) -> St
 
 /// The tiled kernel's `window_b(ob, k, j)`: B's element (k, j) of the image
 /// at `ob`, decoded in full (the tiled kernel stages each element once).
-pub fn tiled_fn(transposed: bool, widen: impl Fn(&str) -> String) -> String {
-    let p = |name: &str| format!("pm({}u)", WINDOW + NAMES.iter().position(|n| *n == name).expect("a window word"));
+/// `widen` makes the loaded element an f32 expression.
+pub(super) fn tiled_fn(transposed: bool, widen: impl Fn(&str) -> String) -> String {
+    let word = |name: &str| format!("pm({}u)", WINDOW + NAMES.iter().position(|n| *n == name).expect("a window word"));
     let (tap, win) = if transposed { ("j", "k") } else { ("k", "j") };
     let load = widen(&format!(
-        "B[ob + ({tap} / {taps}) * {sc} + u32(y) * {sy} + u32(x) * {sx}]",
-        taps = p("taps"),
-        sc = p("sc"),
-        sy = p("sy"),
-        sx = p("sx")
+        "B[ob + ({tap} / {}) * {} + u32(y) * {} + u32(x) * {}]",
+        word("taps"),
+        word("sc"),
+        word("sy"),
+        word("sx")
     ));
-    format!(
-        "
-// B's element (k, j): the image's pixel under tap {tap} of window {win} (0 in the padding).
-fn window_b(ob: u32, k: u32, j: u32) -> f32 {{
-    let kr = {tap} % {taps};
-    let y = i32(({win} / {out}) * {sh} + (kr / {kw}) * {dh}) - i32({ph});
-    let x = i32(({win} % {out}) * {sw} + (kr % {kw}) * {dw}) - i32({pw});
-    if (y < 0 || x < 0 || u32(y) >= {h} || u32(x) >= {w}) {{
-        return 0.0;
-    }}
-    return {load};
-}}
-",
-        taps = p("taps"),
-        out = p("out"),
-        sh = p("sh"),
-        sw = p("sw"),
-        kw = p("kw"),
-        dh = p("dh"),
-        dw = p("dw"),
-        ph = p("ph"),
-        pw = p("pw"),
-        h = p("h"),
-        w = p("w"),
-    )
+    // `{W_TAPS}` for `taps`, and so on.
+    let words: Vec<(String, String)> = NAMES.iter().map(|n| (format!("W_{}", n.to_uppercase()), word(n))).collect();
+    let mut values: Vec<(&str, &str)> = words.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    values.extend([("TAP", tap), ("WINDOW", win), ("LOAD", &load)]);
+    fill(section(TILED_VARIANTS, "window_b"), &values)
 }
