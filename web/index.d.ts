@@ -230,7 +230,7 @@ export interface BackendInfo {
   reason: string | null;
   /**
    * Which .wasm build runs: 'relaxed' (compiled with relaxed SIMD: the cpu GEMM uses fused
-   * multiply-add, about 1.3x faster) or 'simd128' (the baseline every engine runs).
+   * multiply-add, which makes it faster) or 'simd128' (the baseline every engine runs).
    */
   wasmSimd: 'relaxed' | 'simd128';
   /**

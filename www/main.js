@@ -511,9 +511,9 @@ async function boot() {
   const [, data, trainer] = await Promise.all([skiff.init({ device: 'cpu' }), loadMnist(), RemoteTrainer.start(wanted, hooks)]);
   demo.trainer = trainer;
   trainer.compiled = ui.compiled.checked;
-  // A software GPU is slower than the cpu for both models (SwiftShader: 51 ms
-  // per MLP step against 2.9 ms in wasm; the CNN 1.4 s a step): the cpu then,
-  // unless the URL asks for WebGPU.
+  // A software GPU runs both models far slower than the wasm cpu backend
+  // does (it does the GPU's work on the same cores): the cpu then, unless the
+  // URL asks for WebGPU.
   const info = trainer.backend;
   if (wanted !== 'webgpu' && info.device === 'webgpu' && isSoftware(info)) {
     showBackend(await trainer.useCpu(), '', info.adapter?.name || 'a software adapter');

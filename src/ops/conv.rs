@@ -322,13 +322,14 @@ static CONV_PRODUCT: OpDef = OpDef {
 /// `gy [n, o, out_h * out_w]`, padded by `kernel - 1 - padding`, with the
 /// weight `w [o, c * kh * kw]` flipped in both spatial dims and its channel
 /// dims swapped (`[c, o * kh * kw]`, a small copy), instead of a product of
-/// `[n, c * kh * kw, out_h * out_w]` and its fold: on lavapipe the benchmark
-/// CNN's conv2 gradient took 2.9-4.0 ms this way against 6.5-8.0 ms. A
-/// single input channel keeps the fold (a 1-row product measured slower),
-/// as do strided and dilated convolutions, create_graph (fold and matmul
-/// are differentiable again) and SwiftShader, where the padded gradient is
-/// a copy of its own (`Device::pads_images_first`) and the CNN step measured
-/// no faster (123-140 ms either way). `None` where it does not apply.
+/// `[n, c * kh * kw, out_h * out_w]` and its fold: one pass over memory
+/// instead of a column-sized intermediate and a second pass to fold it. A
+/// single input channel keeps the fold (a product of one row ran slower than
+/// it), as do strided and dilated convolutions,
+/// create_graph (fold and matmul are differentiable again) and SwiftShader,
+/// where the padded gradient would be a copy of its own
+/// (`Device::pads_images_first`) that eats what the GEMM saves. `None` where
+/// it does not apply.
 fn input_grad_gemm(w: &Tensor, gy: &Tensor, c: usize, input: [usize; 2], p: Params) -> Result<Option<Tensor>> {
     const MIN_CHANNELS: usize = 4;
     let [kh, kw] = p.kernel;

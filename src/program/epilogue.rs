@@ -67,12 +67,11 @@ fn head_first(mut tail: FusedElementwise, inputs: &[Arg], k: usize) -> (FusedEle
 
 /// The fewest outputs a product fuses its tail at. The product kernels give
 /// each invocation a block of outputs to store one by one, so a small product
-/// runs its tail on few invocations; on the software adapters that measured
-/// slower than the product and a separate elementwise kernel (lavapipe, bias
-/// add and ReLU after [64, k] x [k, 16] at k = 16: 0.68 ms fused against
-/// 0.32 ms; the same or faster fused from 64 x 128 outputs on). A real GPU's
-/// tiled kernel stores a whole tile in parallel, but the program is the same
-/// everywhere, so the bound is too.
+/// runs its tail on few invocations; on the software adapters that is slower
+/// than the product followed by a separate elementwise kernel, which spreads
+/// the tail over many invocations. A real GPU's tiled kernel stores
+/// a whole tile in parallel, but the program is the same everywhere, so the
+/// bound is too.
 pub const MIN_PRODUCT_OUTPUTS: usize = 4096;
 
 impl Program {

@@ -141,9 +141,9 @@ fn taps(o: usize, stride: usize, dilation: usize, pad: usize, k: usize, size: us
 /// never win, and an all -inf window answers its first in-image tap (a window
 /// wholly in the padding, which callers rule out, answers 0).
 ///
-/// One window at a time with the running max and index in registers: a
-/// row-at-a-time variant that kept them in memory was ~4x slower, because
-/// its compare-selects became branches that random data mispredicts.
+/// One window at a time with the running max and index in registers: kept
+/// in memory (a row of windows at a time), the compare-selects become
+/// branches that random data mispredicts, which cost several times more.
 pub fn window_argmax<T: Elem + Float>(x: &[T], g: &Window2d) -> Vec<i32> {
     let hw = g.h * g.w;
     let mut out = vec![0i32; g.n * g.c * g.windows()];
@@ -272,7 +272,7 @@ fn pick<T: Float>(taps: impl IntoIterator<Item = (usize, T)> + Clone) -> usize {
 
 /// `pick` for a 2x2 window `[a, b, c, d]` (offsets 0, 1, w, w + 1), without
 /// branches on the values: after ReLU half the taps tie at 0, so a branch on
-/// each comparison mispredicts about half the time (that was 3x the cost).
+/// each comparison would mispredict about half the time.
 /// Offsets are i32 (a plane's H*W fits i32: dispatch checks), as wide as f32
 /// lanes, so the caller's loop over windows vectorises.
 #[inline(always)]

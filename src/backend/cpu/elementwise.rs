@@ -127,7 +127,8 @@ pub fn cast<T: Elem, U: Elem>(x: &[T], layout: &Layout) -> Vec<U> {
     }
     // A strided source is gathered first (one `gather_strided` per element
     // type) rather than walked by a `Zip` per (from, to) pair: 16 such pairs
-    // cost about 90 KiB of wasm, and a cast of a strided view is rare.
+    // of generic code would weigh on the wasm, and a cast of a strided view
+    // is rare.
     let src = super::buffer::contiguous(x, layout);
     for (o, &v) in out.iter_mut().zip(src.iter()) {
         *o = U::from_f64(v.to_f64());

@@ -60,7 +60,7 @@ pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
     let panels = n.div_ceil(NR);
     // In place: `b` with unit-stride rows, `a` with unit-stride rows (each of
     // a sliver's rows then streams in order; a transposed `a`, read across
-    // rows, measured 0.77x packed).
+    // rows, is faster packed).
     let b_in_place = b.strides()[1] == 1;
     let a_in_place = a.strides()[1] == 1;
     // Packed panels of `b`, panel by panel, each `k` rows of NR: all of them,

@@ -55,7 +55,7 @@ pub fn gather<T: Elem>(x: &[T], xl: &Layout, axis: usize, idx: &[i32], idx_shape
     Zip::from(o.lanes_mut(ax)).and(x.lanes(ax)).and(idx.lanes(ax)).for_each(|mut o, x, idx| {
         // Unit-stride lanes (a gather along the last axis of contiguous
         // operands: max-pool's) as slices: a strided lane iterator and
-        // strided indexing cost about 5x the loop itself.
+        // strided indexing cost several times the loop itself.
         if let (Some(x), Some(idx)) = (x.as_slice(), idx.as_slice()) {
             if let Some(o) = o.as_slice_mut() {
                 for (o, &i) in o.iter_mut().zip(idx) {

@@ -1,11 +1,10 @@
 //! Batched GEMM on strided operands, over ndarray views, through three GEMMs:
 //!
-//! - on wasm32, f32 products go to skiff's own SIMD128 GEMM (sgemm.rs: 41
-//!   GFLOP/s at 480^3 in V8, 52 with relaxed SIMD, against 29 for `gemm`);
+//! - on wasm32, f32 products go to skiff's own SIMD128 GEMM (sgemm.rs, whose
+//!   docs say why it beats `gemm`'s there);
 //! - `gemm` (single-threaded) for f64 on wasm32, where its SIMD128
-//!   micro-kernels beat matrixmultiply's scalar fallback (see
-//!   benches/README.md); and natively where it measured faster (see
-//!   `Engine::for_product`);
+//!   micro-kernels beat matrixmultiply's scalar fallback; and natively for
+//!   the products where its packing costs less (see `Engine::for_product`);
 //! - natively otherwise `ndarray::linalg::general_mat_mul`, which calls
 //!   `matrixmultiply`, multi-threaded through its `threading` feature.
 //!
@@ -60,24 +59,21 @@ enum Engine {
 }
 
 impl Engine {
-    /// Natively, `gemm` where it measured faster than matrixmultiply, in
-    /// interleaved rounds on the project's machine (gemm's time / mm's):
-    /// - a side under 10 (matrixmultiply's packing of the long operand
-    ///   dominates): a convolution's [8, 9] x [9, 676] forward 0.41, its
-    ///   [8, 676] x [676, 9] weight gradient 0.15;
-    /// - both operands row-major up to about 256^3: [16, 72] x [72, 121]
-    ///   0.89, [64, 784] x [784, 256] 0.77, 128^3 0.86 (256^3: 1.08);
-    /// - not with a transposed operand from 16 up: [16, 121] x [121, 72]^T
-    ///   1.35, [784, 64]^T x [64, 256] 1.35.
+    /// Natively, `gemm` (one core) where it skips the packing that dominates
+    /// matrixmultiply's time, as measured in interleaved rounds:
+    /// - a side under 10: matrixmultiply packs the long operand of a product
+    ///   that barely reuses it (a convolution's [8, 9] x [9, 676] forward and
+    ///   [8, 676] x [676, 9] weight gradient);
+    /// - both operands row-major up to about 256^3;
+    /// - not with a transposed operand from 16 up, where matrixmultiply on
+    ///   all cores stays faster.
     ///
     /// `row_major` says both operands have unit-stride rows.
     ///
     /// On wasm32, skiff's own GEMM from 16 rows and 64 columns: it packs `b`
-    /// whole, which fewer rows do not repay, and pads `n` to 12s. In V8
-    /// (GFLOP/s, gemm / own with relaxed SIMD / own without): 16x72x121 23 /
-    /// 31 / 25, 64x10x128 20 / 28 / 23, 64x784x256 29 / 44 / 33; below the
-    /// bounds 16x784x32 31 / 23 / 20, 64x128x10 22 / 15 / 12, 1x784x256 14 /
-    /// 7 / 6.
+    /// whole, which fewer rows do not repay, and pads `n` to 12s, which
+    /// narrower products waste; below those bounds `gemm` is faster.
+    /// (The measurements behind both bounds: benches/HISTORY.md.)
     fn for_product(m: usize, k: usize, n: usize, row_major: bool) -> Engine {
         if crate::determinism::is_deterministic() {
             return Engine::Fixed;

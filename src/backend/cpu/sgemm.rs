@@ -2,13 +2,13 @@
 //! blocked and packed like BLIS, with a 3 x 12 micro-kernel of WebAssembly
 //! SIMD128.
 //!
-//! Why its own: the `gemm` crate's SIMD128 micro-kernel measured 29 GFLOP/s at
-//! 480^3 in V8, this one 41, and 52 where the engine has relaxed SIMD, whose
+//! Why its own: in V8 it is faster than the `gemm` crate's SIMD128
+//! micro-kernel in both builds, most where the engine has relaxed SIMD, whose
 //! `f32x4.relaxed_madd` is one fused multiply-add on x86 and ARM (the package
 //! ships a second .wasm built with `+relaxed-simd`; see scripts/build-wasm.sh).
 //! Why 3 x 12: V8 gives WebAssembly 15 vector registers on x86; 3 x 12 holds 9
 //! accumulators, 3 vectors of `b` and one broadcast of `a` in them, where
-//! 4 x 12 (16) or 6 x 8 (15, with no spare) spill and ran at half the speed.
+//! 4 x 12 (16) or 6 x 8 (15, with no spare) spill and run far slower.
 //!
 //! The summation order is fixed by the shapes alone: each output sums its
 //! products in `k` order within blocks of `KC`, and adds the blocks in order.
@@ -135,7 +135,7 @@ unsafe fn pack_b(kc: usize, nc: usize, b: Operand, pc: usize, jc: usize, out: &m
         for (p, row) in strip.chunks_exact_mut(NR).enumerate() {
             if b.cols == 1 && cols == NR {
                 // A fixed-size copy: inlined, where a slice's length makes it a
-                // call to memory.copy (which cost 15% at 64 x 784 x 256).
+                // call to memory.copy per row, a real cost in this hot loop.
                 let src = b.ptr.offset((pc + p) as isize * b.rows + (jc + s * NR) as isize);
                 row.copy_from_slice(&*(src as *const [f32; NR]));
             } else {
