@@ -14,6 +14,8 @@ step "toolchain (scripts/lib/toolchain.sh)"
 ensure_test_toolchain
 echo "rustc $(rustc --version | cut -d' ' -f2), node $(node --version), $(wasm-bindgen --version), chromium: $(chromium_path)"
 
+step "node scripts/check-docs.mjs (every relative link and #anchor of the Markdown docs)"
+node scripts/check-docs.mjs
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
