@@ -594,7 +594,8 @@ export const nn: LayerConstructors & {
   utils: { clipGradNorm_: typeof clipGradNorm; clipGradValue_: typeof clipGradValue };
 };
 
-interface Schedulers {
+/** The learning-rate schedules, with PyTorch's class names (`optim.StepLR`, or `optim.lrScheduler.StepLR`). */
+export interface Schedulers {
   StepLR: Factory<Args<typeof LrScheduler.stepLR>, LrScheduler>;
   ExponentialLR: Factory<Args<typeof LrScheduler.exponentialLR>, LrScheduler>;
   CosineAnnealingLR: Factory<Args<typeof LrScheduler.cosineAnnealing>, LrScheduler>;
