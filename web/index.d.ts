@@ -479,7 +479,7 @@ export interface CustomBackwardCall {
   readonly scalars: number[];
 }
 
-/** An op written by its user (README: "Custom ops"). */
+/** An op written by its user (docs/custom-ops.md). */
 export interface CustomOpDefinition {
   /** The op's name: letters, digits, '_', '.', '-'; one op per name. */
   name: string;
