@@ -25,10 +25,10 @@ function docFiles() {
   return ['README.md', 'ARCHITECTURE.md', ...mdIn('benches', false), 'tests/browser/README.md', ...mdIn('docs', true)].sort();
 }
 
-/** The lines of a Markdown text with fenced code blocks blanked out (line numbers kept). */
-function proseLines(text) {
+/** The text with fenced code blocks blanked out (lines kept, so line numbers hold). */
+function prose(text) {
   let fence = null;
-  return text.split('\n').map((line) => {
+  const lines = text.split('\n').map((line) => {
     const open = line.match(/^\s*(```+|~~~+)/);
     if (fence) {
       if (open && open[1][0] === fence[0] && open[1].length >= fence.length && line.trim() === open[1]) fence = null;
@@ -40,6 +40,7 @@ function proseLines(text) {
     }
     return line;
   });
+  return lines.join('\n');
 }
 
 /** GitHub's heading slug: lowercase, punctuation dropped, spaces to hyphens. */
@@ -59,7 +60,7 @@ export function slug(heading) {
 function anchorsOf(text) {
   const anchors = new Set();
   const seen = new Map();
-  for (const line of proseLines(text)) {
+  for (const line of prose(text).split('\n')) {
     const h = line.match(/^#{1,6}\s+(.*?)\s*#*\s*$/);
     if (h) {
       const base = slug(h[1]);
@@ -72,10 +73,18 @@ function anchorsOf(text) {
   return anchors;
 }
 
-/** `[text](target)` and `![alt](target)` links of a line, outside inline code. */
-function linksOf(line) {
-  const prose = line.replace(/(`+)[\s\S]*?\1/g, (code) => ' '.repeat(code.length));
-  return [...prose.matchAll(/!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]);
+/**
+ * The `[text](target)` and `![alt](target)` links of a text, outside code
+ * (their text may wrap onto the next lines): `{ target, line }`.
+ */
+function linksOf(text) {
+  const blank = (code) => code.replace(/[^\n]/g, ' ');
+  const outsideCode = prose(text).replace(/(`+)[\s\S]*?\1/g, blank);
+  const link = /!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g;
+  return [...outsideCode.matchAll(link)].map((m) => {
+    const at = m.index + m[0].lastIndexOf('](');
+    return { target: m[1], line: outsideCode.slice(0, at).split('\n').length };
+  });
 }
 
 /** The problems of one file: `file:line: message` strings. */
@@ -87,19 +96,17 @@ export function checkFile(file, read = (f) => fs.readFileSync(path.join(REPO, f)
     if (!anchorCache.has(target)) anchorCache.set(target, anchorsOf(target === file ? text : read(target)));
     return anchorCache.get(target);
   };
-  proseLines(text).forEach((line, i) => {
-    for (const link of linksOf(line)) {
-      if (/^[a-z][a-z0-9+.-]*:/i.test(link)) continue; // http:, https:, mailto: ...: not fetched
-      const [rawPath, anchor] = link.split('#', 2);
-      const target = rawPath ? path.normalize(path.join(path.dirname(file), decodeURI(rawPath))) : file;
-      const where = `${file}:${i + 1}`;
-      if (rawPath && (target.startsWith('..') || !fs.existsSync(path.join(REPO, target)))) {
-        problems.push(`${where}: ${link}: no file ${target}`);
-      } else if (anchor !== undefined && target.endsWith('.md') && !anchors(target).has(anchor)) {
-        problems.push(`${where}: ${link}: ${target} has no heading #${anchor}`);
-      }
+  for (const { target: link, line } of linksOf(text)) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(link)) continue; // http:, https:, mailto: ...: not fetched
+    const [rawPath, anchor] = link.split('#', 2);
+    const target = rawPath ? path.normalize(path.join(path.dirname(file), decodeURI(rawPath))) : file;
+    const where = `${file}:${line}`;
+    if (rawPath && (target.startsWith('..') || !fs.existsSync(path.join(REPO, target)))) {
+      problems.push(`${where}: ${link}: no file ${target}`);
+    } else if (anchor !== undefined && target.endsWith('.md') && !anchors(target).has(anchor)) {
+      problems.push(`${where}: ${link}: ${target} has no heading #${anchor}`);
     }
-  });
+  }
   return problems;
 }
 
@@ -111,5 +118,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.error(`\n${problems.length} broken link(s) in ${files.length} Markdown files`);
     process.exit(1);
   }
-  console.log(`check-docs: the links of ${files.length} Markdown files resolve`);
+  const links = files.reduce((n, f) => n + linksOf(fs.readFileSync(path.join(REPO, f), 'utf8')).length, 0);
+  console.log(`check-docs: the ${links} links of ${files.length} Markdown files resolve (external ones not fetched)`);
 }
