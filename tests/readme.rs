@@ -52,9 +52,9 @@ fn blocks(page: &str) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
     let mut open: Option<Block> = None;
     for (n, line) in read(page).lines().enumerate() {
-        match (open.take(), line.strip_prefix("```")) {
+        match (open.take(), line.trim_start().strip_prefix("```").map(str::trim)) {
             (None, Some(kind)) => {
-                open = Some(Block { page: page.into(), line: n + 1, kind: kind.trim().into(), lines: vec![] })
+                open = Some(Block { page: page.into(), line: n + 1, kind: kind.into(), lines: vec![] })
             }
             (Some(block), Some("")) => out.push(block),
             (Some(mut block), _) => {
