@@ -11,8 +11,8 @@
 //! ```
 //!
 //! Several machines: the same binary at the same path on each, and
-//! `mpirun -np 4 --hostfile hosts target/release/examples/ddp_mnist` (README,
-//! "Data-parallel training over MPI").
+//! `mpirun -np 4 --hostfile hosts target/release/examples/ddp_mnist`
+//! (docs/distributed.md).
 
 use skiff::distributed::{self, Compression, DdpConfig, DistributedDataParallel, ReduceOp};
 use skiff::io::{DataLoader, Mnist};

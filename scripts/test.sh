@@ -14,6 +14,8 @@ step "toolchain (scripts/lib/toolchain.sh)"
 ensure_test_toolchain
 echo "rustc $(rustc --version | cut -d' ' -f2), node $(node --version), $(wasm-bindgen --version), chromium: $(chromium_path)"
 
+step "node scripts/check-docs.mjs (every relative link and #anchor of the Markdown docs)"
+node scripts/check-docs.mjs
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
 step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
@@ -55,6 +57,9 @@ step "npm run build:test (wasm32 with the test exports + wasm-bindgen into pkg-t
 npm run build:test
 step "npm run build (wasm32 + wasm-bindgen into pkg/: the published package)"
 npm run build
+# The JS API reference: web/index.d.ts imports the types of pkg/ (npm run build).
+step "npx typedoc (the npm package's API reference into target/typedoc/, warnings as errors)"
+npx typedoc
 step "node --test tests/browser/ (Node, Chromium on WebGPU and on the cpu fallback, consumer projects, tsc)"
 node --test --test-concurrency=1 tests/browser/
 # A release is one command away: both registries accept the packages as they are.

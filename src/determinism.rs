@@ -14,7 +14,7 @@
 //! - reductions, which already run in a fixed order on one thread.
 //!
 //! The GPU backend is not covered: its kernels run on the adapter's own math
-//! and summation order (see the README for the measured bound).
+//! and summation order (docs/determinism.md gives the measured bound).
 //!
 //! The mode is process-wide (all threads), read by each kernel call, so it can
 //! be switched between steps; `SKIFF_DETERMINISTIC=1` turns it on at start.

@@ -1,4 +1,4 @@
-// Ops written by their users (README: "Custom ops"): a WGSL kernel for
+// Ops written by their users (docs/custom-ops.md): a WGSL kernel for
 // WebGPU, a JS function for the wasm cpu backend, an optional shape rule and
 // a backward written with skiff ops. Rust registers the kernel and runs it
 // (src/web/custom.rs); this file makes each call a differentiable Function.

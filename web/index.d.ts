@@ -479,7 +479,7 @@ export interface CustomBackwardCall {
   readonly scalars: number[];
 }
 
-/** An op written by its user (README: "Custom ops"). */
+/** An op written by its user (docs/custom-ops.md). */
 export interface CustomOpDefinition {
   /** The op's name: letters, digits, '_', '.', '-'; one op per name. */
   name: string;
@@ -594,7 +594,8 @@ export const nn: LayerConstructors & {
   utils: { clipGradNorm_: typeof clipGradNorm; clipGradValue_: typeof clipGradValue };
 };
 
-interface Schedulers {
+/** The learning-rate schedules, with PyTorch's class names (`optim.StepLR`, or `optim.lrScheduler.StepLR`). */
+export interface Schedulers {
   StepLR: Factory<Args<typeof LrScheduler.stepLR>, LrScheduler>;
   ExponentialLR: Factory<Args<typeof LrScheduler.exponentialLR>, LrScheduler>;
   CosineAnnealingLR: Factory<Args<typeof LrScheduler.cosineAnnealing>, LrScheduler>;

@@ -60,10 +60,10 @@ pub enum OpKind {
 /// One registry entry.
 pub struct OpDef {
     pub name: &'static str,
-    /// The user-facing call in PyTorch's notation (`signature.rs`): the README's
-    /// op table, the JS method and its TypeScript declaration follow from it.
+    /// The user-facing call in PyTorch's notation (`signature.rs`): the op
+    /// list's table (docs/ops.md), the JS method and its TypeScript declaration follow from it.
     pub signature: &'static str,
-    /// One line saying what the op computes (README, JS docs).
+    /// One line saying what the op computes (docs/ops.md, JS docs).
     pub doc: &'static str,
     /// Runs the op from its arguments as data (`args.rs`): what the JS
     /// methods call. `None` while the op's JS method is still written by hand.
@@ -269,7 +269,7 @@ pub fn registry() -> Vec<&'static OpDef> {
     families().into_iter().flat_map(|(_, ops)| ops).collect()
 }
 
-/// The registry by family, in the order the README's op table lists them.
+/// The registry by family, in the order the op table (docs/ops.md) lists them.
 pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
     vec![
         ("Unary elementwise", unary::ops()),
@@ -285,9 +285,9 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
     ]
 }
 
-/// The README's table of registry ops, generated from each entry's
-/// signature and doc line (`tests/core/readme.rs` fails when the README's copy
-/// differs): one table per family.
+/// The op list's table of registry ops (docs/ops.md), generated from each
+/// entry's signature and doc line (`tests/core/readme.rs` fails when the page's
+/// copy differs): one table per family.
 pub fn op_table_markdown() -> String {
     let mut out = String::new();
     for (family, ops) in families() {

@@ -22,7 +22,7 @@
 //!   `True`, `False` and small integers (`ceil_mode: False = False`: the one
 //!   value skiff supports of an option PyTorch has).
 //!
-//! Types are a closed set (`Type`), so the README, the JS methods and their
+//! Types are a closed set (`Type`), so the op list, the JS methods and their
 //! TypeScript declarations can all be derived from the same text, and a typo
 //! in a signature fails `registry_problems` instead of reaching users.
 

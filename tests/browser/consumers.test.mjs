@@ -2,7 +2,8 @@
 // into new projects (tests/browser/consumers/), each running the README's
 // example unchanged: Node (ESM and CommonJS), a page without a bundler, Vite's
 // dev server and `vite build` on a `npm create vite` project with no config,
-// and webpack 5 with no config in production and development mode.
+// and webpack 5 with no config in production and development mode; and the
+// guide's Web Worker example (docs/workers.md) under Vite.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +12,7 @@ import path from 'node:path';
 import { createServer } from 'vite';
 import webpack from 'webpack';
 import { PASSES, REPO, assertBuilt } from './lib/browser.mjs';
-import { asCommonJs, assertLearnedXor, makeProject, packPackage, readmeExample, readmeWorkerExample, runPage } from './lib/consumer.mjs';
+import { asCommonJs, assertLearnedXor, makeProject, packPackage, readmeExample, workerExample, runPage } from './lib/consumer.mjs';
 import { serve } from '../../scripts/lib/static-server.mjs';
 
 let pack;
@@ -33,7 +34,7 @@ after(() => {
   for (const dir of projects) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('the tarball holds the package and what its README shows, nothing else', () => {
+test('the tarball holds the package, its docs and what they show, nothing else', () => {
   const files = new Set(pack.files);
   for (const f of ['package.json', 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'web/index.js', 'web/dev.js', 'web/node.js',
     'web/index.d.ts', 'pkg/skiff.js', 'pkg/skiff_bg.wasm', 'pkg/skiff.d.ts', 'pkg/node.cjs', 'pkg/skiff_bg.wasm.base64.js']) {
@@ -42,10 +43,20 @@ test('the tarball holds the package and what its README shows, nothing else', ()
   for (const f of files) {
     assert.match(f, /^(web\/|pkg\/|docs\/|package\.json$|README\.md$|LICENSE-)/, `the tarball should not ship ${f}`);
   }
-  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
-  const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((u) => !/^https?:/.test(u));
-  assert.ok(images.length > 0, 'the README shows the demo page');
-  for (const img of images) assert.ok(files.has(img), `the README shows ${img}, which is not in the tarball`);
+  // The README and the guide's pages ship, with the pictures they show.
+  const pages = [...files].filter((f) => f.endsWith('.md'));
+  assert.ok(pages.includes('docs/README.md') && pages.length > 10, `the guide ships: ${pages}`);
+  let images = 0;
+  for (const page of pages) {
+    const text = fs.readFileSync(path.join(REPO, page), 'utf8');
+    for (const [, url] of text.matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)) {
+      if (/^https?:/.test(url)) continue;
+      const img = path.posix.join(path.posix.dirname(page), url);
+      assert.ok(files.has(img), `${page} shows ${img}, which is not in the tarball`);
+      images++;
+    }
+  }
+  assert.ok(images >= 2, 'the README and the demo page show the demo');
   // Every file the package's exports name is in the tarball.
   const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
   // The files are the values (conditions nest); the keys are subpaths ('./worker').
@@ -154,10 +165,10 @@ describe('Vite 6 (npm create vite, no config)', { timeout: 240_000 }, () => {
   });
 });
 
-describe('Vite 6, training in a Web Worker (the README example, no config)', { timeout: 240_000 }, () => {
+describe('Vite 6, training in a Web Worker (the guide\'s example, docs/workers.md, no config)', { timeout: 240_000 }, () => {
   let dir;
   before(() => {
-    const { page, worker } = readmeWorkerExample();
+    const { page, worker } = workerExample();
     dir = project('vite', { 'src/main.js': page, 'src/train-worker.js': worker });
   });
 

@@ -2,14 +2,17 @@
 // through package.json "exports" (the "node" condition: web/node.js, which
 // reads pkg/skiff_bg.wasm from disk). Node has no WebGPU, so init() falls
 // back to the cpu and says why; then the shared scenarios run as in the
-// browser passes, with the same assertions.
+// browser passes, with the same assertions. Last, the guide's JS examples
+// (examples/js/, which docs/ quotes) run in a project that installed the
+// package, each checked against what it should print.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { PUBLISHED_PKG_DIR, assertBuilt } from './lib/browser.mjs';
-import { importForNode } from './lib/package.mjs';
+import { PUBLISHED_PKG_DIR, REPO, assertBuilt } from './lib/browser.mjs';
+import { importForNode, installPackage } from './lib/package.mjs';
 import { expect, namesOp, TRAIN_STEPS } from './lib/expect.mjs';
 import { scenarios } from './pages/scenarios.js';
 import { nativeModel } from './lib/native-model.mjs';
@@ -94,4 +97,95 @@ describe('node: the package entry web/node.js', { timeout: 120_000 }, () => {
     for (const r of await run('errors', { gpu: false })) await t.test(r.label, () => namesOp(r, r.names, r.label));
   });
   test('still works after the errors', async () => expect.stillWorks(await run('stillWorks')));
+});
+
+describe("node: the guide's JS examples (examples/js/)", { timeout: 900_000 }, () => {
+  let dir;
+  before(() => {
+    assertBuilt({ wrapper: true });
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-examples-'));
+    installPackage(dir);
+    fs.cpSync(path.join(REPO, 'examples/js'), dir, { recursive: true });
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  /** Runs `node examples/js/<file> ...args` in the project; its stdout lines. */
+  const run = (file, ...args) => {
+    const r = spawnSync(process.execPath, [file, ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
+    assert.equal(r.status, 0, `${file} failed:\n${r.stdout}\n${r.stderr}`);
+    return r.stdout.trim().split('\n');
+  };
+  const numbers = (line) => line.split(': ')[1].split(', ').map(Number);
+  const sigmoid = (v) => 1 / (1 + Math.exp(-v));
+
+  test('amp.mjs: XOR learned under autocast with a GradScaler', () => {
+    const lines = run('amp.mjs');
+    assert.equal(lines[0], 'autocast computes in float16', 'the cpu runs float16');
+    const losses = lines.map((l) => l.match(/^step \d+: loss ([\d.]+) \(float32\)$/)).filter(Boolean).map((m) => Number(m[1]));
+    assert.equal(losses.length, 4, lines.join('\n'));
+    assert.ok(losses[0] > 0.5 && losses[3] < 0.1, `the loss falls: ${losses}`);
+    assert.ok(lines.includes('predictions: 0, 1, 1, 0'), lines.join('\n'));
+  });
+
+  test('custom-op.mjs: SiLU and its gradient', () => {
+    const [values, grads] = run('custom-op.mjs').map(numbers);
+    const xs = [-1, 0, 2];
+    xs.forEach((v, i) => {
+      assert.ok(Math.abs(values[i] - v * sigmoid(v)) < 1e-5, `silu(${v}) = ${values[i]}`);
+      const d = sigmoid(v) * (1 + v * (1 - sigmoid(v)));
+      assert.ok(Math.abs(grads[i] - d) < 1e-5, `silu'(${v}) = ${grads[i]}, not ${d}`);
+    });
+  });
+
+  test('profile.mjs: the table and the Chrome trace of one step', () => {
+    const lines = run('profile.mjs', dir);
+    assert.match(lines[0], /^op\s+calls\s+host ms/);
+    for (const op of ['matmul', 'adam_step']) assert.ok(lines.some((l) => l.startsWith(`${op} `)), `${op} in:\n${lines.join('\n')}`);
+    const loss = Number(lines.at(-1).split(' ').at(-1));
+    assert.ok(loss > 1 && loss < 4, `the step's loss is printed last: ${lines.at(-1)}`);
+    const trace = JSON.parse(fs.readFileSync(path.join(dir, 'step.json'), 'utf8'));
+    assert.ok(trace.traceEvents.some((e) => e.name === 'matmul'), 'the trace holds the matmuls');
+  });
+
+  test('leak.mjs: the leaking line, with its 100 tensors', () => {
+    const source = fs.readFileSync(path.join(dir, 'leak.mjs'), 'utf8').split('\n');
+    const line = source.findIndex((l) => l.includes('losses.push')) + 1;
+    const rows = run('leak.mjs').filter((l) => l.includes(`leak.mjs:${line}:`));
+    assert.ok(rows.length > 0 && rows.every((r) => /\b100\b/.test(r)), `100 tensors each from leak.mjs:${line}:\n${rows.join('\n')}`);
+  });
+
+  test('determinism.mjs: deterministic mode on, three losses as bits', () => {
+    const lines = run('determinism.mjs');
+    assert.equal(lines[0], 'deterministic: true');
+    const losses = lines.slice(1).map((h) => {
+      assert.match(h, /^[0-9a-f]{8}$/);
+      return new Float32Array(new Uint32Array([parseInt(h, 16)]).buffer)[0];
+    });
+    assert.equal(losses.length, 3);
+    assert.ok(losses.every((l) => Math.abs(l - Math.log(10)) < 0.5), `about ln(10) for 10 random classes: ${losses}`);
+  });
+
+  test('jit.mjs: two captures, then replays', () => {
+    const lines = run('jit.mjs');
+    assert.equal(lines.filter((l) => /^loss \d+\.\d{4}$/.test(l)).length, 8, lines.join('\n'));
+    assert.ok(lines.includes('captures 2, replays 6'), lines.join('\n'));
+    assert.match(lines.find((l) => l.endsWith('kernels per step:')) ?? '', /^\d+ kernels per step:$/);
+  });
+
+  test('inference-model.mjs: a model exported natively predicts what it predicted natively', () => {
+    const { bytes, expected } = nativeModel();
+    const exported = path.join(dir, 'export');
+    fs.mkdirSync(exported, { recursive: true });
+    fs.writeFileSync(path.join(exported, 'model.safetensors'), new Uint8Array(bytes));
+    fs.writeFileSync(path.join(exported, 'expected.json'), JSON.stringify(expected));
+    const lines = run('inference-model.mjs', exported);
+    const classes = expected.logitsShape[1];
+    const argmax = (row) => {
+      const v = expected.logits.slice(row * classes, (row + 1) * classes);
+      return v.indexOf(Math.max(...v));
+    };
+    const want = Array.from({ length: expected.logitsShape[0] }, (_, row) => argmax(row));
+    assert.deepEqual(numbers(lines.find((l) => l.startsWith('predictions: '))), want);
+    const worst = Number(lines.find((l) => l.startsWith('largest difference')).split(': ')[1]);
+    assert.ok(worst < 1e-4, `within 1e-4 of the native logits: ${worst}`);
+  });
 });

@@ -205,7 +205,7 @@ fn gpu_bound(model: fn() -> Result<(Sequential, Vec<usize>)>, gpu: &Device) -> R
 }
 
 /// The GPU is not bit-for-bit (its own math and summation order): the bound
-/// the README documents is the same run within 1e-5 relative of the cpu
+/// docs/determinism.md documents is the same run within 1e-5 relative of the cpu
 /// after 100 steps, on lavapipe here (and on SwiftShader in the WebGPU pass).
 #[test]
 fn on_the_gpu_the_same_runs_stay_within_1e_5_of_the_cpu() -> Result<()> {

@@ -1,7 +1,7 @@
 // Consumer projects for tests/browser/consumers.test.mjs: the package packed
 // by `npm pack` and installed by `npm install` into a temporary project, the
-// README's example as the project's code, and a Chromium page whose console
-// is read like a user reads the devtools.
+// README's example (or the guide's worker example) as the project's code,
+// and a Chromium page whose console is read like a user reads the devtools.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -60,22 +60,31 @@ export function makeProject(tarball, template, files = {}) {
   return dir;
 }
 
-/** The README's `main.js` example (the ```js block that trains XOR). */
-export function readmeExample() {
-  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("from 'skiff-ml'"));
-  assert.ok(block, "README.md has no ```js example importing 'skiff-ml'");
+// The whole programs the docs show, found by their first line (tests/core/readme.rs
+// checks that every ```js block of the docs is one of these or an excerpt).
+const XOR_EXAMPLE = { page: 'README.md', first: '// main.js: an MLP learns XOR, trained with Adam.' };
+const WORKER_EXAMPLE = {
+  page: 'docs/workers.md',
+  worker: '// train-worker.js: skiff in a dedicated worker, with its own device.',
+  main: '// main.js (the page): starts the worker, shows what it reports, predicts with its weights.',
+};
+
+/** The ```js block of `page` whose first line is `first`. */
+function jsBlock(page, first) {
+  const text = fs.readFileSync(path.join(REPO, page), 'utf8');
+  const block = [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.startsWith(`${first}\n`));
+  assert.ok(block, `${page} has no \`\`\`js block starting with ${first}`);
   return block;
 }
 
-/** The README's Web Worker example: `{ page, worker }` (main.js and train-worker.js). */
-export function readmeWorkerExample() {
-  const readme = fs.readFileSync(path.join(REPO, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
-  const worker = blocks.find((b) => b.startsWith('// train-worker.js'));
-  const page = blocks.find((b) => b.startsWith('// main.js (the page)'));
-  assert.ok(worker && page, 'README.md has the worker example (train-worker.js and main.js blocks)');
-  return { page, worker };
+/** The README's `main.js` example (the ```js block that trains XOR). */
+export function readmeExample() {
+  return jsBlock(XOR_EXAMPLE.page, XOR_EXAMPLE.first);
+}
+
+/** The guide's Web Worker example (docs/workers.md): `{ page, worker }` (main.js and train-worker.js). */
+export function workerExample() {
+  return { page: jsBlock(WORKER_EXAMPLE.page, WORKER_EXAMPLE.main), worker: jsBlock(WORKER_EXAMPLE.page, WORKER_EXAMPLE.worker) };
 }
 
 /** The example as CommonJS: the README says to swap the import for require(). */

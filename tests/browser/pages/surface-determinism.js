@@ -4,7 +4,7 @@
 //   native run's loss at every step and its final parameters, bit for bit;
 //   with the test build, so must every registry case's forward output;
 // - on WebGPU, which the mode does not cover, the same runs must stay within
-//   1e-5 relative of the cpu after 100 steps (the README's documented bound).
+//   1e-5 relative of the cpu after 100 steps (docs/determinism.md's documented bound).
 // Returns { count, failures }. The model, data and digest are built here
 // exactly as tests/determinism/main.rs builds them natively.
 //
