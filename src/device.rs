@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use std::fmt;
 
 #[cfg(feature = "gpu")]
-pub use crate::backend::gpu::{GpuCounters, GpuDevice};
+pub use crate::backend::gpu::{GpuCounters, GpuDevice, GpuOptions, MatmulKernel};
 
 /// A compute device.
 ///
@@ -122,23 +122,23 @@ impl Device {
     }
 
     /// True for a GPU device that runs a convolution's products as implicit
-    /// GEMMs (reading the image through the window; every GPU unless
-    /// `SKIFF_GPU_IMPLICIT_GEMM=0`).
+    /// GEMMs (reading the image through the window; every GPU unless its
+    /// `GpuOptions::implicit_gemm` is off).
     pub fn runs_implicit_gemm(&self) -> bool {
         match self {
             Device::Cpu => false,
             #[cfg(feature = "gpu")]
-            Device::Gpu(g) => g.context().implicit_gemm(),
+            Device::Gpu(g) => g.context().tuning.implicit_gemm(),
         }
     }
 
     /// True for a GPU device whose implicit GEMM reads a padded window from
-    /// a zero-padded copy of the image (`GpuContext::pad_first`: SwiftShader).
+    /// a zero-padded copy of the image (`GpuOptions::pad_first`: SwiftShader).
     pub(crate) fn pads_images_first(&self) -> bool {
         match self {
             Device::Cpu => false,
             #[cfg(feature = "gpu")]
-            Device::Gpu(g) => g.context().pad_first(),
+            Device::Gpu(g) => g.context().tuning.pad_first(),
         }
     }
 

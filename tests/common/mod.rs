@@ -90,6 +90,14 @@ pub fn private_gpu() -> Option<(skiff::Device, skiff::device::GpuDevice)> {
     Some((skiff::Device::Gpu(g.clone()), g))
 }
 
+/// Sets `options` on the context of `dev` (a private one: `private_gpu`)
+/// from now on; the options it leaves `None` stay as they are.
+#[cfg(feature = "gpu")]
+pub fn set_gpu_options(dev: &skiff::Device, options: skiff::device::GpuOptions) {
+    let skiff::Device::Gpu(g) = dev else { panic!("{}: not a GPU device", current_test()) };
+    g.context().set_options(&options).unwrap();
+}
+
 /// Set in a test's own process (`own_process`).
 const OWN_PROCESS: &str = "SKIFF_TEST_OWN_PROCESS";
 

@@ -14,6 +14,7 @@
 
 use crate::common;
 
+use skiff::device::{GpuDevice, GpuOptions};
 use skiff::dispatch::conv::{conv_gemm, conv_weight_gemm};
 use skiff::kernel::Window2d;
 use skiff::{manual_seed, DType, Device, Tensor};
@@ -82,10 +83,10 @@ fn the_implicit_gemm_gives_the_explicit_products_bits_in_one_dispatch() {
     // Whether a padded window reads a zero-padded copy of the image: both
     // ways, except where the adapter cannot build loads that test for the
     // padding (SwiftShader).
-    let pads: &[bool] = if ctx.pad_first() { &[true] } else { &[false, true] };
+    let pads: &[bool] = if ctx.default_options().pad_first == Some(true) { &[true] } else { &[false, true] };
     for (steps, pad_first) in pads.iter().flat_map(|&p| [(1, p), (4, p)]) {
-        ctx.set_matmul_unroll(steps);
-        ctx.set_pad_first(pad_first);
+        let options = GpuOptions { matmul_unroll: Some(steps), pad_first: Some(pad_first), ..Default::default() };
+        common::set_gpu_options(&dev, options);
         for c in &CASES {
             let geo = window(c.image, c.kernel, c.stride, c.padding, c.dilation);
             // The padded copy: a fill and a copy before the product.
@@ -277,11 +278,11 @@ fn a_stride_1_input_gradient_is_one_more_implicit_gemm() {
         ([2, 1, 8, 8], 4, [3, 3], [1, 1], [0, 0], true),
         ([2, 4, 9, 9], 3, [3, 3], [2, 2], [1, 1], true),
     ];
-    let pads: &[bool] = if g.context().pad_first() { &[true] } else { &[false, true] };
+    let pads: &[bool] = if g.context().default_options().pad_first == Some(true) { &[true] } else { &[false, true] };
     for ((image, o, kernel, stride, padding, folds), &pad_first) in
         cases.iter().flat_map(|c| pads.iter().map(|p| (*c, p)))
     {
-        g.context().set_pad_first(pad_first);
+        common::set_gpu_options(&dev, GpuOptions { pad_first: Some(pad_first), ..Default::default() });
         let what = format!(
             "{image:?} * [{o}, {}, {kernel:?}], stride {stride:?}, padding {padding:?}, pad first {pad_first}",
             image[1]
@@ -328,15 +329,13 @@ fn a_captured_input_gradient_gemm_passes_the_load_checks() {
     common::assert_close(&got, &input_grad(&x2).unwrap()[0].to_f64_vec().unwrap(), 1e-6);
 }
 
-/// With the implicit GEMM off (`GpuContext::implicit_gemm`, or
-/// `SKIFF_GPU_IMPLICIT_GEMM=0`), both products make the columns and multiply
+/// With the implicit GEMM off (`GpuOptions::implicit_gemm`), both products make the columns and multiply
 /// them: the same bits, two dispatches.
 #[test]
 fn without_the_window_kernels_the_products_make_the_columns() {
     let Some(_) = common::gpu() else { return };
-    let g = skiff::device::GpuDevice::open().unwrap();
+    let g = GpuDevice::open_with_options(GpuOptions { implicit_gemm: Some(false), ..Default::default() }).unwrap();
     let dev = Device::Gpu(g.clone());
-    g.context().set_implicit_gemm(false);
     assert!(!dev.runs_implicit_gemm());
     manual_seed(22);
     let c = &CASES[3];

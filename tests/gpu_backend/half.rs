@@ -237,14 +237,13 @@ fn f16_products_on_the_gpu_read_f16_and_round_once() {
     // A private device: its counters and its K unrolling are this test's alone.
     let g = skiff::device::GpuDevice::open().unwrap();
     let dev = Device::Gpu(g.clone());
-    let ctx = g.context();
     skiff::manual_seed(18);
     let half = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to_dtype(DType::F16).unwrap();
     type View = fn(&Tensor) -> Tensor;
     let plain: View = |t| t.clone();
     let transposed: View = |t| t.transpose(-1, -2).unwrap();
     for steps in [1, 4] {
-        ctx.set_matmul_unroll(steps);
+        common::set_gpu_options(&dev, skiff::device::GpuOptions { matmul_unroll: Some(steps), ..Default::default() });
         for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (8, 9, 16), (16, 64, 128), (33, 70, 65), (64, 300, 256)] {
             // (A's storage shape, how A is viewed; the same for B), per case.
             let cases: [(Vec<usize>, View, Vec<usize>, View); 4] = [

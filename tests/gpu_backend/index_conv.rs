@@ -13,6 +13,7 @@ use crate::common;
 
 use crate::common::{expect_err, Kind};
 use skiff::backend::gpu::{conv as gconv, index as gindex};
+use skiff::device::GpuOptions;
 use skiff::{DType, Device, Reduction, Result, Tensor};
 /// A private context per test: `each_mode` switches its sliding-window kernels.
 fn gpu() -> Option<Device> {
@@ -251,15 +252,12 @@ const GEOMETRIES: [Geometry; 6] = [
 
 /// Runs `f` with the sliding-window kernels in each mode (one invocation
 /// per output element, then per output row: `shaders/conv.wgsl`), naming
-/// the mode, and leaves the adapter's default mode behind.
+/// the mode (on the test's private context).
 fn each_mode(dev: &Device, f: impl Fn(&str)) {
-    let Device::Gpu(g) = dev else { unreachable!("a GPU test") };
-    let default = g.context().row_kernels_default();
     for rows in [false, true] {
-        g.context().set_row_kernels(rows);
+        common::set_gpu_options(dev, GpuOptions { row_kernels: Some(rows), ..Default::default() });
         f(if rows { "rows" } else { "elements" });
     }
-    g.context().set_row_kernels(default);
 }
 
 #[test]
@@ -416,7 +414,7 @@ fn max_pool_backward_visits_only_covering_windows() {
     };
     // One invocation per pixel, then per row of pixels (software adapters).
     for rows in [false, true] {
-        g.context().set_row_kernels(rows);
+        common::set_gpu_options(&dev, GpuOptions { row_kernels: Some(rows), ..Default::default() });
         for (i, &pool) in pools.iter().enumerate() {
             // Four levels: many ties, where the first maximum must win on both.
             let x = coarse(&[2, 3, 7, 6], 4.0, 200 + i as u64);

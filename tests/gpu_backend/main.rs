@@ -26,6 +26,7 @@ mod index_conv;
 mod matmul;
 mod matmul_tiled;
 mod no_readback;
+mod options;
 mod parity;
 mod readback;
 mod reduce;

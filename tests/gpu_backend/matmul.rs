@@ -7,7 +7,7 @@
 
 use crate::common;
 use skiff::backend::gpu::matmul as gm;
-use skiff::device::GpuDevice;
+use skiff::device::{GpuDevice, GpuOptions};
 use skiff::{manual_seed, DType, Device, Result, Tensor};
 
 use crate::common::{expect_err, gpu, Kind};
@@ -111,15 +111,13 @@ fn unrolled_k_gives_the_same_bits() {
     // A private context: this test changes its matmul settings and reads which kernels it compiled.
     let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
-    let ctx = g.context();
-    let before = ctx.matmul_unroll();
     manual_seed(3);
     for (m, n) in [(3, 5), (8, 16), (17, 300), (17, 9), (3, 300)] {
         for k in [3, 9] {
             let a = Tensor::randn(&[m, k], DType::F32).unwrap().to(&dev).unwrap();
             let b = Tensor::randn(&[k, n], DType::F32).unwrap().to(&dev).unwrap();
             let product = |steps| {
-                ctx.set_matmul_unroll(steps);
+                common::set_gpu_options(&dev, GpuOptions { matmul_unroll: Some(steps), ..Default::default() });
                 a.matmul(&b).unwrap().to_vec::<f32>().unwrap()
             };
             let (one, four) = (product(1), product(4));
@@ -128,7 +126,6 @@ fn unrolled_k_gives_the_same_bits() {
             check(&dev, &format!("{m}x{k}x{n} unrolled"), (&[m, k], &[k, n]), plain);
         }
     }
-    ctx.set_matmul_unroll(before);
     let kernels = g.compiled_kernels();
     if kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:")) {
         for steps in ["u1", "u4"] {
@@ -150,8 +147,6 @@ fn vec4_loads_give_the_same_bits() {
     // A private context: this test changes its matmul settings and reads which kernels it compiled.
     let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
-    let ctx = g.context();
-    let (unroll, vec4) = (ctx.matmul_unroll(), ctx.matmul_vec4());
     manual_seed(4);
     let t = |x: &Tensor| x.transpose(-1, -2).unwrap();
     let r = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
@@ -172,9 +167,11 @@ fn vec4_loads_give_the_same_bits() {
     ];
     for (what, a, b) in &cases {
         for steps in [1, 4] {
-            ctx.set_matmul_unroll(steps);
             let product = |on| {
-                ctx.set_matmul_vec4(on);
+                common::set_gpu_options(
+                    &dev,
+                    GpuOptions { matmul_unroll: Some(steps), matmul_vec4: Some(on), ..Default::default() },
+                );
                 a.matmul(b).unwrap().to_vec::<f32>().unwrap()
             };
             let (scalar, vector) = (product(false), product(true));
@@ -187,8 +184,6 @@ fn vec4_loads_give_the_same_bits() {
         let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
         assert!(want.iter().zip(&got).all(|(x, y)| (x - y).abs() <= 1e-4 * scale), "{what}: against the cpu");
     }
-    ctx.set_matmul_unroll(unroll);
-    ctx.set_matmul_vec4(vec4);
     // Every load mode ran, where the blocked kernel runs.
     let kernels = g.compiled_kernels();
     if kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:")) {
@@ -216,8 +211,7 @@ fn shared_loads_of_b_give_the_same_bits() {
     // A private context: this test changes its matmul settings and reads which kernels it compiled.
     let Some((dev, _)) = common::private_gpu() else { return };
     let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
-    let ctx = g.context();
-    let shared_now = ctx.matmul_broadcast();
+    let size = g.context().shared_loads_size();
     manual_seed(5);
     let t = |x: &Tensor| x.transpose(-1, -2).unwrap();
     let r = |shape: &[usize]| Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();
@@ -238,7 +232,8 @@ fn shared_loads_of_b_give_the_same_bits() {
     ];
     // lavapipe (CI's adapter) has subgroups of 8: the sharing must be on there.
     if g.name().contains("llvmpipe") {
-        assert_eq!(ctx.matmul_broadcast_available(), std::env::var("SKIFF_GPU_MATMUL_BROADCAST").as_deref() != Ok("0"));
+        assert_eq!(size, 8, "lavapipe shares loads across its subgroups of 8");
+        assert_eq!(g.context().default_options().matmul_shared_loads, Some(true));
     }
     let mut dtypes = vec![DType::F32];
     if g.shader_f16() {
@@ -248,7 +243,7 @@ fn shared_loads_of_b_give_the_same_bits() {
         for (what, a, b) in &cases {
             let (a, b) = (a.to_dtype(dt).unwrap(), b.to_dtype(dt).unwrap());
             let product = |on| {
-                ctx.set_matmul_broadcast(on);
+                common::set_gpu_options(&dev, GpuOptions { matmul_shared_loads: Some(on), ..Default::default() });
                 a.matmul(&b).unwrap().to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
             };
             let (alone, shared) = (product(false), product(true));
@@ -257,13 +252,12 @@ fn shared_loads_of_b_give_the_same_bits() {
             assert!(same, "{what} ({}): shared loads of B differ from the lanes' own", dt.name());
         }
     }
-    ctx.set_matmul_broadcast(shared_now > 0);
     // Where the device shares, the broadcasting kernels ran (A along K or
     // across M; B as vec4s or one element per load).
-    if ctx.matmul_broadcast_available() {
+    if size > 0 {
         let kernels = g.compiled_kernels();
         for mode in ["u4kx", "u4xx", "u4ks", "u4xs"] {
-            let shared = format!("{mode}b{}", ctx.matmul_broadcast());
+            let shared = format!("{mode}b{size}");
             assert!(
                 kernels.iter().any(|k| k.starts_with("matmul:f32:blocked:") && k.ends_with(&shared)),
                 "{shared}: {kernels:?}"

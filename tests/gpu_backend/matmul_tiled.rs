@@ -1,28 +1,26 @@
 //! The tiled matmul kernel (`shaders/matmul.wgsl`, the one real GPUs run)
 //! on whatever adapter is here: software adapters pick the blocked kernel,
-//! so this test forces the tiled one (`SKIFF_GPU_MATMUL=tiled`, read once
-//! per process, before the first product) and checks it against the cpu in
+//! so this test opens a device that runs the tiled one
+//! (`GpuOptions::matmul_kernel`) and checks it against the cpu in
 //! f32 and, where the adapter has shader-f16, against the f32 kernel's
 //! widened and rounded product in f16, and its implicit GEMM (B read through
 //! a window) against the explicit product; each with 64x64 tiles and with
 //! the wide 128x128 ones, staging an aligned B as vec4s and other operands
-//! one element per load (`matmul/tiled.rs`). In a process of its own: the setting is per process.
+//! one element per load (`matmul/tiled.rs`).
 
 #![cfg(feature = "gpu")]
 
 use crate::common;
 
+use skiff::device::{GpuDevice, GpuOptions, MatmulKernel};
 use skiff::{manual_seed, DType, Device, Tensor};
 
 #[test]
 fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
-    // The switch is read once per process: this test's own.
-    if !common::own_process() {
-        return;
-    }
-    std::env::set_var("SKIFF_GPU_MATMUL", "tiled");
-    let Some(dev) = common::gpu() else { return };
-    let Device::Gpu(g) = &dev else { unreachable!("a GPU test") };
+    let Some(_) = common::gpu() else { return };
+    let tiled = GpuOptions { matmul_kernel: Some(MatmulKernel::Tiled), ..Default::default() };
+    let g = GpuDevice::open_with_options(tiled).unwrap();
+    let dev = Device::Gpu(g.clone());
     manual_seed(7);
     let shapes: [(&[usize], &[usize], bool); 8] = [
         (&[1, 1], &[1, 1], false),
@@ -37,11 +35,11 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
         // Both operands aligned (B staged as vec4s), K = 36 ends inside a slice.
         (&[2, 132, 36], &[2, 36, 260], false),
     ];
-    let ctx = g.context();
-    let wide_from = ctx.matmul_wide_from();
+    let wide_from =
+        |tiles| common::set_gpu_options(&dev, GpuOptions { matmul_wide_from: Some(tiles), ..Default::default() });
     // Every shape with both tiles: 64x64, then 128x128 (from one tile on).
     for ((sa, sb, b_transposed), wide) in shapes.into_iter().flat_map(|s| [(s, false), (s, true)]) {
-        ctx.set_matmul_wide_from(if wide { 1 } else { usize::MAX });
+        wide_from(if wide { 1 } else { usize::MAX });
         let tiles = if wide { "128x128" } else { "64x64" };
         let what = format!("{sa:?} x {sb:?}{}, {tiles} tiles", if b_transposed { " (B transposed)" } else { "" });
         let (a, b) = (Tensor::randn(sa, DType::F32).unwrap(), Tensor::randn(sb, DType::F32).unwrap());
@@ -74,7 +72,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
         Tensor::from_vec::<f32>(values, &shape).unwrap()
     };
     for (wide, start) in [(false, 0), (true, 0), (true, 1)] {
-        ctx.set_matmul_wide_from(if wide { 1 } else { usize::MAX });
+        wide_from(if wide { 1 } else { usize::MAX });
         let (a, b) = (with_infinities([140, 24], start, 18), with_infinities([18, 136], 0, 130));
         let want = a.narrow(1, start, 18).unwrap().matmul(&b.narrow(1, 0, 130).unwrap()).unwrap();
         let (ag, bg) = (a.to(&dev).unwrap(), b.to(&dev).unwrap());
@@ -85,7 +83,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
             assert!((w - v).abs() <= 1e-4 * scale, "views at {start}, wide {wide}: element {i}: cpu {w} vs gpu {v}");
         }
     }
-    ctx.set_matmul_wide_from(wide_from);
+    wide_from(g.context().default_options().matmul_wide_from.unwrap());
     // The implicit GEMM's tiled kernel: the explicit product's bits.
     let geo = skiff::kernel::Window2d {
         n: 2,
@@ -119,7 +117,7 @@ fn the_tiled_kernel_matches_the_cpu_in_f32_and_rounds_f16_once() {
     assert!(kernels.iter().any(|k| k == "matmul:f32:window_t"), "and its transpose: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32"), "the tiled kernel ran: {kernels:?}");
     assert!(kernels.iter().any(|k| k == "matmul:f32:wide"), "with wide tiles too: {kernels:?}");
-    if ctx.matmul_vec4() {
+    if g.context().options().matmul_vec4 == Some(true) {
         for key in ["matmul:f32:b4", "matmul:f32:wide:b4"] {
             assert!(kernels.iter().any(|k| k == key), "{key} ran: {kernels:?}");
         }

@@ -62,12 +62,10 @@ fn close(what: &str, got: &Tensor, want: &Tensor, scale: &Tensor) {
 /// thread per output or part (software adapters, `row_kernels`), switched on
 /// the test's private context (`gpu`).
 fn check(dev: &Device, name: &str, x: &Tensor, view: impl Fn(&Tensor) -> Result<Tensor>, axis_sets: &[&[isize]]) {
-    let Device::Gpu(g) = dev else { unreachable!("a GPU test") };
     for serial in [false, true] {
-        g.context().set_row_kernels(serial);
+        common::set_gpu_options(dev, skiff::device::GpuOptions { row_kernels: Some(serial), ..Default::default() });
         check_mode(dev, &format!("{name} (serial {serial})"), x, &view, axis_sets);
     }
-    g.context().set_row_kernels(g.context().row_kernels_default());
 }
 
 fn check_mode(dev: &Device, name: &str, x: &Tensor, view: impl Fn(&Tensor) -> Result<Tensor>, axis_sets: &[&[isize]]) {

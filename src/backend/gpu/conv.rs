@@ -98,7 +98,7 @@ fn run(
     expect_float(op, x)?;
     let (ctx, dt) = (x.ctx().clone(), x.dtype);
     let y = GpuBuffer::new(&ctx, op, out.unwrap_or(dt), n)?;
-    let rows = ctx.row_kernels() && width > 0;
+    let rows = ctx.tuning.row_kernels() && width > 0;
     let invocations = if rows { n / width } else { n };
     let m = params(op, g, invocations, l)?;
     launch(&ctx, &key(kernel, dt, rows), || source(kernel, dt, rows), &m, &[x], &y, invocations)?;

@@ -11,10 +11,9 @@
 //! buffer (kh * kw times the image). Where no window leaves the image (no
 //! padding) the loads skip the padding test (`Loads::Inside`). SwiftShader
 //! cannot build the kernels whose loads test for it
-//! (`GpuContext::pad_first`), so there a padded window reads a zero-padded
+//! (`GpuOptions::pad_first`), so there a padded window reads a zero-padded
 //! copy of the image instead (two more kernels: a fill and a copy). With
-//! `SKIFF_GPU_IMPLICIT_GEMM=0` both make the columns and multiply them, as
-//! `conv2d` did before.
+//! `GpuOptions::implicit_gemm` off both make the columns and multiply them.
 
 use super::elementwise::{copy_into, fill_into};
 use super::matmul::window::WORDS;
@@ -56,7 +55,7 @@ struct Padded {
 /// reads where the adapter pads first (`GpuContext::pad_first`); `None`
 /// where it reads `x` itself.
 fn padded(op: &'static str, x: &GpuBuffer, lx: &Layout, g: &Window2d) -> Result<Option<Padded>> {
-    if g.padding == [0, 0] || !x.ctx().pad_first() {
+    if g.padding == [0, 0] || !x.ctx().tuning.pad_first() {
         return Ok(None);
     }
     let [ph, pw] = g.padding;
@@ -94,7 +93,7 @@ pub fn conv_gemm(w: &GpuBuffer, lw: &Layout, x: &GpuBuffer, lx: &Layout, g: &Win
     let (o, k, l) = (lw.shape[0], g.col_rows(), g.windows());
     // The weight broadcast over the batch.
     let la = layout([1, o, k], [0, lw.strides[0], lw.strides[1]], lw.offset);
-    if !x.ctx().implicit_gemm() {
+    if !x.ctx().tuning.implicit_gemm() {
         let cols = super::conv::unfold(OP, x, lx, g)?;
         return matmul::matmul(w, &la, &cols, &Layout::contiguous(&[g.n, k, l]), &[g.n]);
     }
@@ -118,7 +117,7 @@ pub fn conv_weight_gemm(gy: &GpuBuffer, lg: &Layout, x: &GpuBuffer, lx: &Layout,
         ));
     }
     let (k, l) = (g.col_rows(), g.windows());
-    if !x.ctx().implicit_gemm() {
+    if !x.ctx().tuning.implicit_gemm() {
         // The columns [n, k, l], read transposed.
         let cols = super::conv::unfold(OP, x, lx, g)?;
         return matmul::matmul(gy, lg, &cols, &layout([g.n, l, k], [k * l, 1, l], 0), &[g.n]);

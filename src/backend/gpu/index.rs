@@ -232,7 +232,7 @@ pub fn scatter_add(
                     let [ph, pw_] = pw.padding;
                     m.extend([pw.w, pw.out_h, pw.out_w, kh, kw, sh, sw, ph, pw_].map(|v| v as u32));
                     // The output's last axis is the H*W plane: n is whole rows of W.
-                    let rows = ctx.row_kernels() && pw.w > 0;
+                    let rows = ctx.tuning.row_kernels() && pw.w > 0;
                     let invocations = if rows { n / pw.w } else { n };
                     m[0] = invocations as u32;
                     let src_fn = || window_source(dt, rows);

@@ -20,6 +20,7 @@ pub mod kernels;
 pub mod matmul;
 pub mod memory;
 pub mod optim;
+pub mod options;
 pub mod pipelines;
 pub mod readback;
 pub mod reduce;
@@ -29,6 +30,7 @@ mod run_index;
 pub mod runtime;
 pub mod timing;
 
+pub use options::{GpuOptions, MatmulKernel};
 pub use run::Gpu;
 pub use runtime::{GpuContext, GpuCounters};
 
@@ -77,9 +79,16 @@ impl GpuDevice {
         self.0.synchronize()
     }
     /// Opens a new device context of its own on the best adapter (the
-    /// default device, `Device::gpu()`, is shared by the whole process).
+    /// default device, `Device::gpu()`, is shared by the whole process), with
+    /// the options the `SKIFF_GPU_*` environment variables set.
     pub fn open() -> Result<GpuDevice> {
-        Self::open_with_limits(|_| {})
+        Self::open_with_options(GpuOptions::default())
+    }
+    /// `open`, with `options` taking precedence over the environment's.
+    pub fn open_with_options(options: GpuOptions) -> Result<GpuDevice> {
+        let options = GpuOptions::from_env()?.overridden_by(&options);
+        options.validate()?;
+        context::request_blocking(|_| {}).map(|o| GpuDevice(GpuContext::new(o, &options)))
     }
     /// `open`, with the adapter's limits adjusted first: a device that enforces
     /// lower limits than the hardware's, e.g. the WebGPU defaults a browser
@@ -87,11 +96,13 @@ impl GpuDevice {
     /// the folded dispatch grids cheaply. Raising a limit past the adapter's
     /// is an error from the adapter.
     pub fn open_with_limits(adjust: impl FnOnce(&mut wgpu::Limits)) -> Result<GpuDevice> {
-        context::request_blocking(adjust).map(|o| GpuDevice(GpuContext::new(o)))
+        let options = GpuOptions::from_env()?;
+        context::request_blocking(adjust).map(|o| GpuDevice(GpuContext::new(o, &options)))
     }
     /// `open` without blocking: the only way to open a device in the browser.
     pub async fn open_async() -> Result<GpuDevice> {
-        context::request().await.map(|o| GpuDevice(GpuContext::new(o)))
+        let options = GpuOptions::from_env()?;
+        context::request().await.map(|o| GpuDevice(GpuContext::new(o, &options)))
     }
     /// The kernels compiled on this device so far, by pipeline key (such as
     /// "index:gather:f32"): for tests that check which kernel a path chose.
@@ -168,13 +179,16 @@ pub async fn init_default_async_with(software: bool, subgroups: bool) -> Result<
     if let Some(done) = DEFAULT.get() {
         return done.clone();
     }
-    let opened = context::request().await.map(|mut o| {
+    let opened = async {
+        let options = GpuOptions::from_env()?;
+        let mut o = context::request().await?;
         if software && o.info.device_type == wgpu::DeviceType::Other {
             o.info.device_type = wgpu::DeviceType::Cpu;
         }
         o.subgroups_by_directive = subgroups;
-        GpuDevice(GpuContext::new(o))
-    });
+        Ok(GpuDevice(GpuContext::new(o, &options)))
+    }
+    .await;
     // Another caller may have finished first while this one awaited: keep theirs.
     DEFAULT.get_or_init(|| opened).clone()
 }

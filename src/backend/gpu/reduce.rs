@@ -300,7 +300,7 @@ fn run(
     let arg = matches!(mode, Mode::ArgMax | Mode::ArgMin);
     // Argmax partials would need their indices too: arg reductions run in one pass.
     let ctx = x.ctx().clone();
-    let serial = ctx.row_kernels();
+    let serial = ctx.tuning.row_kernels();
     let p = plan(op, layout, axes, !arg, serial)?;
     let out_dtype = if arg { DType::I32 } else { x.dtype };
     let out = GpuBuffer::new(&ctx, op, out_dtype, p.outputs)?;

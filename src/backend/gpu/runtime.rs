@@ -7,11 +7,12 @@ use super::context::{self, Opened};
 use crate::backend::events;
 use crate::error::{Error, Result};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::checks::{IndexChecks, TakenChecks, CHECK_SLOTS, SLOT_BYTES};
 use super::memory::BadBuffers;
+use super::options::{GpuOptions, Tuning};
 use super::pipelines::KernelLayout;
 
 /// Bytes of parameters each dispatch gets (64 u32: shapes, strides, scalars).
@@ -121,110 +122,11 @@ pub struct GpuContext {
     lost: Arc<AtomicBool>,
     /// Whether that first failure was the driver running out of memory.
     out_of_memory: Arc<AtomicBool>,
-    /// Whether the sliding-window kernels run one invocation per output row
-    /// rather than per element (see `shaders/conv.wgsl`).
-    row_kernels: AtomicBool,
-    /// How many steps of K the blocked matmul takes per loop iteration (see
-    /// `matmul::Block::unroll`).
-    matmul_unroll: AtomicUsize,
-    /// Whether the blocked matmul reads aligned operands four elements per
-    /// load (see `matmul::Loads`).
-    matmul_vec4: AtomicBool,
-    /// The subgroup size the blocked matmul shares loads of B across, or 0
-    /// (see `matmul::Block::broadcast`).
-    matmul_broadcast: AtomicUsize,
-    /// From how many 128x128 tiles a product takes the tiled matmul's wide
-    /// tile (`matmul_wide_from_default`).
-    matmul_wide_from: AtomicUsize,
-    /// Whether the device has subgroup operations: `Features::SUBGROUP`, or
-    /// (`subgroups_by_directive`) a browser device the page asked for them.
-    subgroups: bool,
     /// Whether kernels that use subgroups declare `enable subgroups;` (see
     /// `context::Opened::subgroups_by_directive`).
     pub(crate) subgroups_by_directive: bool,
-    /// Whether convolution products read the image through the window
-    /// (implicit GEMM, `conv_gemm.rs`) or make the columns first.
-    implicit_gemm: AtomicBool,
-    /// Whether the implicit GEMM pads an image before a padded window reads
-    /// it, so that its loads never test for the padding (`matmul::Loads::Inside`).
-    pad_first: AtomicBool,
-}
-
-/// Whether an adapter runs the implicit GEMM (`GpuContext::implicit_gemm`):
-/// everywhere, unless `SKIFF_GPU_IMPLICIT_GEMM=0` says otherwise.
-fn implicit_gemm_for() -> bool {
-    std::env::var("SKIFF_GPU_IMPLICIT_GEMM").as_deref() != Ok("0")
-}
-
-/// Whether the implicit GEMM pads images first (`GpuContext::pad_first`):
-/// on software adapters other than lavapipe (SwiftShader). Its shader
-/// compiler (Subzero) ran out of memory (past 8 GB, natively and in
-/// Chromium's GPU process) building a blocked kernel whose window loads test
-/// for the padding, from 8x16 blocks up; without the tests it builds them in
-/// well under a second.
-fn pad_first_for(info: &wgpu::AdapterInfo) -> bool {
-    info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe")
-}
-
-/// The blocked matmul's K unrolling for an adapter: 4 on software adapters
-/// other than lavapipe (SwiftShader, natively or in Chromium), 1 elsewhere,
-/// unless `SKIFF_GPU_MATMUL_UNROLL=1|4` says otherwise. SwiftShader runs a
-/// workgroup's invocations as SIMD lanes and stores every `var` written in a
-/// loop through a blend with the active-lane mask (seen in its generated
-/// code), so each accumulator update cost a load, a blend and a store; four
-/// steps of K folded into one expression per accumulator pay that once:
-/// 1.8-2.0 -> 2.5-3.2 GFLOP/s at 256^3 and 512^3. lavapipe keeps its
-/// registers and gained nothing at 512^3 and lost at 256^3.
-fn matmul_unroll_for(info: &wgpu::AdapterInfo) -> usize {
-    match std::env::var("SKIFF_GPU_MATMUL_UNROLL").as_deref() {
-        Ok("1") => 1,
-        Ok("4") => 4,
-        _ if info.device_type == wgpu::DeviceType::Cpu && !info.name.contains("llvmpipe") => 4,
-        _ => 1,
-    }
-}
-
-/// From how many `matmul::WIDE_TILE` tiles (all batches together) the tiled
-/// matmul (real GPUs) takes 128x128 tiles rather than 64x64, unless
-/// `SKIFF_GPU_MATMUL_WIDE_FROM=<tiles>` says otherwise (0 or 1: always; a
-/// huge number: never). A wide tile halves the staged loads per FMA but
-/// leaves a quarter as many workgroups to spread over the GPU's cores. On
-/// an H200 (132 multiprocessors) it won from 1024^3 (64 tiles: 5.1-5.4
-/// against 4.8 TFLOP/s) up (4096^3: 19.8 against 9.2) and tied at 256^3
-/// (4 tiles), where launch latency is the product's time; below 64 tiles
-/// smaller GPUs keep the 64x64 tile's four times as many workgroups.
-fn matmul_wide_from_default() -> usize {
-    std::env::var("SKIFF_GPU_MATMUL_WIDE_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
-}
-
-/// The subgroup size across which an adapter's blocked matmul shares its
-/// loads of B (`matmul::Block::broadcast`), or 0: software adapters whose
-/// device has subgroups of one fixed size that the kernel supports (4:
-/// SwiftShader; 8: lavapipe), natively or in a browser whose page asked for
-/// them, unless `SKIFF_GPU_MATMUL_BROADCAST=0`. Such an adapter
-/// pays for every load one lane at a time (SwiftShader tests and branches
-/// per lane), so a value one lane loads and the others receive by
-/// `subgroupBroadcast` costs a quarter or an eighth of a load.
-fn matmul_broadcast_for(info: &wgpu::AdapterInfo, subgroups: bool) -> usize {
-    let size = info.subgroup_min_size as usize;
-    let fits = info.device_type == wgpu::DeviceType::Cpu
-        && subgroups
-        && info.subgroup_max_size as usize == size
-        && super::matmul::BROADCAST_SIZES.contains(&size);
-    if fits && std::env::var("SKIFF_GPU_MATMUL_BROADCAST").as_deref() != Ok("0") {
-        size
-    } else {
-        0
-    }
-}
-
-/// Whether an adapter runs the row sliding-window kernels (see `GpuContext::row_kernels`).
-fn row_kernels_for(info: &wgpu::AdapterInfo) -> bool {
-    match std::env::var("SKIFF_GPU_CONV").as_deref() {
-        Ok("rows") => true,
-        Ok("elements") => false,
-        _ => info.device_type == wgpu::DeviceType::Cpu,
-    }
+    /// The options its kernels run with (`options.rs`).
+    pub(crate) tuning: Tuning,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -234,7 +136,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl GpuContext {
-    pub(crate) fn new(o: Opened) -> Arc<GpuContext> {
+    pub(crate) fn new(o: Opened, options: &GpuOptions) -> Arc<GpuContext> {
         let failure: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let lost = Arc::new(AtomicBool::new(false));
         let out_of_memory = Arc::new(AtomicBool::new(false));
@@ -266,12 +168,10 @@ impl GpuContext {
         });
         // The device's own limits (what it enforces), not the ones requested.
         let limits = o.device.limits();
-        let row_kernels = row_kernels_for(&o.info);
-        let matmul_unroll = matmul_unroll_for(&o.info);
-        let implicit_gemm = implicit_gemm_for();
-        let pad_first = pad_first_for(&o.info);
         let subgroups = o.subgroups_by_directive || o.device.features().contains(wgpu::Features::SUBGROUP);
-        let broadcast = matmul_broadcast_for(&o.info, subgroups);
+        // Subgroup operations: `Features::SUBGROUP`, or (`subgroups_by_directive`)
+        // a browser device the page asked for them.
+        let tuning = Tuning::new(&o.info, subgroups, options);
         Arc::new_cyclic(|me| GpuContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             info: o.info,
@@ -302,70 +202,36 @@ impl GpuContext {
             failure,
             lost,
             out_of_memory,
-            row_kernels: AtomicBool::new(row_kernels),
-            matmul_unroll: AtomicUsize::new(matmul_unroll),
-            matmul_vec4: AtomicBool::new(std::env::var("SKIFF_GPU_MATMUL_VEC4").as_deref() != Ok("0")),
-            matmul_broadcast: AtomicUsize::new(broadcast),
-            matmul_wide_from: AtomicUsize::new(matmul_wide_from_default()),
-            subgroups,
             subgroups_by_directive: o.subgroups_by_directive,
-            implicit_gemm: AtomicBool::new(implicit_gemm),
-            pad_first: AtomicBool::new(pad_first),
+            tuning,
         })
     }
 
-    /// Whether convolution products read the image through the window
-    /// (`implicit_gemm_for`) rather than through unfold's columns.
-    pub fn implicit_gemm(&self) -> bool {
-        self.implicit_gemm.load(Ordering::Relaxed)
+    /// The options this context runs with now, each resolved (see `GpuOptions`).
+    pub fn options(&self) -> GpuOptions {
+        self.tuning.options()
     }
 
-    /// Sets `implicit_gemm` from now on. Both give the same bits (tests
-    /// compare them on one device).
-    pub fn set_implicit_gemm(&self, on: bool) {
-        self.implicit_gemm.store(on, Ordering::Relaxed);
+    /// This adapter's default options, whatever is set now.
+    pub fn default_options(&self) -> GpuOptions {
+        self.tuning.adapter_defaults()
     }
 
-    /// Whether the implicit GEMM copies an image into a zero-padded one
-    /// before a padded window reads it (`pad_first_for`: SwiftShader), rather
-    /// than testing each load for the padding.
-    pub fn pad_first(&self) -> bool {
-        self.pad_first.load(Ordering::Relaxed)
+    /// Sets, from now on, every option `options` sets (the others stay).
+    /// Each choice computes the same values; kernels already compiled stay
+    /// cached under their own keys.
+    pub fn set_options(&self, options: &GpuOptions) -> Result<()> {
+        options.validate()?;
+        self.tuning.set(options);
+        Ok(())
     }
 
-    /// Sets `pad_first` from now on. Both give the same bits (tests compare
-    /// them on one device).
+    /// The subgroup size across which this device can share the blocked
+    /// matmul's loads of B (`GpuOptions::matmul_shared_loads`), or 0 where
+    /// it cannot.
     #[doc(hidden)]
-    pub fn set_pad_first(&self, on: bool) {
-        self.pad_first.store(on, Ordering::Relaxed);
-    }
-
-    /// Whether the sliding-window kernels (unfold, fold, window argmax) run
-    /// one invocation per output row: on software adapters (DeviceType::Cpu),
-    /// whose SIMD lanes divide integers one at a time, unless
-    /// `SKIFF_GPU_CONV=rows|elements` says otherwise.
-    pub(crate) fn row_kernels(&self) -> bool {
-        self.row_kernels.load(Ordering::Relaxed)
-    }
-
-    /// The mode this adapter starts in (see `row_kernels`).
-    #[doc(hidden)]
-    pub fn row_kernels_default(&self) -> bool {
-        row_kernels_for(&self.info)
-    }
-
-    /// Chooses the row (true) or element (false) sliding-window kernels from
-    /// now on. Both compute the same bits; tests and benchmarks run both.
-    #[doc(hidden)]
-    pub fn set_row_kernels(&self, on: bool) {
-        self.row_kernels.store(on, Ordering::Relaxed);
-    }
-
-    /// Steps of K per iteration of the blocked matmul's loop (1 or 4; see
-    /// `matmul_unroll_for`).
-    #[doc(hidden)]
-    pub fn matmul_unroll(&self) -> usize {
-        self.matmul_unroll.load(Ordering::Relaxed)
+    pub fn shared_loads_size(&self) -> usize {
+        self.tuning.shared_loads_size()
     }
 
     /// The most loop iterations one invocation may run on this adapter, all
@@ -385,62 +251,6 @@ impl GpuContext {
         } else {
             64
         }
-    }
-
-    /// Sets `matmul_unroll` from now on (1 or 4; anything else is 1). Both
-    /// compute the same sums in the same order; tests run both.
-    #[doc(hidden)]
-    pub fn set_matmul_unroll(&self, steps: usize) {
-        self.matmul_unroll.store(if steps == 4 { 4 } else { 1 }, Ordering::Relaxed);
-    }
-
-    /// Whether the blocked matmul reads aligned operands as vec4s (on unless
-    /// `SKIFF_GPU_MATMUL_VEC4=0`; see `matmul::Loads`).
-    #[doc(hidden)]
-    pub fn matmul_vec4(&self) -> bool {
-        self.matmul_vec4.load(Ordering::Relaxed)
-    }
-
-    /// From how many 128x128 tiles the tiled matmul takes wide tiles
-    /// (`matmul_wide_from_default`).
-    #[doc(hidden)]
-    pub fn matmul_wide_from(&self) -> usize {
-        self.matmul_wide_from.load(Ordering::Relaxed)
-    }
-
-    /// Sets `matmul_wide_from` from now on (tests run both tiles).
-    #[doc(hidden)]
-    pub fn set_matmul_wide_from(&self, tiles: usize) {
-        self.matmul_wide_from.store(tiles, Ordering::Relaxed);
-    }
-
-    /// Sets `matmul_vec4` from now on. Both read the same elements and
-    /// compute the same sums in the same order; tests run both.
-    #[doc(hidden)]
-    pub fn set_matmul_vec4(&self, on: bool) {
-        self.matmul_vec4.store(on, Ordering::Relaxed);
-    }
-
-    /// The subgroup size across which the blocked matmul shares its loads of
-    /// B, or 0 where it does not (`matmul_broadcast_for`).
-    #[doc(hidden)]
-    pub fn matmul_broadcast(&self) -> usize {
-        self.matmul_broadcast.load(Ordering::Relaxed)
-    }
-
-    /// Turns the sharing on (where the device allows it) or off from now on.
-    /// Both compute the same sums in the same order; tests run both.
-    #[doc(hidden)]
-    pub fn set_matmul_broadcast(&self, on: bool) {
-        let size = if on { matmul_broadcast_for(&self.info, self.subgroups) } else { 0 };
-        self.matmul_broadcast.store(size, Ordering::Relaxed);
-    }
-
-    /// Whether this device could share the blocked matmul's loads (the
-    /// adapter and device allow it, whatever the current setting).
-    #[doc(hidden)]
-    pub fn matmul_broadcast_available(&self) -> bool {
-        matmul_broadcast_for(&self.info, self.subgroups) > 0
     }
 
     /// Marks the device lost now (the browser reports `GPUDevice.lost` only

@@ -3,7 +3,7 @@
 //! (`shaders/matmul.wgsl` lists the words) and its grid of workgroups.
 
 use super::block::{Block, Loads, Tiles, WIDE_TILE};
-use super::{blocked_key, blocked_source, runtime_checks, source_with, staged_key, tiled, window_key, window_source};
+use super::{blocked_key, blocked_source, source_with, staged_key, tiled, window_key, window_source};
 use super::{write, Kernel, DTYPES, TAIL_BINDING};
 use crate::backend::gpu::epilogue::{plain_store, Tail};
 use crate::backend::gpu::{GpuBuffer, GpuContext};
@@ -89,14 +89,15 @@ pub(in crate::backend::gpu) fn product(
             ));
         }
     }
-    let kernel = Kernel::for_device(ctx.info.device_type);
+    let tuning = &ctx.tuning;
+    let kernel = if tuning.matmul_tiled() { Kernel::Tiled } else { Kernel::Blocked };
     let mut block = Block::for_product(m, n, ctx.matmul_cols16_to()).unrolled(unroll_for(&ctx, kernel, m, k, n)?);
-    if kernel == Kernel::Blocked && ctx.matmul_vec4() {
+    if kernel == Kernel::Blocked && tuning.matmul_vec4() {
         block = block.loads_for(la, lb, batch);
         // Shared loads of B take K four steps at a time: on lavapipe (whose
         // own choice is 1) that ran about twice as fast as one step at a
         // time. (B read through a window never broadcasts.)
-        let size = ctx.matmul_broadcast();
+        let size = tuning.matmul_broadcast();
         if size > 0 && window.is_none() {
             let shared = block.unrolled(4).loads_for(la, lb, batch).broadcasting(size, m, k);
             if shared.broadcast > 0 {
@@ -106,13 +107,13 @@ pub(in crate::backend::gpu) fn product(
     }
     if let Some((loads, _)) = window {
         block = block.loading(block.a, loads);
-    } else if kernel == Kernel::Tiled && ctx.matmul_vec4() {
+    } else if kernel == Kernel::Tiled && tuning.matmul_vec4() {
         // Stage an aligned B as vec4s (`tiled::stage_b`).
         block = block.loading(Loads::Scalar, Block::FULL.loads_for(la, lb, batch).b);
     }
     // The wide tile where the product has enough of them (never through a
     // window: the convolutions' products are small).
-    let wide = m.div_ceil(WIDE_TILE) * n.div_ceil(WIDE_TILE) * nb >= ctx.matmul_wide_from();
+    let wide = m.div_ceil(WIDE_TILE) * n.div_ceil(WIDE_TILE) * nb >= tuning.matmul_wide_from();
     let tiling = if kernel == Kernel::Tiled && window.is_none() && wide { Tiles::WIDE } else { Tiles::SMALL };
     let [tm, tn] = match kernel {
         Kernel::Tiled => [tiling.edge, tiling.edge],
@@ -134,7 +135,7 @@ pub(in crate::backend::gpu) fn product(
         (Kernel::Tiled, None) => {
             let key = staged_key(tiling, dt, block.b);
             let source = || source_with(Kernel::Tiled, block, tiling, dt, &plain_store(write(dt)));
-            if runtime_checks() {
+            if tuning.matmul_runtime_checks() {
                 ctx.pipeline(&key, source)?
             } else {
                 // SAFETY: the kernel's loads are operand elements (their
@@ -177,7 +178,7 @@ const OTHER_ITERATIONS: usize = 64;
 /// 65,533 instead of 70,000. A product even 4x unrolling cannot fit is an
 /// error naming the adapter, not a wrong result.
 fn unroll_for(ctx: &GpuContext, kernel: Kernel, m: usize, k: usize, n: usize) -> Result<usize> {
-    let unroll = ctx.matmul_unroll();
+    let unroll = ctx.tuning.matmul_unroll();
     let (Kernel::Blocked, Some(budget)) = (kernel, ctx.loop_budget()) else { return Ok(unroll) };
     let fits = |steps: usize| k / steps + OTHER_ITERATIONS <= budget;
     match [unroll, 4].into_iter().find(|&steps| fits(steps)) {

@@ -13,7 +13,7 @@
 //! Both read operands through their strides, so transposed views from
 //! backward rules cost no copy; broadcast batch dims read with stride 0. They
 //! share the parameter block and bindings; only the tile shape (and so the
-//! grid) differs. `SKIFF_GPU_MATMUL=tiled|blocked` forces one kernel on any
+//! grid) differs. `GpuOptions::matmul_kernel` forces one kernel on any
 //! adapter (tests use it to run both).
 //!
 //! Operands are f32, or f16 on devices with `shader-f16` (both the same: the
@@ -27,8 +27,8 @@
 //! two kernels' sources), `window.rs` (B read through a convolution window:
 //! the implicit GEMM), `wgsl.rs` (the WGSL under `shaders/` and the helper
 //! that fills it in). This file: the sources and pipeline keys the launch
-//! and the catalog share, and the two environment switches
-//! (`Kernel::for_device`, `runtime_checks`).
+//! and the catalog share. The options that choose among them are the
+//! device's (`GpuOptions`, `options.rs`).
 
 mod block;
 mod blocked;
@@ -47,40 +47,9 @@ pub use wgsl::TILED as MATMUL;
 use super::epilogue::plain_store;
 use super::kernels::{ENABLE_F16, PRELUDE};
 use crate::dtype::DType;
-use std::sync::OnceLock;
 
-// The two environment switches of the matmul (one place each).
-
-/// Whether the tiled kernel keeps wgpu's shader runtime checks
-/// (`SKIFF_GPU_MATMUL_CHECKS=on`): off by default, see `product`'s safety
-/// note; on a big GPU they cost the kernel about a quarter of its speed.
-pub fn runtime_checks() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("SKIFF_GPU_MATMUL_CHECKS").as_deref() == Ok("on"))
-}
-
-/// Which kernel a device runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
-    /// Workgroup-memory tiles (`shaders/matmul.wgsl`), for real GPUs.
-    Tiled,
-    /// Barrier-free register blocks (`shaders/matmul_blocked.wgsl`), for software adapters.
-    Blocked,
-}
-
-impl Kernel {
-    /// The kernel for an adapter of type `device_type`, unless
-    /// `SKIFF_GPU_MATMUL` names one.
-    pub fn for_device(device_type: wgpu::DeviceType) -> Kernel {
-        static FORCED: OnceLock<Option<Kernel>> = OnceLock::new();
-        let forced = FORCED.get_or_init(|| match std::env::var("SKIFF_GPU_MATMUL").as_deref() {
-            Ok("tiled") => Some(Kernel::Tiled),
-            Ok("blocked") => Some(Kernel::Blocked),
-            _ => None,
-        });
-        forced.unwrap_or(if device_type == wgpu::DeviceType::Cpu { Kernel::Blocked } else { Kernel::Tiled })
-    }
-}
+/// Which kernel a product runs (`GpuOptions::matmul_kernel`).
+pub use super::options::MatmulKernel as Kernel;
 
 /// How the kernels write C[i] (a fused epilogue's `store` ends with it):
 /// `{v}` is the f32 value, rounded once where C is f16.
