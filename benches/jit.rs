@@ -94,7 +94,7 @@ fn bench_jit(c: &mut Criterion) {
     let devices = common::devices("jit");
     type Build = fn() -> Result<Sequential>;
     let models: [(&str, Build, &[usize]); 2] =
-        [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", common::cnn, &[BATCH, 1, 28, 28])];
+        [("mlp", common::mlp_layers, &[BATCH, 784]), ("cnn", skiff::models::mnist_cnn, &[BATCH, 1, 28, 28])];
     for (dev_name, dev) in devices {
         for (name, build, shape) in models {
             let x = Tensor::randn(shape, DType::F32).unwrap().to(&dev).unwrap();

@@ -20,7 +20,7 @@ fn bench_steps(c: &mut Criterion) {
     manual_seed(0);
     let mut group = common::step_group(c, "train_step_adam", SAMPLES, BATCH);
     let models: [ModelSpec; 2] =
-        [("cnn", common::cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
+        [("cnn", skiff::models::mnist_cnn, &[BATCH, 1, 28, 28]), ("mlp", common::mlp_layers, &[BATCH, 784])];
     for (dev_name, dev) in common::devices("train") {
         for (name, build, shape) in models {
             let model = build().expect("model");

@@ -16,24 +16,12 @@
 
 use skiff::distributed::{self, Compression, DdpConfig, DistributedDataParallel, ReduceOp};
 use skiff::io::{DataLoader, Mnist};
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Layer, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
-use skiff::{manual_seed, no_grad, DType, Device, Error, Reduction, Result, Tensor};
+use skiff::{manual_seed, models, no_grad, DType, Device, Error, Reduction, Result, Tensor};
 use std::time::Instant;
 
 const GLOBAL_BATCH: usize = 64;
-
-fn cnn() -> Result<Sequential> {
-    Ok(Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?) // 28 -> 26
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?) // -> 13
-        .push(Conv2d::new(8, 16, [3, 3])?) // -> 11
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?) // -> 5
-        .push(Flatten::new())
-        .push(Linear::new(16 * 5 * 5, 10)?))
-}
 
 struct Args {
     epochs: u64,
@@ -111,7 +99,7 @@ fn main() -> Result<()> {
     let test = DataLoader::new(test.dataset()?, 500)?.distributed(group.sampler()).device(&args.device);
 
     manual_seed(rank as u64); // different initial weights per rank: DDP broadcasts rank 0's
-    let model = cnn()?;
+    let model = models::mnist_cnn()?;
     model.to(&args.device)?;
     let ddp = DistributedDataParallel::new(
         &model,

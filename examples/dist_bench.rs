@@ -11,9 +11,9 @@
 //! `mpirun -np 2 target/release/examples/dist_bench [--device cpu|gpu]`
 
 use skiff::distributed::{self, Compression, DdpConfig, DistributedDataParallel, ProcessGroup, ReduceOp};
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Flatten, Layer, Linear, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
-use skiff::{manual_seed, DType, Device, Reduction, Result, Tensor};
+use skiff::{manual_seed, models, DType, Device, Reduction, Result, Tensor};
 use std::time::{Duration, Instant};
 
 fn mlp() -> Result<Sequential> {
@@ -24,18 +24,6 @@ fn mlp() -> Result<Sequential> {
         .push(Linear::new(256, 128)?)
         .push(ReLU::new())
         .push(Linear::new(128, 10)?))
-}
-
-fn cnn() -> Result<Sequential> {
-    Ok(Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Conv2d::new(8, 16, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Flatten::new())
-        .push(Linear::new(16 * 5 * 5, 10)?))
 }
 
 /// The median of `f`'s times over `reps` calls after two warm-up calls, the
@@ -133,6 +121,6 @@ fn main() -> Result<()> {
         println!("{} ranks, tensors on {}\n", group.world_size(), device.describe());
     }
     all_reduce_table(&group, &device)?;
-    step_table(&group, &device, "CNN", cnn)?;
+    step_table(&group, &device, "CNN", models::mnist_cnn)?;
     step_table(&group, &device, "MLP 784-256-128-10", mlp)
 }

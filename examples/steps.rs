@@ -37,7 +37,7 @@ fn model(name: &str) -> Result<(Sequential, Vec<usize>)> {
                 .push(skiff::nn::Linear::new(16, 2)?),
             vec![64, 2],
         ),
-        _ => (common::cnn()?, vec![64, 1, 28, 28]),
+        _ => (skiff::models::mnist_cnn()?, vec![64, 1, 28, 28]),
     })
 }
 

@@ -23,6 +23,8 @@
 //! - [`optim`]: the [`Optimizer`](optim::Optimizer) trait, [`Sgd`](optim::Sgd),
 //!   [`Adam`](optim::Adam) and others, [learning-rate schedules](optim::schedule),
 //!   [gradient clipping](optim::clip_grad_norm_).
+//! - [`models`]: small standard models with PyTorch's parameter names, such
+//!   as the MNIST CNN the benchmarks train ([`mnist_cnn`](models::mnist_cnn)).
 //! - [`io`]: [safetensors](io::safetensors) state dicts and checkpoints,
 //!   [`Dataset`](io::Dataset) and [`DataLoader`](io::DataLoader),
 //!   [MNIST](io::Mnist).
@@ -106,6 +108,7 @@ pub mod io;
 pub mod jit;
 pub mod kernel;
 pub mod memory;
+pub mod models;
 pub mod nn;
 pub mod ops;
 pub mod optim;

@@ -91,21 +91,6 @@ pub fn step_group<'a>(
     group
 }
 
-/// The MNIST CNN of the training benchmarks: conv 1->8 k3, ReLU, max-pool 2,
-/// conv 8->16 k3, ReLU, max-pool 2, linear 400->10 (input [N, 1, 28, 28]).
-pub fn cnn() -> skiff::Result<skiff::nn::Sequential> {
-    use skiff::nn::{Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential};
-    Ok(Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Conv2d::new(8, 16, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Flatten::new())
-        .push(Linear::new(400, 10)?))
-}
-
 /// The 784-256-128-10 MLP of the training benchmarks, as `nn` layers.
 pub fn mlp_layers() -> skiff::Result<skiff::nn::Sequential> {
     use skiff::nn::{Linear, ReLU, Sequential};

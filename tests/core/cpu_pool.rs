@@ -9,7 +9,7 @@
 
 use crate::common;
 use skiff::backend::cpu::pool;
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Layer, Linear, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{manual_seed, DType, Reduction, Tensor};
 
@@ -130,18 +130,7 @@ fn the_cpu_pool_serves_steady_loops_and_stays_bounded_by_live_bytes() {
     // ever live at once. With the cap at the live peak the pool released and
     // reallocated 14 buffers every step (each zero-faulted anew: a tenth of the
     // step); it may hold twice the peak, so nearly all are reused.
-    let cnn = {
-        let mut m = Sequential::new();
-        m.add(Box::new(Conv2d::new(1, 8, [3, 3]).unwrap()));
-        m.add(Box::new(ReLU::new()));
-        m.add(Box::new(MaxPool2d::new([2, 2]).unwrap()));
-        m.add(Box::new(Conv2d::new(8, 16, [3, 3]).unwrap()));
-        m.add(Box::new(ReLU::new()));
-        m.add(Box::new(MaxPool2d::new([2, 2]).unwrap()));
-        m.add(Box::new(Flatten::new()));
-        m.add(Box::new(Linear::new(400, 10).unwrap()));
-        m
-    };
+    let cnn = skiff::models::mnist_cnn().unwrap();
     let mut opt = Adam::new(cnn.parameters(), AdamConfig::default()).unwrap();
     let (x, y) = (Tensor::randn(&[BATCH, 1, 28, 28], DType::F32).unwrap(), labels(0));
     for _ in 0..5 {

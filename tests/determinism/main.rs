@@ -12,7 +12,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Layer, Linear, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::testing::{fnv1a32, forward_digests};
 use skiff::{is_deterministic, manual_seed, set_deterministic, DType, Device, Reduction, Result, Tensor};
@@ -90,16 +90,7 @@ fn mlp() -> Result<(Sequential, Vec<usize>)> {
 }
 
 fn cnn() -> Result<(Sequential, Vec<usize>)> {
-    let net = Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Conv2d::new(8, 16, [3, 3])?)
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?)
-        .push(Flatten::new())
-        .push(Linear::new(400, 10)?);
-    Ok((net, vec![16, 1, 28, 28]))
+    Ok((skiff::models::mnist_cnn()?, vec![16, 1, 28, 28]))
 }
 
 /// 100 Adam steps (lr 1e-3) of `model` from seed 21 on `device`.

@@ -8,9 +8,9 @@ use crate::common;
 
 use skiff::amp::{autocast, GradScaler, GradScalerConfig};
 use skiff::io::{DataLoader, Mnist};
-use skiff::nn::{Conv2d, Flatten, Layer, Linear, MaxPool2d, ReLU, Sequential};
+use skiff::nn::{Flatten, Layer, Linear, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
-use skiff::{manual_seed, no_grad, DType, Device, Reduction, Result};
+use skiff::{manual_seed, models, no_grad, DType, Device, Reduction, Result};
 use std::path::PathBuf;
 
 fn mlp() -> Result<Sequential> {
@@ -19,18 +19,6 @@ fn mlp() -> Result<Sequential> {
         .push(Linear::new(784, 128)?)
         .push(ReLU::new())
         .push(Linear::new(128, 10)?))
-}
-
-fn cnn() -> Result<Sequential> {
-    Ok(Sequential::new()
-        .push(Conv2d::new(1, 8, [3, 3])?) // 28 -> 26
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?) // -> 13
-        .push(Conv2d::new(8, 16, [3, 3])?) // -> 11
-        .push(ReLU::new())
-        .push(MaxPool2d::new([2, 2])?) // -> 5
-        .push(Flatten::new())
-        .push(Linear::new(16 * 5 * 5, 10)?))
 }
 
 /// Test accuracy after one epoch, in f32 or with autocast + GradScaler.
@@ -92,7 +80,7 @@ fn cnn_with_autocast_matches_f32_accuracy_on_the_cpu() {
     if !common::own_process() {
         return;
     }
-    same_accuracy("CNN", cnn, &Device::Cpu);
+    same_accuracy("CNN", models::mnist_cnn, &Device::Cpu);
 }
 
 #[cfg(feature = "gpu")]
@@ -109,5 +97,5 @@ fn mlp_and_cnn_with_autocast_match_f32_accuracy_on_the_gpu() {
         return;
     }
     same_accuracy("MLP", mlp, &dev);
-    same_accuracy("CNN", cnn, &dev);
+    same_accuracy("CNN", models::mnist_cnn, &dev);
 }
