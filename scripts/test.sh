@@ -18,25 +18,23 @@ step "node scripts/check-docs.mjs (every relative link and #anchor of the Markdo
 node scripts/check-docs.mjs
 step "npm run data (MNIST digits as IDX files under data/, for the data tests)"
 npm run data
-step "cargo test --all-targets (unit, integration, examples and benches in test mode)"
+# One build for every Rust test: the feature `distributed` (skiff::distributed,
+# linking Open MPI) is on, so its tests (tests/distributed/, which start
+# `mpirun -np 2` on themselves), examples and doc tests run with the rest.
+step "cargo test --all-targets --features distributed (unit, integration by area, examples and benches in test mode; MPI with 2 ranks on loopback)"
 # Each GPU test leaves a marker under target/tmp/gpu-tests/{ran,skipped}/
 # (tests/common/mod.rs): counted below, so a run without an adapter says so.
 gpu_marks="${CARGO_TARGET_DIR:-target}/tmp/gpu-tests"
 rm -rf "$gpu_marks"
-cargo test --all-targets
+cargo test --all-targets --features distributed
 count() { find "$gpu_marks/$1" -type f 2>/dev/null | wc -l; }
 printf '\nGPU tests: %d ran, %d skipped (no adapter)\n' "$(count ran)" "$(count skipped)"
-# --all-targets leaves out doc tests: the crate docs carry a compiled example.
-step "cargo test --doc"
-cargo test --doc
-# skiff::distributed is a feature (it links Open MPI): its tests start
-# mpirun -np 2 on themselves (tests/distributed/main.rs), and its example builds.
-step "cargo test --features distributed: tests/distributed/main.rs, its examples and doc tests (MPI, 2 ranks on loopback)"
-cargo test --features distributed --test distributed --example ddp_mnist --example dist_bench
-cargo test --features distributed --doc distributed
-cargo clippy --features distributed --lib --test distributed --example ddp_mnist --example dist_bench -- -D warnings
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
+# --all-targets leaves out doc tests: the crate docs carry compiled examples.
+step "cargo test --doc --features distributed"
+cargo test --doc --features distributed
+step "cargo clippy --all-targets --features distributed -- -D warnings, and the library with the default features"
+cargo clippy --all-targets --features distributed -- -D warnings
+cargo clippy --lib -- -D warnings
 step "cargo fmt --check"
 cargo fmt --check
 step "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --features distributed (the API docs build without warnings)"
