@@ -50,8 +50,8 @@ impl GpuContext {
 
     /// `pipeline`, its kernel built without wgpu's shader runtime checks
     /// (bounds clamps on every storage and workgroup access, loop bounding,
-    /// guarded divisions): on an H200 they cost the tiled matmul a quarter of
-    /// its speed (benches/README.md).
+    /// guarded divisions), which cost the tiled matmul a quarter of its speed
+    /// on a real GPU (benches/HISTORY.md).
     ///
     /// # Safety
     ///

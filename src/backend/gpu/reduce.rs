@@ -101,8 +101,8 @@ fn outputs_per_group(outputs: usize, k: usize, column: bool) -> u32 {
 /// Software adapters reduce one output (or one part of a split output) per
 /// thread, with no tree through workgroup memory: SwiftShader runs a
 /// workgroup's threads as coroutines over SIMD lanes and switches all of them
-/// at every barrier, which made a convolution's bias gradient ([64, 8, 26, 26]
-/// over N, H, W) cost 57-67 ms. Long reductions over few outputs split into
+/// at every barrier, so a tree made a convolution's bias gradient ([64, 8, 26,
+/// 26] over N, H, W) ten times slower (benches/HISTORY.md). Long reductions over few outputs split into
 /// parts of at least `SERIAL_CHUNK` elements, up to `SERIAL_PARTS` parts in all.
 const SERIAL_CHUNK: usize = 256;
 const SERIAL_PARTS: usize = 256;
@@ -113,8 +113,8 @@ const SERIAL_PARTS: usize = 256;
 const SERIAL_MAX: usize = 16_384;
 /// Threads per workgroup where each reduces alone. Software adapters run a
 /// workgroup on one core, so 256 parts in one 256-thread workgroup left
-/// every core but one idle: the sum of 65,536 elements took 0.8-1.0 ms on
-/// SwiftShader, against 0.4 ms for a ReLU over them.
+/// every core but one idle (a sum took twice as long as a ReLU over the
+/// same elements); smaller workgroups spread the parts over the cores.
 const SERIAL_WORKGROUP: u32 = 64;
 
 /// `splits_for` when each thread reduces a part alone (`SERIAL_CHUNK`).
