@@ -35,16 +35,9 @@ fn main(
     let rest = linear / tiles_n;
     let bat = rest / tiles_m;
 {ORIGIN}
-    var oa = pm(6u);
-    var ob = pm(7u);
-    var r = bat;
-    for (var d = pm(12u); d > 0u; d = d - 1u) {
-        let size = pm(15u + d);
-        let i = r % size;
-        oa = oa + i * pm(23u + d);
-        ob = ob + i * pm(31u + d);
-        r = r / size;
-    }
+    let offsets = batch_offsets(bat);
+    let oa = offsets.x;
+    let ob = offsets.y;
     let rsa = pm(8u);
     let csa = pm(9u);
     let rsb = pm(10u);

@@ -123,8 +123,14 @@ fn source_with(kernel: Kernel, b: Block, tiles: Tiles, dt: DType, tail: &str) ->
         Kernel::Tiled => tiled::body(dt, tiles, b.b),
         Kernel::Blocked => blocked::kernel(b, dt),
     };
+    assemble(dt, &body, tail)
+}
+
+/// A kernel `body` over `dt` elements made a whole source: the prelude, the
+/// batch offsets both kernels start from, the body and its store `tail`.
+fn assemble(dt: DType, body: &str, tail: &str) -> String {
     let enable = if dt == DType::F16 { ENABLE_F16 } else { "" };
-    format!("{enable}{PRELUDE}\n{body}{tail}")
+    format!("{enable}{PRELUDE}\n{}\n{body}{tail}", wgsl::BATCH)
 }
 
 /// Both kernels (the tiled one with both tiles, and with the wide tile

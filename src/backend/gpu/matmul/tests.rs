@@ -64,21 +64,21 @@ fn blocked_kernel_validates() {
     }
     // Other shapes the generator accepts (a 1-row block has no shifts).
     let store = super::plain_store(super::write(DType::F32));
-    check(&format!(
-        "{}\n{}{store}",
-        super::PRELUDE,
-        blocked::kernel(
+    check(&super::assemble(
+        DType::F32,
+        &blocked::kernel(
             Block { rows: 1, cols: 4, lanes: 1, unroll: 4, a: Loads::AlongK, b: Loads::Across, broadcast: 0 },
-            DType::F32
-        )
+            DType::F32,
+        ),
+        &store,
     ));
-    check(&format!(
-        "{}\n{}{store}",
-        super::PRELUDE,
-        blocked::kernel(
+    check(&super::assemble(
+        DType::F32,
+        &blocked::kernel(
             Block { rows: 3, cols: 8, lanes: 64, unroll: 2, a: Loads::Scalar, b: Loads::Across, broadcast: 0 },
-            DType::F32
-        )
+            DType::F32,
+        ),
+        &store,
     ));
 }
 

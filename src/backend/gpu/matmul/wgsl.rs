@@ -10,6 +10,8 @@ use crate::dtype::DType;
 pub const TILED: &str = include_str!("../../../../shaders/matmul.wgsl");
 /// The blocked kernel's sections (`blocked.rs`).
 pub const BLOCKED: &str = include_str!("../../../../shaders/matmul_blocked.wgsl");
+/// The batch offsets both kernels start from (`batch_offsets`).
+pub const BATCH: &str = include_str!("../../../../shaders/matmul_batch.wgsl");
 /// The pieces the tiled kernel's variants swap in (`tiled.rs`).
 pub const TILED_VARIANTS: &str = include_str!("../../../../shaders/matmul_tiled_variants.wgsl");
 
