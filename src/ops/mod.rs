@@ -78,6 +78,7 @@ pub struct OpDef {
     /// Gradchecks also check second derivatives for this op.
     pub second_order: bool,
     /// The cases the generated tests run (an op without cases fails the suite).
+    /// Only with the cargo feature `testing`, so the published builds carry none.
     #[cfg(feature = "testing")]
     pub cases: fn() -> Vec<Case>,
 }
