@@ -24,11 +24,16 @@ ensure_wasm_toolchain
 profile="${SKIFF_WASM_PROFILE:-wasm}"
 features=web
 default_out=pkg
+# The published .wasm leaves out its name section (every function's name, for
+# stack traces: bytes every user would download and few would read);
+# the test build and dev builds keep it, so a trap in the suites names its function.
+names=--remove-name-section
 case "${1:-}" in
-  --test) features=web,web-testing default_out=pkg-test ;;
+  --test) features=web,web-testing default_out=pkg-test names= ;;
   "") ;;
   *) echo "build: unknown argument $1 (expected nothing or --test)" >&2; exit 2 ;;
 esac
+if [ "$profile" = dev ]; then names=; fi
 out="${SKIFF_PKG_DIR:-$default_out}"
 dir="$profile"
 [ "$profile" = dev ] && dir=debug
@@ -50,7 +55,7 @@ CARGO_TARGET_DIR="$relaxed_target" RUSTFLAGS="-C target-feature=+simd128,+relaxe
 rm -rf "$out"
 # --weak-refs: wasm-bindgen registers every Tensor handle with a
 # FinalizationRegistry, the safety net that frees forgotten tensors.
-bindgen() { wasm-bindgen --target web --weak-refs --out-dir "$1" --out-name skiff "$2"; }
+bindgen() { wasm-bindgen --target web --weak-refs $names --out-dir "$1" --out-name skiff "$2"; }
 bindgen "$out" "$wasm"
 relaxed_out=$(mktemp -d)
 trap 'rm -rf "$relaxed_out"' EXIT

@@ -117,6 +117,7 @@ pub mod program;
 pub mod random;
 pub mod shape;
 pub mod tensor;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 #[cfg(feature = "web")]

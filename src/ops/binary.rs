@@ -2,8 +2,11 @@
 //! backward rule reduces its gradient back to the operand's shape (`sum_to`).
 
 use super::args::Operand;
+#[cfg(feature = "testing")]
 use super::reference::{self, Host, Kind};
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::elementwise as be;
 use crate::error::Result;
@@ -68,6 +71,7 @@ macro_rules! binary_row {
                 kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: true,
+                #[cfg(feature = "testing")]
                 cases: $cases,
             },
             kernel: BinaryKernel {
@@ -105,6 +109,7 @@ fn grads(
 
 /// The broadcasting cases every binary row runs (in both directions, with
 /// empty and 0-d samples), each checked against `reference`.
+#[cfg(feature = "testing")]
 fn broadcast_cases(
     lo: f64,
     hi: f64,
@@ -129,6 +134,7 @@ fn broadcast_cases(
 /// `broadcast_cases` plus ties: both operands from {-1, 0, 1}, so about a
 /// third of the pairs are equal and each gets half the gradient. Ties are
 /// kinks (once differentiable), so the tie case stops at first order.
+#[cfg(feature = "testing")]
 fn tie_cases(run: fn(&[Tensor]) -> Result<Tensor>, reference: fn(&[Host]) -> Host) -> Vec<Case> {
     let g = |s: &[usize]| Input::Grid(s.to_vec(), -1.0, 1.0, 3);
     let mut v = broadcast_cases(-2.0, 2.0, run, reference);
@@ -186,6 +192,7 @@ binary_row!(RELU_BACKWARD, "relu_backward", sig: "relu_backward(self, output: Te
 /// The gradient uniform, the output away from the mask's step at 0 (where
 /// central differences would straddle it), and outputs that are exactly 0
 /// (a ReLU's output where its input was negative: they pass nothing).
+#[cfg(feature = "testing")]
 fn relu_backward_cases() -> Vec<Case> {
     let run = |xs: &[Tensor]| xs[0].relu_backward(&xs[1]);
     let reference = |h: &[Host]| reference::zip(&h[0], &h[1], Kind::Float, |g, y| if y > 0.0 { g } else { 0.0 });

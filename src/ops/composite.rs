@@ -4,11 +4,15 @@
 //! Each still has a registry entry so the generated gradchecks cover it.
 
 use super::args::Args;
+#[cfg(feature = "testing")]
 use super::reference::{self as r, Reduce};
-use super::{expect_float, same_device, same_dtype, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernel::{CheckWhat, Effect, IndexCheck};
+#[cfg(feature = "testing")]
 use crate::random::manual_seed;
 use crate::shape::normalize_axis;
 use crate::tensor::Tensor;
@@ -302,11 +306,13 @@ macro_rules! composite {
             kind: OpKind::Composite,
             backward: None,
             second_order: $so,
+            #[cfg(feature = "testing")]
             cases: $cases,
         };
     };
 }
 
+#[cfg(feature = "testing")]
 fn u(shape: &[usize], lo: f64, hi: f64) -> Input {
     Input::Uniform(shape.to_vec(), lo, hi)
 }

@@ -12,8 +12,11 @@
 //! forward and more backward, as much as the convolutions themselves.
 
 use super::args::Args;
+#[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::conv as be;
 use crate::error::{Error, Result};
@@ -165,6 +168,7 @@ static UNFOLD2D: OpDef = OpDef {
         Ok(vec![Some(fold_impl(&g[0], input, p)?)])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         let x = || vec![Input::Uniform(vec![2, 2, 5, 5], -1.0, 1.0)];
         vec![
@@ -199,6 +203,7 @@ static FOLD2D: OpDef = OpDef {
         Ok(vec![Some(unfold_impl("fold2d", &g[0], p)?)])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             // 2 channels x 2x2 taps over a 5x5 output: 4x4 windows.
@@ -233,6 +238,7 @@ static CONV2D: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         let u = |s: &[usize]| Input::Uniform(s.to_vec(), -1.0, 1.0);
         vec![
@@ -314,6 +320,7 @@ static CONV_PRODUCT: OpDef = OpDef {
         Ok(vec![dw, dx])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: Vec::new,
 };
 
@@ -378,6 +385,7 @@ static MAX_POOL2D: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         // Distinct values: no ties inside a window, so the max is differentiable.
         let x = || vec![Input::Distinct(vec![2, 3, 5, 5])];
@@ -411,6 +419,7 @@ static MAX_POOL2D_INDICES: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("3x3 stride 2 padding 1", vec![Input::Distinct(vec![2, 2, 5, 5])], |x| {
@@ -434,6 +443,7 @@ static AVG_POOL2D: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         let x = || vec![Input::Uniform(vec![2, 3, 5, 5], -1.0, 1.0)];
         vec![

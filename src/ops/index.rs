@@ -13,8 +13,11 @@
 //! index_select read such an index and leaves out what scatter_add or
 //! index_add would have added there (see `KernelSpec::IndexCheck`).
 
+#[cfg(feature = "testing")]
 use super::reference as r;
-use super::{same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{same_device, same_dtype, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::node::BackwardCtx;
 use crate::autograd::{needs_record, record};
 use crate::dispatch::index as be;
@@ -45,6 +48,7 @@ static INDEX_SELECT: OpDef = OpDef {
         Ok(vec![Some(gx), None])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new(
@@ -87,6 +91,7 @@ static INDEX_ADD: OpDef = OpDef {
         Ok(vec![gb, None, gs])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new(
@@ -125,6 +130,7 @@ static GATHER: OpDef = OpDef {
         Ok(vec![Some(gx), None])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new(
@@ -170,6 +176,7 @@ static SCATTER_ADD: OpDef = OpDef {
         Ok(vec![gb, None, gs])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new(

@@ -2,8 +2,11 @@
 //! 1-D operands promoted (then squeezed) as in `numpy.matmul`. The primitive
 //! works on rank >= 2 operands of equal rank; promotion is done with views.
 
+#[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, same_device, same_dtype, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::matmul as be;
 use crate::error::{Error, Result};
@@ -31,6 +34,7 @@ static MATMUL: OpDef = OpDef {
         Ok(vec![ga, gb])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         let u = |s: &[usize]| Input::Uniform(s.to_vec(), -1.0, 1.0);
         vec![

@@ -16,17 +16,22 @@ pub mod join;
 pub mod matmul;
 pub mod movement;
 pub mod reduce;
+#[cfg(feature = "testing")]
 pub mod reference;
+#[cfg(feature = "testing")]
 pub mod sample;
 pub mod signature;
 pub mod slice;
 pub mod surface;
 pub mod unary;
 
+#[cfg(feature = "testing")]
 pub use reference::{Host, Reference};
+#[cfg(feature = "testing")]
 pub use sample::{Input, Sample};
 
 use crate::autograd::node::BackwardCtx;
+#[cfg(feature = "testing")]
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -73,12 +78,15 @@ pub struct OpDef {
     /// Gradchecks also check second derivatives for this op.
     pub second_order: bool,
     /// The cases the generated tests run (an op without cases fails the suite).
+    /// Only with the cargo feature `testing`, so the published builds carry none.
+    #[cfg(feature = "testing")]
     pub cases: fn() -> Vec<Case>,
 }
 
 /// One test case: input specs, how to call the op on them, and the
 /// independent truth its forward is checked against. `cases_of` expands each
 /// case into its samples (`sample.rs`); `sample` says which one this is.
+#[cfg(feature = "testing")]
 #[derive(Clone)]
 pub struct Case {
     pub name: &'static str,
@@ -104,6 +112,7 @@ pub struct Case {
     pub sample: Sample,
 }
 
+#[cfg(feature = "testing")]
 impl Case {
     pub fn new(name: &'static str, inputs: Vec<Input>, run: fn(&[Tensor]) -> Result<Tensor>) -> Case {
         Case {
@@ -207,11 +216,13 @@ impl Case {
 }
 
 /// Every sample of every case of `def`, in order: what the checks index.
+#[cfg(feature = "testing")]
 pub fn cases_of(def: &OpDef) -> Vec<Case> {
     (def.cases)().iter().flat_map(Case::expand).collect()
 }
 
 /// The seed of case `k` of op `name` (FNV-1a of the name, mixed with `k`).
+#[cfg(feature = "testing")]
 pub fn case_seed(name: &str, k: usize) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)) ^ k as u64
 }

@@ -3,8 +3,11 @@
 //! the layout. Each backward is the adjoint movement, so all of them are
 //! differentiable to any order.
 
+#[cfg(feature = "testing")]
 use super::reference as r;
-use super::{Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::elementwise as be_copy;
 use crate::error::{Error, Result};
@@ -34,6 +37,7 @@ static RESHAPE: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].reshape_dims(c.input_shape(0)))),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("reshape", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| x[0].reshape(&[4, -1]))
@@ -69,6 +73,7 @@ static PERMUTE: OpDef = OpDef {
         one(g[0].permute(&inv))
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("permute", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
@@ -92,6 +97,7 @@ static EXPAND: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].sum_to(c.input_shape(0)))),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("expand", vec![Input::Uniform(vec![3, 1], -1.0, 1.0)], |x| x[0].expand(&[2, 3, 4]))
@@ -115,6 +121,7 @@ static CONTIGUOUS: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|_, g| one(Ok(g[0].clone()))),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![Case::new("contiguous of a permuted view", vec![Input::Uniform(vec![2, 3, 4], -1.0, 1.0)], |x| {
             x[0].permute(&[1, 2, 0])?.contiguous()
@@ -132,6 +139,7 @@ static SQUEEZE: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("squeeze", vec![Input::Uniform(vec![2, 1, 3], -1.0, 1.0)], |x| x[0].squeeze(Some(1)))
@@ -171,6 +179,7 @@ static TO_DEVICE: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].to(c.input_device(0)))),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         // On the cpu alone this is the identity; the cpu-vs-gpu parity tests
         // move every case's inputs and gradients across devices for real.

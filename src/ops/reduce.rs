@@ -2,8 +2,11 @@
 //! primitives; mean, var, std and logsumexp are composed from them.
 
 use super::args::Args;
+#[cfg(feature = "testing")]
 use super::reference::{self as r, Host};
-use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::reduce as be;
 use crate::error::{Error, Result};
@@ -66,6 +69,7 @@ fn extreme_backward(c: &crate::autograd::node::BackwardCtx, g: &[Tensor]) -> Res
 }
 
 /// A case over a [2, 3, 4] input drawn by `input`, checked against `reference`.
+#[cfg(feature = "testing")]
 fn rc(
     name: &'static str,
     input: fn(Vec<usize>) -> Input,
@@ -75,12 +79,14 @@ fn rc(
     Case::new(name, vec![input(vec![2, 3, 4])], run).reference(reference)
 }
 
+#[cfg(feature = "testing")]
 fn u(s: Vec<usize>) -> Input {
     Input::Uniform(s, -1.0, 1.0)
 }
 
 /// Values from {-1, -0.5, 0, 0.5, 1}: ties of any multiplicity (for the
 /// index reductions, which must pick the first).
+#[cfg(feature = "testing")]
 fn grid(s: Vec<usize>) -> Input {
     Input::Grid(s, -1.0, 1.0, 5)
 }
@@ -93,6 +99,7 @@ static SUM: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(|c, g| Ok(vec![Some(unreduce(&g[0], c.attrs(), c.input_shape(0))?.expand_dims(c.input_shape(0))?)])),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc("sum all", u, |x| x[0].sum_all(), |h| r::sum(&h[0], &[], false)).also(Sample::Scalar, &[&[]]),
@@ -113,6 +120,7 @@ static MAX: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc("max axis 1", Input::Distinct, |x| x[0].max(&[1], false), |h| r::max(&h[0], &[1], false))
@@ -135,6 +143,7 @@ static MIN: OpDef = OpDef {
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc("min axes 0,2", Input::Distinct, |x| x[0].min(&[0, 2], false), |h| r::min(&h[0], &[0, 2], false))
@@ -154,6 +163,7 @@ static ARGMAX: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc(
@@ -188,6 +198,7 @@ static ARGMIN: OpDef = OpDef {
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc(
@@ -216,6 +227,7 @@ static MEAN: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc("mean axis -1", u, |x| x[0].mean(&[-1], false), |h| r::mean(&h[0], &[2], false))
@@ -233,6 +245,7 @@ static VAR: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             rc("var axis 1 unbiased", u, |x| x[0].var(&[1], 1.0, false), |h| r::var(&h[0], &[1], 1.0, false))
@@ -255,6 +268,7 @@ static STD: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![rc(
             "std axis 2",
@@ -274,6 +288,7 @@ static LOGSUMEXP: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         let u3 = |s| Input::Uniform(s, -3.0, 3.0);
         vec![
@@ -293,6 +308,7 @@ static SUM_TO: OpDef = OpDef {
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![rc("sum_to [3,1]", u, |x| x[0].sum_to(&[3, 1]), |h| r::sum_to(&h[0], &[3, 1]))
             .also(Sample::Empty, &[&[0, 3, 4]])]

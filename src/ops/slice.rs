@@ -4,8 +4,11 @@
 //! `join.rs`), and its own backward slices again.
 
 use super::movement::{one, view_op};
+#[cfg(feature = "testing")]
 use super::reference as r;
-use super::{Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::movement as be;
 use crate::error::{Error, Result};
@@ -29,6 +32,7 @@ static SLICE: OpDef = OpDef {
         one(slice_backward(&g[0], axis, start, step, len, dim))
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![
             Case::new("slice step 2", vec![Input::Uniform(vec![5, 4], -1.0, 1.0)], |x| x[0].slice(0, 1, 5, 2))
@@ -60,6 +64,7 @@ static SLICE_BACKWARD: OpDef = OpDef {
         one(g[0].slice(axis as isize, start as isize, (start + step * len.saturating_sub(1) + 1) as isize, step))
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         vec![Case::new("slice_backward", vec![Input::Uniform(vec![2, 4], -1.0, 1.0)], |x| {
             slice_backward(&x[0], 0, 1, 2, 2, 5)

@@ -2,8 +2,11 @@
 //! backward saves, backward rule in tensor code, test cases). The formula is
 //! expanded into an f32 and an f64 slice kernel by `unary_row!`.
 
+#[cfg(feature = "testing")]
 use super::reference::{self, Kind};
-use super::{expect_float, Attrs, Case, Input, OpDef, OpKind, Sample};
+use super::{expect_float, Attrs, OpDef, OpKind};
+#[cfg(feature = "testing")]
+use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
 use crate::dispatch::elementwise as be;
 use crate::dtype::DType;
@@ -85,6 +88,7 @@ macro_rules! unary_row {
                 kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: $so,
+                #[cfg(feature = "testing")]
                 cases: $cases,
             },
             kernel: UnaryKernel {
@@ -121,6 +125,7 @@ fn p1(a: &Attrs) -> f64 {
     }
 }
 
+#[cfg(feature = "testing")]
 fn shape() -> Vec<usize> {
     vec![3, 4]
 }
@@ -128,6 +133,7 @@ fn shape() -> Vec<usize> {
 /// One case of a unary row on `shape()`, also run on an empty and a 0-d
 /// input, checked against the scalar formula after `ref:` (the op's
 /// definition written out again, independently of the row's kernel).
+#[cfg(feature = "testing")]
 macro_rules! cases {
     ($name:literal, $input:expr, |$xs:ident| $run:expr, ref: |$x:ident| $formula:expr) => {
         || {
@@ -138,6 +144,7 @@ macro_rules! cases {
 }
 
 /// A unary case, also on an empty and a 0-d input.
+#[cfg(feature = "testing")]
 fn unary_case(case: Case) -> Case {
     case.also(Sample::Empty, &[&[0, 4]]).also(Sample::Scalar, &[&[]])
 }
@@ -285,6 +292,7 @@ cases: || vec![
 
 /// clamp from its definition, case by case (not the kernel's branch order):
 /// NaN anywhere gives NaN, min > max gives max, else x limited to [min, max].
+#[cfg(feature = "testing")]
 fn clamp_reference(x: f64, lo: f64, hi: f64) -> f64 {
     if x.is_nan() || lo.is_nan() || hi.is_nan() {
         f64::NAN
@@ -339,6 +347,7 @@ static TO_DTYPE: OpDef = OpDef {
         Ok(vec![Some(g[0].to_dtype(back)?)])
     }),
     second_order: true,
+    #[cfg(feature = "testing")]
     cases: || {
         // Multiples of 1/16 in [-2, 2]: exact in f32, and so are x +- 2^-6,
         // the finite-difference step through the f32 leg (a 1e-6 step would
