@@ -37,6 +37,7 @@ pub mod loss;
 mod norm;
 mod pool;
 mod repr;
+mod tree;
 
 pub use activation::{GeluApproximate, LeakyReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
 pub use attention::MultiHeadAttention;
@@ -47,14 +48,13 @@ pub use loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
 pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
+pub use tree::AsLayer;
 
-use crate::autograd::no_grad;
 use crate::device::Device;
 use crate::dispatch::record::Stamp;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -195,7 +195,7 @@ fn prefixed(prefix: &str, name: &str) -> String {
 /// # Ok(())
 /// # }
 /// ```
-pub trait Layer: Send + Sync {
+pub trait Layer: Send + Sync + AsLayer {
     /// The layer's computation, without hooks. Call [`Layer::forward`] instead.
     fn forward_impl(&self, x: &Tensor) -> Result<Tensor>;
 
@@ -231,7 +231,7 @@ pub trait Layer: Send + Sync {
     /// child as `(name): repr`, indented by two spaces. `dyn Layer`'s
     /// `Display` prints the same.
     fn repr(&self) -> String {
-        repr::render(self)
+        repr::render(self.as_layer())
     }
 
     /// Runs the forward pre-hooks, `forward_impl`, then the post-hooks (each
@@ -256,46 +256,31 @@ pub trait Layer: Send + Sync {
     /// Parameter and buffer cells with dotted names, in PyTorch's `state_dict`
     /// order: own parameters, own buffers, then each child's, depth first.
     fn state_cells(&self) -> Vec<StateCell> {
-        let mut out: Vec<StateCell> = self.local_parameters().into_iter().map(|(n, p)| (n, p, true)).collect();
-        out.extend(self.local_buffers().into_iter().map(|(n, p)| (n, p, false)));
-        for (cname, child) in self.children() {
-            out.extend(child.state_cells().into_iter().map(|(n, p, is_p)| (prefixed(&cname, &n), p, is_p)));
-        }
-        out
+        tree::state_cells(self.as_layer())
     }
 
     /// Parameter cells with dotted names; a cell shared by several layers is
     /// listed once (PyTorch's de-duplication).
     fn named_parameter_cells(&self) -> Vec<(String, Param)> {
-        let mut out: Vec<(String, Param)> = Vec::new();
-        let mut own = self.local_parameters();
-        for (cname, child) in self.children() {
-            own.extend(child.named_parameter_cells().into_iter().map(|(n, p)| (prefixed(&cname, &n), p)));
-        }
-        for (n, p) in own {
-            if !out.iter().any(|(_, q)| q.ptr_eq(&p)) {
-                out.push((n, p));
-            }
-        }
-        out
+        tree::named_parameter_cells(self.as_layer())
     }
 
     /// Parameters with dotted names (`weight`, `0.bias`, `out_proj.weight`, ...).
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        self.named_parameter_cells().into_iter().map(|(n, p)| (n, p.get())).collect()
+        tree::named_parameters(self.as_layer())
     }
     /// Buffers with dotted names (`running_mean`, `running_var`, `num_batches_tracked`).
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        self.state_cells().into_iter().filter(|c| !c.2).map(|(n, p, _)| (n, p.get())).collect()
+        tree::named_buffers(self.as_layer())
     }
     /// The parameter tensors (the handles an optimizer updates in place).
     fn parameters(&self) -> Vec<Tensor> {
-        self.named_parameter_cells().into_iter().map(|(_, p)| p.get()).collect()
+        tree::parameters(self.as_layer())
     }
     /// Parameters and buffers by name, in PyTorch's order. The tensors are the
     /// live ones (not copies); `detach` or copy them to keep a snapshot.
     fn state_dict(&self) -> Vec<(String, Tensor)> {
-        self.state_cells().into_iter().map(|(n, p, _)| (n, p.get())).collect()
+        tree::state_dict(self.as_layer())
     }
 
     /// Copies `entries` into the layer's parameters and buffers in place (under
@@ -303,57 +288,12 @@ pub trait Layer: Send + Sync {
     /// always an error; missing and unexpected keys are errors when `strict`,
     /// else listed in the report. Nothing is written when an error is returned.
     fn load_state_dict(&self, entries: &[(String, Tensor)], strict: bool) -> Result<LoadReport> {
-        const OP: &str = "load_state_dict";
-        let cells = self.state_cells();
-        let given: HashMap<&str, &Tensor> = entries.iter().map(|(k, t)| (k.as_str(), t)).collect();
-        let mut report = LoadReport::default();
-        let mut writes = Vec::new();
-        for (name, cell, _) in &cells {
-            match given.get(name.as_str()) {
-                None => report.missing_keys.push(name.clone()),
-                Some(src) => {
-                    let dst = cell.get();
-                    if src.shape() != dst.shape() {
-                        return Err(Error::shape(
-                            OP,
-                            format!(
-                                "size mismatch for {name}: the entry has shape {:?}, the layer's tensor has shape {:?}",
-                                src.shape(),
-                                dst.shape()
-                            ),
-                        ));
-                    }
-                    writes.push((dst, *src));
-                }
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        for (k, _) in entries {
-            if !cells.iter().any(|(n, _, _)| n == k) && seen.insert(k.as_str()) {
-                report.unexpected_keys.push(k.clone());
-            }
-        }
-        if strict && !report.missing_keys.is_empty() {
-            return Err(Error::value(OP, format!("missing keys in the entries: {:?}", report.missing_keys)));
-        }
-        if strict && !report.unexpected_keys.is_empty() {
-            return Err(Error::value(OP, format!("unexpected keys in the entries: {:?}", report.unexpected_keys)));
-        }
-        no_grad(|| -> Result<()> {
-            for (dst, src) in writes {
-                dst.copy_(src)?;
-            }
-            Ok(())
-        })?;
-        Ok(report)
+        tree::load_state_dict(self.as_layer(), entries, strict)
     }
 
     /// Sets training mode on this layer and all its descendants.
     fn train(&self, on: bool) {
-        self.core().set_training(on);
-        for (_, child) in self.children() {
-            child.train(on);
-        }
+        tree::train(self.as_layer(), on)
     }
     /// `train(false)`.
     fn eval(&self) {
@@ -366,15 +306,7 @@ pub trait Layer: Send + Sync {
     /// Moves every parameter and buffer to `device` by replacing the cells'
     /// tensors with new leaves there (see the module note). Gradients are dropped.
     fn to(&self, device: &Device) -> Result<()> {
-        for (_, cell, is_param) in self.state_cells() {
-            let t = cell.get();
-            if &t.device() == device {
-                continue;
-            }
-            let moved = no_grad(|| t.detach().to(device))?;
-            cell.set(if is_param && t.requires_grad() { moved.requires_grad_(true)? } else { moved });
-        }
-        Ok(())
+        tree::to(self.as_layer(), device)
     }
 
     /// Converts every floating-point parameter and buffer to `dtype` by
@@ -384,24 +316,11 @@ pub trait Layer: Send + Sync {
     /// on the cpu (f64 does not exist on the GPU: converting a GPU layer to f64
     /// is a dtype error).
     fn to_dtype(&self, dtype: DType) -> Result<()> {
-        if !dtype.is_float() {
-            return Err(Error::dtype("Layer::to_dtype", format!("expected a float dtype, got {dtype}")));
-        }
-        for (_, cell, is_param) in self.state_cells() {
-            let t = cell.get();
-            if !t.dtype().is_float() || t.dtype() == dtype {
-                continue;
-            }
-            let converted = no_grad(|| t.detach().to_dtype(dtype))?;
-            cell.set(if is_param && t.requires_grad() { converted.requires_grad_(true)? } else { converted });
-        }
-        Ok(())
+        tree::to_dtype(self.as_layer(), dtype)
     }
 
     /// Clears every parameter's `.grad`.
     fn zero_grad(&self) {
-        for p in self.parameters() {
-            p.zero_grad();
-        }
+        tree::zero_grad(self.as_layer())
     }
 }

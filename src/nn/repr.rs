@@ -8,7 +8,7 @@ use super::Layer;
 use std::fmt;
 
 /// PyTorch's `Module.__repr__` over `type_name`, `extra_repr` and `children`.
-pub(super) fn render<L: Layer + ?Sized>(layer: &L) -> String {
+pub(super) fn render(layer: &dyn Layer) -> String {
     let extra = layer.extra_repr();
     let extra_lines: Vec<&str> = if extra.is_empty() { Vec::new() } else { extra.split('\n').collect() };
     let child_lines: Vec<String> =
