@@ -2,9 +2,10 @@
 //!
 //! By default each target takes its fastest route: natively the platform's
 //! libm and matrixmultiply's or gemm's fused multiply-add kernels, in wasm
-//! compiler-builtins' libm and skiff's SIMD128 (or relaxed-SIMD) GEMM. Each
-//! is accurate, but they round differently, so a seeded run trained natively
-//! and the same run in a browser part ways after the first product.
+//! the `libm` crate (wasm has no math of its own) and skiff's SIMD128 (or
+//! relaxed-SIMD) GEMM. Each is accurate, but they round differently, so a
+//! seeded run trained natively and the same run in a browser part ways after
+//! the first product.
 //!
 //! In deterministic mode every cpu kernel takes one portable route instead:
 //! - products through one GEMM (`backend::cpu::fixed_gemm`) that sums each

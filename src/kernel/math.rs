@@ -10,6 +10,10 @@
 //! faster natively (several times so for powf) than the `libm` crate's.
 //! Square roots, divisions and the rest of IEEE arithmetic round the same
 //! everywhere and need no second route.
+//!
+//! wasm32 builds the portable kernels only (`kernel::UnaryKernel`): its own
+//! functions are compiler-builtins' copy of that same libm code, so the
+//! default and deterministic modes compute transcendentals alike there.
 
 /// f32 and f64, with both routes of each function.
 pub trait Transcendental: Copy {

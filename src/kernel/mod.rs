@@ -122,8 +122,13 @@ pub struct UnaryFns {
 /// target's own math, and the portable math of deterministic mode), and a
 /// WGSL expression over `x` (with scalars `p0`, `p1`) for the GPU template.
 /// A row is identified by its op's name (equality and hashing use it).
+///
+/// wasm32 builds the portable kernels only: there the target's own math is
+/// compiler-builtins' copy of the same libm code (`kernel/math.rs`), so a
+/// second set would double the elementwise kernels in the package for nothing.
 pub struct UnaryKernel {
     pub name: &'static str,
+    #[cfg(not(target_arch = "wasm32"))]
     pub fast: UnaryFns,
     pub portable: UnaryFns,
     pub wgsl: &'static str,
@@ -133,11 +138,11 @@ impl UnaryKernel {
     /// The cpu kernels of the current mode (`crate::determinism`).
     #[inline]
     pub fn cpu(&self) -> &UnaryFns {
-        if crate::determinism::is_deterministic() {
-            &self.portable
-        } else {
-            &self.fast
+        #[cfg(not(target_arch = "wasm32"))]
+        if !crate::determinism::is_deterministic() {
+            return &self.fast;
         }
+        &self.portable
     }
 }
 
@@ -148,10 +153,11 @@ pub struct BinaryFns {
     pub f64: BinarySlices<f64, f64>,
 }
 
-/// A binary row's kernels, built twice like a unary row's, and a WGSL
-/// expression over `a`, `b`.
+/// A binary row's kernels, built twice like a unary row's (once on wasm32),
+/// and a WGSL expression over `a`, `b`.
 pub struct BinaryKernel {
     pub name: &'static str,
+    #[cfg(not(target_arch = "wasm32"))]
     pub fast: BinaryFns,
     pub portable: BinaryFns,
     pub wgsl: &'static str,
@@ -161,11 +167,11 @@ impl BinaryKernel {
     /// The cpu kernels of the current mode (`crate::determinism`).
     #[inline]
     pub fn cpu(&self) -> &BinaryFns {
-        if crate::determinism::is_deterministic() {
-            &self.portable
-        } else {
-            &self.fast
+        #[cfg(not(target_arch = "wasm32"))]
+        if !crate::determinism::is_deterministic() {
+            return &self.fast;
         }
+        &self.portable
     }
 }
 

@@ -76,6 +76,7 @@ macro_rules! binary_row {
             },
             kernel: BinaryKernel {
                 name: $name,
+                #[cfg(not(target_arch = "wasm32"))]
                 fast: BinaryFns {
             f32: binary_slices!(fast, f32 => f32, |$a, $b| $e),
             f64: binary_slices!(fast, f64 => f64, |$a, $b| $e),

@@ -93,6 +93,7 @@ macro_rules! unary_row {
             },
             kernel: UnaryKernel {
                 name: $name,
+                #[cfg(not(target_arch = "wasm32"))]
                 fast: UnaryFns {
                     f32: slice_kernel!(fast, f32, |$x, $p| $e),
                     f64: slice_kernel!(fast, f64, |$x, $p| $e),
