@@ -17,9 +17,9 @@ import { gzipSync } from 'node:zlib';
 import { PUBLISHED_PKG_DIR, assertBuilt } from './lib/browser.mjs';
 
 /** Bytes of the larger of the two builds when the budget was last set. */
-const MEASURED = { raw: 3_178_692, gzip: 994_717 };
+const MEASURED = { raw: 3_066_336, gzip: 989_926 };
 /** The most each published .wasm may weigh. */
-const BUDGET = { raw: 3_275_000, gzip: 1_025_000 };
+const BUDGET = { raw: 3_160_000, gzip: 1_020_000 };
 
 const FILES = ['skiff_bg.wasm', 'skiff_relaxed_bg.wasm'];
 
