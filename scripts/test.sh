@@ -22,6 +22,9 @@ npm run data
 # linking Open MPI) is on, so its tests (tests/distributed/, which start
 # `mpirun -np 2` on themselves), examples and doc tests run with the rest.
 step "cargo test --all-targets --features distributed (unit, integration by area, examples and benches in test mode; MPI with 2 ranks on loopback)"
+# The browser suites run an example natively (tests/browser/lib/native-model.mjs)
+# with these features, so it reuses this build.
+export SKIFF_CARGO_FEATURES=distributed
 # Each GPU test leaves a marker under target/tmp/gpu-tests/{ran,skipped}/
 # (tests/common/mod.rs): counted below, so a run without an adapter says so.
 gpu_marks="${CARGO_TARGET_DIR:-target}/tmp/gpu-tests"

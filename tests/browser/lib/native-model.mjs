@@ -1,7 +1,9 @@
 // A model trained and exported natively (examples/export_model.rs, through
 // `cargo run`, built already by `cargo test --all-targets` in `npm test`):
 // the browser suites load it with skiff.loadInferenceModel and compare its
-// predictions with the native ones.
+// predictions with the native ones. `npm test` builds with the features in
+// SKIFF_CARGO_FEATURES (scripts/test.sh); `cargo run` asks for the same, or
+// it would compile the crate again without them (about two minutes).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +17,8 @@ export function nativeModel() {
   if (cached) return cached;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-export-'));
   try {
-    execFileSync('cargo', ['run', '--quiet', '--example', 'export_model', '--', dir], {
+    const features = process.env.SKIFF_CARGO_FEATURES ? ['--features', process.env.SKIFF_CARGO_FEATURES] : [];
+    execFileSync('cargo', ['run', '--quiet', ...features, '--example', 'export_model', '--', dir], {
       cwd: REPO,
       stdio: ['ignore', 'ignore', 'inherit'],
       timeout: 900_000,
