@@ -66,7 +66,8 @@ node --test --test-concurrency=1 tests/browser/
 # A release is one command away: both registries accept the packages as they are.
 step "cargo publish --dry-run (packs skiff-ml and builds it from the .crate)"
 # The build from the .crate proves only that the package compiles: at the dev
-# profile's opt-level 1 it took two minutes, unoptimised it takes seconds.
+# profile's opt-level 1 the crate itself took two minutes to build there,
+# unoptimised it takes seconds.
 CARGO_PROFILE_DEV_OPT_LEVEL=0 cargo publish --dry-run --allow-dirty
 step "npm publish --dry-run (prepack rebuilds pkg/; lists the tarball)"
 npm publish --dry-run
