@@ -110,8 +110,18 @@ declare module '../pkg/skiff.js' {
     add(other: number | Tensor<D>): Tensor<D>;
     /** x * c for a number c (Rust: `mul_scalar`; `div_scalar` runs it with 1 / c). x * y, broadcast. */
     mul(other: number | Tensor<D>): Tensor<D>;
-    /** Clamps into [min, max]; either bound may be omitted, not both. */
-    clamp(min?: number | null, max?: number | null): Tensor<D>;
+    /** Clamps into [min, max]; either bound may be omitted, not both. Clamps into tensor bounds (broadcast): maximum with min, then minimum with max (Rust: `clamp_tensor`). */
+    clamp(min?: number | null | Tensor<D>, max?: number | null | Tensor<D>): Tensor<D>;
+    /** x where positive, alpha * (e^x - 1) elsewhere. */
+    elu(alpha?: number): Tensor<D>;
+    /** scale * elu(x, alpha) with SELU's fixed alpha and scale. */
+    selu(): Tensor<D>;
+    /** x * tanh(softplus(x)), elementwise. */
+    mish(): Tensor<D>;
+    /** x * relu6(x + 3) / 6, elementwise. */
+    hardswish(): Tensor<D>;
+    /** relu6(x + 3) / 6, elementwise. */
+    hardsigmoid(): Tensor<D>;
     /** x - y, broadcast; for a number, `sub_scalar`. */
     sub(other: Tensor<D> | number): Tensor<D>;
     /** x / y, broadcast; for a number, `div_scalar`. */
@@ -134,6 +144,20 @@ declare module '../pkg/skiff.js' {
     gt(other: Tensor<D> | number): Tensor<'bool'>;
     /** x >= y, elementwise, broadcast (a bool mask). */
     ge(other: Tensor<D> | number): Tensor<'bool'>;
+    /** True where the element is NaN. */
+    isnan(): Tensor<'bool'>;
+    /** True where the element is +inf or -inf. */
+    isinf(): Tensor<'bool'>;
+    /** True where the element is neither NaN nor infinite. */
+    isfinite(): Tensor<'bool'>;
+    /** Whether any element along `axes` (all when omitted) is nonzero. */
+    any(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<'bool'>;
+    /** Whether every element along `axes` (all when omitted) is nonzero. */
+    all(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<'bool'>;
+    /** `value` where the mask (broadcast) is true, the element elsewhere. */
+    maskedFill(mask: Tensor<'bool'>, value: number): Tensor<D>;
+    /** int32 class indices to one-hot int32 rows over `num_classes`. */
+    oneHot(numClasses: number): Tensor<'int32'>;
     /** Sum over `axes` (all when omitted; Rust: `sum`, `sum_all`). */
     sum(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
     /** Maximum over `axes` (all when omitted): the values only. */
@@ -154,6 +178,12 @@ declare module '../pkg/skiff.js' {
     logsumexp(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
     /** Sums broadcast dims away so the result has `shape` (the adjoint of `expand`). */
     sumTo(shape: number | number[]): Tensor<D>;
+    /** Maximum over `axes` (all when omitted); ties share the gradient evenly. */
+    amax(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
+    /** Minimum over `axes` (all when omitted); ties share the gradient evenly. */
+    amin(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
+    /** The vector p-norm over `axes` (all when omitted); p may be inf, -inf or 0. */
+    norm(p?: number, axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
     /** Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted. */
     matmul(other: Tensor<D>): Tensor<D>;
     /** A copy on `device` (the same tensor when already there); recorded by autodiff. */
@@ -170,6 +200,22 @@ declare module '../pkg/skiff.js' {
     contiguous(): Tensor<D>;
     /** Merges axes start_dim..=end_dim; `squeeze` and `unsqueeze` are the same view op. */
     flatten(startDim?: number, endDim?: number): Tensor<D>;
+    /** Reverses the order of elements along `dims`. */
+    flip(dims: number | number[]): Tensor<D>;
+    /** Shifts elements along `dims` by `shifts`, wrapping around (flattened when `dims` is omitted). */
+    roll(shifts: number | number[], dims?: number | number[] | null): Tensor<D>;
+    /** Repeats the tensor `repeats[k]` times along axis k (extra counts add leading axes). */
+    repeat(repeats: number[]): Tensor<D>;
+    /** `repeat` where missing leading counts are 1. */
+    tile(dims: number[]): Tensor<D>;
+    /** The lower triangle of the last two axes (j - i <= diagonal), zeros above. */
+    tril(diagonal?: number): Tensor<D>;
+    /** The upper triangle of the last two axes (j - i >= diagonal), zeros below. */
+    triu(diagonal?: number): Tensor<D>;
+    /** [*, C r^2, H, W] to [*, C, H r, W r]. */
+    pixelShuffle(upscaleFactor: number): Tensor<D>;
+    /** [*, C, H r, W r] to [*, C r^2, H, W] (the inverse of pixel_shuffle). */
+    pixelUnshuffle(downscaleFactor: number): Tensor<D>;
     /** Constant padding in `F.pad` order: the last dim's (before, after) first. */
     pad(pad: number[], value?: number): Tensor<D>;
     /** The slices along `dim` at the positions in the 1-D `index`. */
@@ -206,6 +252,8 @@ declare module '../pkg/skiff.js' {
     layerNorm(normalizedShape: number | number[], weight?: Tensor<D> | null, bias?: Tensor<D> | null, options?: { eps?: number }): Tensor<D>;
     /** Zeroes elements with probability p and scales the rest by 1/(1-p) while training. */
     dropout(p?: number, options?: { training?: boolean }): Tensor<D>;
+    /** x where positive, weight * x elsewhere; weight has 1 element or one per channel (axis 1). */
+    prelu(weight: Tensor<D>): Tensor<D>;
     // ---- end of the generated methods
   }
 }

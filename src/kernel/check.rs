@@ -24,6 +24,8 @@ pub enum CheckWhat {
     Index { axis: usize, data_shape: Vec<usize>, index_shape: Vec<usize>, effect: Effect },
     /// Class labels against `[N, C]` scores (cross_entropy, nll_loss).
     Label { scores_shape: Vec<usize> },
+    /// Class indices of `index_shape` encoded one-hot over `dim` classes.
+    Class { index_shape: Vec<usize> },
 }
 
 /// One range check: every i32 value of the index must lie in `0..dim`;
@@ -62,6 +64,9 @@ impl IndexCheck {
             CheckWhat::Label { scores_shape } => format!(
                 "label {value} at position {position} is out of range [0, {dim}) for scores of shape {scores_shape:?}"
             ),
+            CheckWhat::Class { index_shape } => format!(
+                "class index {value} at position {position} is out of range [0, {dim}) (num_classes {dim}, index shape {index_shape:?})"
+            ),
         };
         Error::value(self.op, msg)
     }
@@ -86,6 +91,11 @@ impl IndexCheck {
                 "label {value} is out of range [0, {dim}) for scores of shape {scores_shape:?}; found on the \
                  device by the range check that ran with this call: {count} label(s) out of range, and the \
                  loss reads 0 as their log-probability"
+            ),
+            CheckWhat::Class { index_shape } => format!(
+                "class index {value} is out of range [0, {dim}) (num_classes {dim}, index shape {index_shape:?}); \
+                 found on the device by the range check that ran with this call: {count} index value(s) out of \
+                 range, and their rows of the result are all 0"
             ),
         };
         Error::value(self.op, msg)

@@ -20,6 +20,7 @@ pub trait Transcendental: Copy {
     fn fast_exp(self) -> Self;
     fn fast_ln(self) -> Self;
     fn fast_ln_1p(self) -> Self;
+    fn fast_exp_m1(self) -> Self;
     fn fast_sin(self) -> Self;
     fn fast_cos(self) -> Self;
     fn fast_tanh(self) -> Self;
@@ -27,6 +28,7 @@ pub trait Transcendental: Copy {
     fn portable_exp(self) -> Self;
     fn portable_ln(self) -> Self;
     fn portable_ln_1p(self) -> Self;
+    fn portable_exp_m1(self) -> Self;
     fn portable_sin(self) -> Self;
     fn portable_cos(self) -> Self;
     fn portable_tanh(self) -> Self;
@@ -34,7 +36,7 @@ pub trait Transcendental: Copy {
 }
 
 macro_rules! transcendental {
-    ($t:ty, $exp:ident, $ln:ident, $ln_1p:ident, $sin:ident, $cos:ident, $tanh:ident, $pow:ident) => {
+    ($t:ty, $exp:ident, $ln:ident, $ln_1p:ident, $exp_m1:ident, $sin:ident, $cos:ident, $tanh:ident, $pow:ident) => {
         impl Transcendental for $t {
             fn fast_exp(self) -> $t {
                 self.exp()
@@ -44,6 +46,9 @@ macro_rules! transcendental {
             }
             fn fast_ln_1p(self) -> $t {
                 self.ln_1p()
+            }
+            fn fast_exp_m1(self) -> $t {
+                self.exp_m1()
             }
             fn fast_sin(self) -> $t {
                 self.sin()
@@ -66,6 +71,9 @@ macro_rules! transcendental {
             fn portable_ln_1p(self) -> $t {
                 libm::$ln_1p(self)
             }
+            fn portable_exp_m1(self) -> $t {
+                libm::$exp_m1(self)
+            }
             fn portable_sin(self) -> $t {
                 libm::$sin(self)
             }
@@ -81,11 +89,11 @@ macro_rules! transcendental {
         }
     };
 }
-transcendental!(f32, expf, logf, log1pf, sinf, cosf, tanhf, powf);
-transcendental!(f64, exp, log, log1p, sin, cos, tanh, pow);
+transcendental!(f32, expf, logf, log1pf, expm1f, sinf, cosf, tanhf, powf);
+transcendental!(f64, exp, log, log1p, expm1, sin, cos, tanh, pow);
 
 macro_rules! route {
-    ($route:ident, $doc:literal, $exp:ident, $ln:ident, $ln_1p:ident, $sin:ident, $cos:ident, $tanh:ident, $pow:ident) => {
+    ($route:ident, $doc:literal, $exp:ident, $ln:ident, $ln_1p:ident, $exp_m1:ident, $sin:ident, $cos:ident, $tanh:ident, $pow:ident) => {
         #[doc = $doc]
         pub mod $route {
             use super::Transcendental;
@@ -100,6 +108,11 @@ macro_rules! route {
             #[inline(always)]
             pub fn ln_1p<T: Transcendental>(x: T) -> T {
                 x.$ln_1p()
+            }
+            /// e^x - 1, exact near 0 (ELU's negative branch).
+            #[inline(always)]
+            pub fn exp_m1<T: Transcendental>(x: T) -> T {
+                x.$exp_m1()
             }
             #[inline(always)]
             pub fn sin<T: Transcendental>(x: T) -> T {
@@ -126,6 +139,7 @@ route!(
     fast_exp,
     fast_ln,
     fast_ln_1p,
+    fast_exp_m1,
     fast_sin,
     fast_cos,
     fast_tanh,
@@ -137,6 +151,7 @@ route!(
     portable_exp,
     portable_ln,
     portable_ln_1p,
+    portable_exp_m1,
     portable_sin,
     portable_cos,
     portable_tanh,

@@ -37,9 +37,13 @@ pub mod loss;
 mod norm;
 mod pool;
 mod repr;
+mod reshape;
 mod tree;
 
-pub use activation::{GeluApproximate, LeakyReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, GELU};
+pub use activation::{
+    GeluApproximate, Hardsigmoid, Hardswish, LeakyReLU, Mish, PReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, ELU, GELU,
+    SELU,
+};
 pub use attention::MultiHeadAttention;
 pub use container::{LayerDict, LayerList, Sequential};
 pub use hooks::{HookHandle, Hooks, PostHook, PreHook};
@@ -48,6 +52,7 @@ pub use loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, LayerNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
 pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
+pub use reshape::{Identity, PixelShuffle, PixelUnshuffle, Unflatten, ZeroPad2d};
 pub use tree::AsLayer;
 
 use crate::device::Device;

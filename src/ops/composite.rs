@@ -296,6 +296,38 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// PReLU: x where positive, weight * x elsewhere, with `weight` of one
+    /// element or one per channel (axis 1), as PyTorch's `F.prelu`.
+    pub fn prelu(&self, weight: &Tensor) -> Result<Tensor> {
+        let op = "prelu";
+        super::as_op(op, || {
+            same_device(op, &[self, weight])?;
+            expect_float(op, self)?;
+            same_dtype(op, self, weight)?;
+            let channels = if self.ndim() >= 2 { self.shape()[1] } else { 1 };
+            let n = weight.numel();
+            if weight.ndim() > 1 || (n != 1 && n != channels) {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "weight must have 1 element or one per channel ({channels} for input shape {:?}), got shape {:?}",
+                        self.shape(),
+                        weight.shape()
+                    ),
+                ));
+            }
+            // One slope per channel broadcasts along axis 1: [C, 1, ..., 1].
+            let mut slope_shape = vec![1; self.ndim().saturating_sub(1)];
+            if let Some(first) = slope_shape.first_mut() {
+                *first = n;
+            }
+            let slope = if n == 1 { weight.reshape_dims(&[])? } else { weight.reshape_dims(&slope_shape)? };
+            Tensor::where_(&self.gt_scalar(0.0)?, self, &self.mul(&slope)?)
+        })
+    }
+}
+
 macro_rules! composite {
     ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, second_order: $so:expr, cases: $cases:expr) => {
         static $NAME: OpDef = OpDef {
@@ -407,6 +439,15 @@ composite!(EMBEDDING, "embedding", sig: "embedding(self, weight: Tensor<any>) ->
     .reference(|h| r::embedding(&h[0], &h[1])),
 ]);
 
+composite!(PRELU, "prelu", sig: "prelu(self, weight: Tensor) -> Tensor", doc: "x where positive, weight * x elsewhere; weight has 1 element or one per channel (axis 1).", fwd: |a| a.this()?.prelu(a.tensor("weight")?), second_order: true, cases: || vec![
+    Case::new("prelu per channel", vec![Input::AwayFromZero(vec![2, 3, 4], 0.1, 2.0), u(&[3], 0.1, 0.5)], |x| x[0].prelu(&x[1]))
+        .also(Sample::Empty, &[&[0, 3, 4], &[3]])
+        .reference(|h| r::prelu(&h[0], &h[1])),
+    Case::new("prelu one slope", vec![Input::AwayFromZero(vec![3, 4], 0.1, 2.0), u(&[1], 0.1, 0.5)], |x| x[0].prelu(&x[1]))
+        .also(Sample::Scalar, &[&[], &[1]])
+        .reference(|h| r::prelu(&h[0], &h[1])),
+]);
+
 pub fn ops() -> Vec<&'static OpDef> {
     vec![
         &SOFTMAX,
@@ -419,6 +460,7 @@ pub fn ops() -> Vec<&'static OpDef> {
         &LAYER_NORM,
         &DROPOUT,
         &EMBEDDING,
+        &PRELU,
     ]
 }
 

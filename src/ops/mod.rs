@@ -7,14 +7,17 @@
 //! built from primitives and get their gradients from them.
 
 pub mod args;
+pub mod arrange;
 pub mod binary;
 pub mod compare;
 pub mod composite;
 pub mod conv;
 pub mod index;
 pub mod join;
+pub mod logical;
 pub mod matmul;
 pub mod movement;
+pub mod norm;
 pub mod reduce;
 #[cfg(feature = "testing")]
 pub mod reference;
@@ -286,9 +289,11 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Unary elementwise", unary::ops()),
         ("Binary elementwise (broadcast, no implicit dtype promotion)", binary::ops()),
         ("Comparison and selection", compare::ops()),
-        ("Reductions", reduce::ops()),
+        ("Tests of values and masks", logical::ops()),
+        ("Reductions", [reduce::ops(), norm::ops()].concat()),
         ("Linear algebra", matmul::ops()),
         ("Movement (views where strides allow)", movement::ops()),
+        ("Rearrangement (copies)", arrange::ops()),
         ("Joining and padding", join::ops()),
         ("Indexing", index::ops()),
         ("Convolution and pooling (NCHW)", conv::ops()),

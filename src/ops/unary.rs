@@ -37,6 +37,8 @@ pub trait Real: Copy {
     /// GELU's tanh approximation, with sqrt(2/pi) at the width's full
     /// precision, with the route's `tanh`.
     fn gelu_tanh(self, tanh: fn(Self) -> Self) -> Self;
+    /// SELU with the width's constants, with the route's `exp_m1`.
+    fn selu_(self, exp_m1: fn(Self) -> Self) -> Self;
 }
 impl Real for f32 {
     fn erf_(self) -> f32 {
@@ -48,6 +50,13 @@ impl Real for f32 {
     fn gelu_tanh(self, tanh: fn(f32) -> f32) -> f32 {
         0.5 * self * (1.0 + tanh(SQRT_2_OVER_PI as f32 * (self + GELU_K as f32 * self * self * self)))
     }
+    fn selu_(self, exp_m1: fn(f32) -> f32) -> f32 {
+        if self > 0.0 {
+            SELU_SCALE as f32 * self
+        } else {
+            (SELU_SCALE * SELU_ALPHA) as f32 * exp_m1(self)
+        }
+    }
 }
 impl Real for f64 {
     fn erf_(self) -> f64 {
@@ -58,6 +67,13 @@ impl Real for f64 {
     }
     fn gelu_tanh(self, tanh: fn(f64) -> f64) -> f64 {
         0.5 * self * (1.0 + tanh(SQRT_2_OVER_PI * (self + GELU_K * self * self * self)))
+    }
+    fn selu_(self, exp_m1: fn(f64) -> f64) -> f64 {
+        if self > 0.0 {
+            SELU_SCALE * self
+        } else {
+            SELU_SCALE * SELU_ALPHA * exp_m1(self)
+        }
     }
 }
 
@@ -291,6 +307,51 @@ cases: || vec![
         .forward_only(),
 ]);
 
+// The activations below follow PyTorch's definitions and its gradients at
+// the kinks (hardswish: (x/3 + 1/2) on [-3, 3], hardsigmoid: 1/6 on the open
+// interval only); their cases keep x off the kinks.
+unary_row!(ELU, "elu", sig: "elu(self, alpha: float = 1) -> Tensor", doc: "x where positive, alpha * (e^x - 1) elsewhere.", fwd: |a| a.this()?.elu(a.finite("alpha")?), |x, p| if x > 0.0 { x } else { p[0] * exp_m1(x) }, wgsl: "select(p0 * (exp(x) - 1.0), x, x > 0.0)", saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        one(Tensor::where_(&x.gt_scalar(0.0)?, &g[0], &g[0].mul(&x.exp()?.mul_scalar(p0(c.attrs()))?)?))
+    },
+    cases: cases!("elu", Input::AwayFromZero(shape(), 0.05, 3.0), |xs| xs[0].elu(0.7), ref: |x| if x > 0.0 { x } else { 0.7 * x.exp_m1() }));
+unary_row!(SELU, "selu", sig: "selu(self) -> Tensor", doc: "scale * elu(x, alpha) with SELU's fixed alpha and scale.", fwd: |a| a.this()?.selu(), |x, p| x.selu_(exp_m1), wgsl: "select(1.7580993408473766 * (exp(x) - 1.0), 1.0507009873554805 * x, x > 0.0)", saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        one(Tensor::where_(&x.gt_scalar(0.0)?, &g[0].mul_scalar(SELU_SCALE)?, &g[0].mul(&x.exp()?.mul_scalar(SELU_SCALE * SELU_ALPHA)?)?))
+    },
+    cases: cases!("selu", Input::AwayFromZero(shape(), 0.05, 3.0), |xs| xs[0].selu(), ref: |x| SELU_SCALE * if x > 0.0 { x } else { SELU_ALPHA * (x.exp() - 1.0) }));
+unary_row!(MISH, "mish", sig: "mish(self) -> Tensor", doc: "x * tanh(softplus(x)), elementwise.", fwd: |a| a.this()?.mish(), |x, p| x * tanh(x.max(0.0) + ln_1p(exp(-x.abs()))), wgsl: "x * tanh(max(x, 0.0) + log(1.0 + exp(-abs(x))))", saves: Input, second_order: true,
+    backward: |c, g| {
+        // d/dx = tanh(sp) + x * sech^2(sp) * sigmoid(x), sp = softplus(x).
+        let x = c.saved(0);
+        let t = x.softplus()?.tanh()?;
+        let sech2 = t.mul(&t)?.neg()?.add_scalar(1.0)?;
+        one(g[0].mul(&t.add(&x.mul(&sech2)?.mul(&x.sigmoid()?)?)?))
+    },
+    cases: cases!("mish", Input::Uniform(shape(), -5.0, 5.0), |xs| xs[0].mish(), ref: |x| x * (1.0 + x.exp()).ln().tanh()));
+unary_row!(HARDSWISH, "hardswish", sig: "hardswish(self) -> Tensor", doc: "x * relu6(x + 3) / 6, elementwise.", fwd: |a| a.this()?.hardswish(), |x, p| if x <= -3.0 { 0.0 } else if x >= 3.0 { x } else { x * (x + 3.0) / 6.0 }, wgsl: "select(select(x * (x + 3.0) / 6.0, x, x >= 3.0), 0.0, x <= -3.0)", saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        let z = g[0].zeros_scalar()?;
+        let mid = g[0].mul(&x.mul_scalar(1.0 / 3.0)?.add_scalar(0.5)?)?;
+        one(Tensor::where_(&x.lt_scalar(-3.0)?, &z, &Tensor::where_(&x.le_scalar(3.0)?, &mid, &g[0])?))
+    },
+    cases: cases!("hardswish", Input::Uniform(shape(), -5.0, 5.0), |xs| xs[0].hardswish(), ref: |x| x * (x + 3.0).clamp(0.0, 6.0) / 6.0));
+unary_row!(HARDSIGMOID, "hardsigmoid", sig: "hardsigmoid(self) -> Tensor", doc: "relu6(x + 3) / 6, elementwise.", fwd: |a| a.this()?.hardsigmoid(), |x, p| if x <= -3.0 { 0.0 } else if x >= 3.0 { 1.0 } else { x / 6.0 + 0.5 }, wgsl: "clamp(x / 6.0 + 0.5, 0.0, 1.0)", saves: Input, second_order: true,
+    backward: |c, g| {
+        let x = c.saved(0);
+        let z = g[0].zeros_scalar()?;
+        let inside = Tensor::where_(&x.lt_scalar(3.0)?, &g[0].mul_scalar(1.0 / 6.0)?, &z)?;
+        one(Tensor::where_(&x.gt_scalar(-3.0)?, &inside, &z))
+    },
+    cases: cases!("hardsigmoid", Input::Uniform(shape(), -5.0, 5.0), |xs| xs[0].hardsigmoid(), ref: |x| (x + 3.0).clamp(0.0, 6.0) / 6.0));
+
+/// SELU's constants (Klambauer et al. 2017), as PyTorch spells them.
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+
 /// clamp from its definition, case by case (not the kernel's branch order):
 /// NaN anywhere gives NaN, min > max gives max, else x limited to [min, max].
 #[cfg(feature = "testing")]
@@ -409,6 +470,11 @@ pub fn rows() -> Vec<&'static UnaryDef> {
         &ADD_SCALAR,
         &MUL_SCALAR,
         &CLAMP,
+        &ELU,
+        &SELU,
+        &MISH,
+        &HARDSWISH,
+        &HARDSIGMOID,
     ]
 }
 
@@ -507,6 +573,26 @@ impl Tensor {
             return Err(crate::error::Error::value("clamp", "at least one of min and max must be given"));
         }
         unary(&CLAMP, self, [min.unwrap_or(f64::NEG_INFINITY), max.unwrap_or(f64::INFINITY)])
+    }
+    /// x where positive, alpha * (e^x - 1) elsewhere (PyTorch's default alpha is 1).
+    pub fn elu(&self, alpha: f64) -> Result<Tensor> {
+        unary(&ELU, self, [alpha, 0.0])
+    }
+    /// SELU: scale * elu(x, alpha) with alpha = 1.6733, scale = 1.0507.
+    pub fn selu(&self) -> Result<Tensor> {
+        unary(&SELU, self, [0.0; 2])
+    }
+    /// x * tanh(softplus(x)).
+    pub fn mish(&self) -> Result<Tensor> {
+        unary(&MISH, self, [0.0; 2])
+    }
+    /// x * relu6(x + 3) / 6.
+    pub fn hardswish(&self) -> Result<Tensor> {
+        unary(&HARDSWISH, self, [0.0; 2])
+    }
+    /// relu6(x + 3) / 6.
+    pub fn hardsigmoid(&self) -> Result<Tensor> {
+        unary(&HARDSIGMOID, self, [0.0; 2])
     }
     /// Converts to `dtype` (a copy; gradients flow between float dtypes).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {

@@ -351,6 +351,48 @@ fn windows() -> Vec<Bad> {
 }
 
 /// Autograd misuse.
+/// The rearrangements, tests of values and vector norms (issue 48).
+fn layers_and_ops() -> Vec<Bad> {
+    vec![
+        bad!(Axis, "flip", ["axis 2", "[2, 2]"], f32s(&[2, 2]).flip(&[2])),
+        bad!(Value, "flip", ["appears twice"], f32s(&[2, 2]).flip(&[0, -2])),
+        bad!(Value, "roll", ["[1, 2]", "[0]", "same length"], f32s(&[2, 2]).roll(&[1, 2], &[0])),
+        bad!(Value, "roll", ["without dims", "[1, 2]"], f32s(&[2, 2]).roll(&[1, 2], &[])),
+        bad!(Shape, "repeat", ["1 repeat counts", "[2, 2]"], f32s(&[2, 2]).repeat(&[3])),
+        bad!(Memory, "repeat", ["too many"], f32s(&[2, 2]).repeat(&[HUGE, HUGE])),
+        bad!(Memory, "tile", ["out of memory"], f32s(&[2, 2]).tile(&[BIG])),
+        bad!(Shape, "tril", ["at least 2 dims", "[3]"], f32s(&[3]).tril(0)),
+        bad!(Shape, "triu", ["at least 2 dims", "[]"], f32s(&[]).triu(0)),
+        bad!(Shape, "pixel_shuffle", ["6 channels", "2^2"], f32s(&[1, 6, 2, 2]).pixel_shuffle(2)),
+        bad!(Shape, "pixel_shuffle", ["upscale_factor^2 = 0^2"], f32s(&[1, 4, 2, 2]).pixel_shuffle(0)),
+        bad!(Shape, "pixel_unshuffle", ["at least 3 dims", "[4, 4]"], f32s(&[4, 4]).pixel_unshuffle(2)),
+        bad!(DType, "one_hot", ["int32", "f32"], f32s(&[3]).one_hot(4)),
+        bad!(Value, "one_hot", ["class index 4", "[0, 4)", "num_classes 4"], ints(&[0, 4, 1], &[3]).one_hot(4)),
+        bad!(Value, "one_hot", ["class index -1"], ints(&[-1], &[1]).one_hot(2)),
+        bad!(DType, "masked_fill", ["mask must be bool", "f32"], f32s(&[2]).masked_fill(&f32s(&[2]), 0.0)),
+        bad!(
+            Shape,
+            "masked_fill",
+            ["[2, 3]", "does not broadcast", "[3]"],
+            f32s(&[3]).masked_fill(&Tensor::from_bools(&[true; 6], &[2, 3])?, 0.0)
+        ),
+        bad!(
+            Value,
+            "masked_fill",
+            ["value", "int32"],
+            ints(&[1, 2], &[2]).masked_fill(&Tensor::from_bools(&[true, false], &[2])?, 0.5)
+        ),
+        bad!(Value, "norm", ["NaN"], f32s(&[3]).norm(f64::NAN, &[], false)),
+        bad!(DType, "norm", ["i32"], ints(&[1, 2], &[2]).norm(2.0, &[], false)),
+        bad!(Axis, "any", ["axis 3"], f32s(&[2, 2]).any(&[3], false)),
+        bad!(Value, "clamp", ["at least one of min and max"], f32s(&[2]).clamp_tensor(None, None)),
+        bad!(Shape, "clamp", ["[3]", "[2]"], f32s(&[3]).clamp_tensor(Some(&f32s(&[2])), None)),
+        bad!(Shape, "prelu", ["1 element or one per channel", "[2]"], f32s(&[1, 3, 2]).prelu(&f32s(&[2]))),
+        bad!(DType, "prelu", ["f64", "f32"], f32s(&[2, 2]).prelu(&f64s(&[0.25], &[1]))),
+        bad!(DType, "elu", ["i32"], ints(&[1], &[1]).elu(1.0)),
+    ]
+}
+
 fn autograd() -> Vec<Bad> {
     vec![
         bad!(Autograd, "backward", [], f32s(&[2]).sum_all()?.backward()),
@@ -459,6 +501,7 @@ fn the_rust_corpus_returns_errors_naming_the_called_op() {
         + run_corpus("arguments", arguments())
         + run_corpus("indexing", indexing())
         + run_corpus("windows", windows())
+        + run_corpus("layers and ops", layers_and_ops())
         + run_corpus("autograd", autograd());
     let edges = edge_results().expect("legal edge calls succeed");
     eprintln!("bad-input corpus (Rust): {total} rejected calls, {edges} legal edge calls");

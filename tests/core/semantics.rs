@@ -211,3 +211,29 @@ fn set_grad_refuses_a_gradient_that_does_not_fit() {
     let gpu_grad = on_gpu.detach();
     expect_err(on_cpu.set_grad(Some(gpu_grad)), Kind::Device, "set_grad", &["for a tensor on cpu"]);
 }
+
+/// PyTorch's subgradient: the norm of a zero vector has gradient 0 for every
+/// p, where differentiating the root naively gives NaN; and to second order.
+#[test]
+fn norm_of_zeros_has_zero_gradient() {
+    for p in [2.0, 3.0, 0.5] {
+        let x = Tensor::zeros(&[2, 3], DType::F64).unwrap().requires_grad_(true).unwrap();
+        let n = x.norm(p, &[1], false).unwrap();
+        assert_eq!(n.to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
+        let create = skiff::GradOptions { create_graph: true, ..Default::default() };
+        let g =
+            skiff::grad(&[n.sum_all().unwrap()], std::slice::from_ref(&x), None, create).unwrap().remove(0).unwrap();
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![0.0; 6], "p = {p}");
+        let unused = skiff::GradOptions { allow_unused: true, ..Default::default() };
+        let gg = skiff::grad(&[g.sum_all().unwrap()], std::slice::from_ref(&x), None, unused).unwrap().remove(0);
+        assert!(gg.is_none_or(|t| t.to_vec::<f64>().unwrap().iter().all(|v| *v == 0.0)), "p = {p}");
+    }
+    // PyTorch 2.15 for p = 0.5 and a row holding a zero: 0 there, not inf.
+    let x = Tensor::from_vec(vec![1.0f64, 0.0, 2.0], &[3]).unwrap().requires_grad_(true).unwrap();
+    x.norm(0.5, &[], false).unwrap().backward().unwrap();
+    common::assert_close(&grad_of(&x), &[2.414213562373095, 0.0, 1.7071067811865472], 1e-14);
+    // A row with nonzeros keeps the analytic gradient x / |x|.
+    let x = Tensor::from_vec(vec![3.0f64, 4.0, 0.0, 0.0], &[2, 2]).unwrap().requires_grad_(true).unwrap();
+    x.norm(2.0, &[1], false).unwrap().sum_all().unwrap().backward().unwrap();
+    common::assert_close(&grad_of(&x), &[0.6, 0.8, 0.0, 0.0], 1e-15);
+}

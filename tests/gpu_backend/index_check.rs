@@ -367,3 +367,23 @@ fn the_cpu_and_host_mirrored_gpu_indices_still_fail_at_the_call() {
     expect_err(x.to(&dev).unwrap().index_select(0, &bad.to(&dev).unwrap()), Kind::Value, "index_select", &facts);
     assert_eq!(readbacks(&g), before, "uploaded indices are checked from their host copy");
 }
+
+/// one_hot's class indices made on the device: encoded without a readback,
+/// and an out-of-range class is the next readback's error, naming one_hot,
+/// with that index's row all 0.
+#[test]
+fn one_hot_of_device_made_indices_checks_them_on_the_device() {
+    let Some((dev, g)) = common::private_gpu() else { return };
+    let idx = device_ints(&[2, 0, 3, 1], &[2, 2], &dev);
+    let before = readbacks(&g);
+    let y = idx.one_hot(4).unwrap();
+    assert_eq!(readbacks(&g), before, "one_hot read its indices back");
+    assert_eq!(y.shape(), &[2, 2, 4]);
+    let want: Vec<i32> = [2, 0, 3, 1].iter().flat_map(|&c| (0..4).map(move |k| i32::from(k == c))).collect();
+    assert_eq!(y.to_vec::<i32>().unwrap(), want);
+    let bad = device_ints(&[1, 5], &[2], &dev);
+    let y = bad.one_hot(4).unwrap();
+    let e = expect_err(y.to_vec::<i32>(), Kind::Value, "one_hot", &["class index 5", "[0, 4)", "index shape [2]"]);
+    assert!(e.to_string().contains("found on the device"), "{e}");
+    assert_eq!(y.to_vec::<i32>().unwrap(), vec![0, 1, 0, 0, 0, 0, 0, 0]);
+}

@@ -141,6 +141,7 @@ fn every_layer_matches_the_cpu() {
     let vec2 = rand32(&[4, 6], 2);
     let seq = rand32(&[2, 5, 8], 3);
     let vec3 = rand32(&[3, 4, 5], 4);
+    let pixels = rand32(&[2, 8, 3, 2], 5);
     let conv = |c: Conv2dConfig, i, o, k| -> Make { Box::new(move || boxed(Conv2d::with_config(i, o, k, c).unwrap())) };
     let cases: Vec<(&str, Make, &Tensor)> = vec![
         ("Linear", Box::new(|| boxed(Linear::new(6, 3).unwrap())), &vec2),
@@ -186,6 +187,17 @@ fn every_layer_matches_the_cpu() {
         ("Tanh", Box::new(|| boxed(Tanh::new())), &seq),
         ("Sigmoid", Box::new(|| boxed(Sigmoid::new())), &seq),
         ("Softmax", Box::new(|| boxed(Softmax::new(1))), &seq),
+        ("ELU", Box::new(|| boxed(ELU::new(0.7))), &seq),
+        ("SELU", Box::new(|| boxed(SELU::new())), &seq),
+        ("Mish", Box::new(|| boxed(Mish::new())), &seq),
+        ("Hardswish", Box::new(|| boxed(Hardswish::new())), &seq),
+        ("Hardsigmoid", Box::new(|| boxed(Hardsigmoid::new())), &seq),
+        ("PReLU", Box::new(|| boxed(PReLU::new(5, 0.25).unwrap())), &seq),
+        ("Identity", Box::new(|| boxed(Identity::new())), &img),
+        ("Unflatten", Box::new(|| boxed(Unflatten::new(1, &[3, 1]).unwrap())), &img),
+        ("ZeroPad2d", Box::new(|| boxed(ZeroPad2d::new([1, 2, 0, 3]))), &img),
+        ("PixelShuffle", Box::new(|| boxed(PixelShuffle::new(2))), &pixels),
+        ("PixelUnshuffle", Box::new(|| boxed(PixelUnshuffle::new(3))), &img),
         ("MultiHeadAttention", Box::new(|| boxed(MultiHeadAttention::new(8, 2).unwrap())), &seq),
         (
             "MultiHeadAttention causal",

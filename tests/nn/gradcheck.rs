@@ -210,6 +210,11 @@ fn pools_and_flatten() {
     check_modes("AdaptiveAvgPool2d even", &AdaptiveAvgPool2d::new([5, 3]).unwrap(), &img, true);
     check_modes("AdaptiveAvgPool2d uneven", &AdaptiveAvgPool2d::new([3, 4]).unwrap(), &img, true);
     check_modes("Flatten", &Flatten::with_axes(1, 2), &img, true);
+    check_modes("Identity", &Identity::new(), &img, true);
+    check_modes("Unflatten", &Unflatten::new(3, &[-1, 2]).unwrap(), &img, true);
+    check_modes("ZeroPad2d", &ZeroPad2d::new([1, 0, 2, 3]), &img, true);
+    check_modes("PixelUnshuffle", &PixelUnshuffle::new(2), &x(&[1, 2, 4, 6], 2), true);
+    check_modes("PixelShuffle", &PixelShuffle::new(2), &x(&[1, 8, 2, 3], 3), true);
 }
 
 #[test]
@@ -223,6 +228,17 @@ fn activations() {
     check_modes("Tanh", &Tanh::new(), &input, true);
     check_modes("Sigmoid", &Sigmoid::new(), &input, true);
     check_modes("Softmax", &Softmax::new(1), &input, true);
+    // The kinks (0 for ELU, SELU and PReLU, +-3 for Hardswish and
+    // Hardsigmoid, whose inputs are scaled to [-4, 4) to reach their flat
+    // parts) lie within a finite-difference step of no uniform input.
+    let wide = input.mul_scalar(4.0).unwrap();
+    check_modes("ELU", &ELU::new(0.7), &input, true);
+    check_modes("SELU", &SELU::new(), &input, true);
+    check_modes("Mish", &Mish::new(), &wide, true);
+    check_modes("Hardswish", &Hardswish::new(), &wide, true);
+    check_modes("Hardsigmoid", &Hardsigmoid::new(), &wide, true);
+    check_modes("PReLU per channel", &f64_layer(PReLU::new(3, 0.25).unwrap(), 2), &input, true);
+    check_modes("PReLU one slope", &f64_layer(PReLU::new(1, 0.25).unwrap(), 3), &input, true);
 }
 
 #[test]

@@ -24,4 +24,5 @@ mod module;
 mod optim;
 mod repr;
 mod schedule;
+mod torch_fixtures;
 mod train;

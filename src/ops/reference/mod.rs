@@ -143,6 +143,11 @@ pub fn map(x: &Host, f: impl Fn(f64) -> f64) -> Host {
     Host::new(&x.shape, Kind::Float, x.data.iter().map(|&v| f(v)).collect())
 }
 
+/// `f` of each element, as a result of `kind` (a class test, a constant mask).
+pub fn map_to(x: &Host, kind: Kind, f: impl Fn(f64) -> f64) -> Host {
+    Host::new(&x.shape, kind, x.data.iter().map(|&v| f(v)).collect())
+}
+
 /// NumPy broadcasting of two shapes.
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
     let r = a.len().max(b.len());

@@ -238,3 +238,16 @@ pub fn dropout_property(x: &Host, out: &Host, p: f64) -> std::result::Result<(),
     }
     Ok(())
 }
+
+/// x where positive, else the slope of x's channel (axis 1; one slope for all when it has one).
+pub fn prelu(x: &Host, weight: &Host) -> Host {
+    Host::build(&x.shape, Kind::Float, |i| {
+        let v = x.at(i);
+        let c = if weight.numel() == 1 { 0 } else { i[1] };
+        if v > 0.0 {
+            v
+        } else {
+            weight.data[c] * v
+        }
+    })
+}

@@ -211,3 +211,92 @@ pub fn matmul(a: &Host, b: &Host) -> Host {
     }
     Host::new(&final_shape, Kind::Float, out.data)
 }
+
+/// Element i of each axis in `axes` taken from position n - 1 - i.
+pub fn flip(x: &Host, axes: &[usize]) -> Host {
+    Host::build(&x.shape, x.kind, |o| {
+        let mut idx = o.to_vec();
+        for &a in axes {
+            idx[a] = x.shape[a] - 1 - o[a];
+        }
+        x.at(&idx)
+    })
+}
+
+/// Element i of each axis in `axes` taken from position (i - shift) mod n;
+/// with no axes, the same over the flattened values.
+pub fn roll(x: &Host, shifts: &[isize], axes: &[isize]) -> Host {
+    let from = |i: usize, shift: isize, n: usize| (i as isize - shift).rem_euclid(n as isize) as usize;
+    if axes.is_empty() {
+        let n = x.numel();
+        let data = (0..n).map(|i| x.data[from(i, shifts[0], n)]).collect();
+        return Host::new(&x.shape, x.kind, data);
+    }
+    Host::build(&x.shape, x.kind, |o| {
+        let mut idx = o.to_vec();
+        for (&s, &a) in shifts.iter().zip(axes) {
+            let a = axis(a, x.rank());
+            idx[a] = from(idx[a], s, x.shape[a]);
+        }
+        x.at(&idx)
+    })
+}
+
+/// Output axis k has `counts[k]` times the (leading-1-padded) input's size;
+/// each element comes from its index modulo the input's size.
+pub fn repeat(x: &Host, counts: &[usize]) -> Host {
+    let lead = counts.len() - x.rank();
+    let padded: Vec<usize> = std::iter::repeat_n(1, lead).chain(x.shape.iter().copied()).collect();
+    let shape: Vec<usize> = padded.iter().zip(counts).map(|(s, c)| s * c).collect();
+    Host::build(&shape, x.kind, |o| {
+        let idx: Vec<usize> = o[lead..].iter().zip(&x.shape).map(|(&i, &s)| i % s).collect();
+        x.at(&idx)
+    })
+}
+
+/// Element (.., i, j) kept where j - i <= diagonal (lower) or >= diagonal (upper), else 0.
+pub fn triangle(x: &Host, diagonal: isize, lower: bool) -> Host {
+    let n = x.rank();
+    Host::build(&x.shape, x.kind, |o| {
+        let d = o[n - 1] as isize - o[n - 2] as isize;
+        if (lower && d <= diagonal) || (!lower && d >= diagonal) {
+            x.at(o)
+        } else {
+            0.0
+        }
+    })
+}
+
+/// Output (.., c, h, w) is input (.., c r^2 + (h mod r) r + (w mod r), h / r, w / r).
+pub fn pixel_shuffle(x: &Host, r: usize) -> Host {
+    let n = x.rank();
+    let mut shape = x.shape.clone();
+    shape[n - 3] /= r * r;
+    shape[n - 2] *= r;
+    shape[n - 1] *= r;
+    Host::build(&shape, x.kind, |o| {
+        let (c, h, w) = (o[n - 3], o[n - 2], o[n - 1]);
+        let mut idx = o.to_vec();
+        idx[n - 3] = c * r * r + (h % r) * r + w % r;
+        idx[n - 2] = h / r;
+        idx[n - 1] = w / r;
+        x.at(&idx)
+    })
+}
+
+/// Output (.., c r^2 + i r + j, h, w) is input (.., c, h r + i, w r + j).
+pub fn pixel_unshuffle(x: &Host, r: usize) -> Host {
+    let n = x.rank();
+    let mut shape = x.shape.clone();
+    shape[n - 3] *= r * r;
+    shape[n - 2] /= r;
+    shape[n - 1] /= r;
+    Host::build(&shape, x.kind, |o| {
+        let (k, h, w) = (o[n - 3], o[n - 2], o[n - 1]);
+        let mut idx = o.to_vec();
+        idx[n - 3] = k / (r * r);
+        idx[n - 2] = h * r + (k % (r * r)) / r;
+        idx[n - 1] = w * r + k % r;
+        x.at(&idx)
+    })
+}

@@ -12,8 +12,9 @@ use super::layer_table::layer_table;
 use super::module::{module_arg, Entry, JsModule, Kind, Spec};
 use crate::nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNormConfig, Conv2d, Conv2dConfig, Dropout, Embedding,
-    Flatten, GeluApproximate, Layer, LayerDict, LayerList, LayerNorm, LeakyReLU, Linear, MaxPool2d, MultiHeadAttention,
-    ReLU, Sequential, SiLU, Sigmoid, Softmax, Tanh, GELU,
+    Flatten, GeluApproximate, Hardsigmoid, Hardswish, Identity, Layer, LayerDict, LayerList, LayerNorm, LeakyReLU,
+    Linear, MaxPool2d, Mish, MultiHeadAttention, PReLU, PixelShuffle, PixelUnshuffle, ReLU, Sequential, SiLU, Sigmoid,
+    Softmax, Tanh, Unflatten, ZeroPad2d, ELU, GELU, SELU,
 };
 use crate::web::args::{self, describe};
 use crate::web::{js_error, JsResult, Kind as ErrorKind, Named};
@@ -253,6 +254,86 @@ layer_table! {
     /// x * sigmoid(x) (a.k.a. swish).
     SiLU = silu() {
         leaf(SiLU::new())
+    }
+
+    /// x where positive, alpha * (exp(x) - 1) elsewhere (default alpha 1).
+    ELU = elu(; options: "{ alpha?: number }") {
+        let options = options_of(options);
+        let alpha = bag("ELU", &options, &["alpha"])?.f64("alpha", 1.0)?;
+        leaf(ELU::new(alpha))
+    }
+
+    /// scale * elu(x, alpha) with SELU's fixed alpha (1.6733) and scale (1.0507).
+    SELU = selu() {
+        leaf(SELU::new())
+    }
+
+    /// x * tanh(softplus(x)).
+    Mish = mish() {
+        leaf(Mish::new())
+    }
+
+    /// x * relu6(x + 3) / 6.
+    Hardswish = hardswish() {
+        leaf(Hardswish::new())
+    }
+
+    /// relu6(x + 3) / 6.
+    Hardsigmoid = hardsigmoid() {
+        leaf(Hardsigmoid::new())
+    }
+
+    /// x where positive, weight * x elsewhere, with a learned `weight` of
+    /// `numParameters` slopes (1, or one per channel), each `init` (0.25).
+    PReLU = prelu(; options: "{ numParameters?: number; init?: number }") {
+        const OP: &str = "PReLU";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["numParameters", "init"])?;
+        let (n, init) = (o.usize("numParameters", 1)?, o.f64("init", 0.25)?);
+        budget(OP, &[n])?;
+        leaf(PReLU::new(n, init).named(OP)?)
+    }
+
+    /// Returns its input unchanged (a placeholder layer).
+    Identity = identity() {
+        leaf(Identity::new())
+    }
+
+    /// Splits axis `dim` into `unflattenedSize` (one entry may be -1).
+    Unflatten = unflatten(dim: "number", unflattened_size as unflattenedSize: "number[]") {
+        const OP: &str = "Unflatten";
+        let dim = args::int_arg(OP, "dim", &dim)?;
+        let sizes = args::signed_dims(OP, "unflattenedSize", &unflattened_size)?;
+        leaf(Unflatten::new(dim, &sizes).named(OP)?)
+    }
+
+    /// [*, C r^2, H, W] to [*, C, H r, W r] with r = upscaleFactor.
+    PixelShuffle = pixel_shuffle as pixelShuffle(upscale_factor as upscaleFactor: "number") {
+        leaf(PixelShuffle::new(size("PixelShuffle", "upscaleFactor", &upscale_factor)?))
+    }
+
+    /// [*, C, H r, W r] to [*, C r^2, H, W] with r = downscaleFactor.
+    PixelUnshuffle = pixel_unshuffle as pixelUnshuffle(downscale_factor as downscaleFactor: "number") {
+        leaf(PixelUnshuffle::new(size("PixelUnshuffle", "downscaleFactor", &downscale_factor)?))
+    }
+
+    /// Pads the last two axes with zeros: one number for every side, or
+    /// [left, right, top, bottom].
+    ZeroPad2d = zero_pad2d as zeroPad2d(padding: "number | [number, number, number, number]") {
+        const OP: &str = "ZeroPad2d";
+        let p = args::sizes(OP, "padding", &padding)?;
+        let padding = match p.as_slice() {
+            [all] => [*all; 4],
+            [l, r, t, b] => [*l, *r, *t, *b],
+            _ => {
+                return Err(js_error(
+                    OP,
+                    ErrorKind::Argument,
+                    format!("padding must be one number or [left, right, top, bottom], got {} numbers", p.len()),
+                ))
+            }
+        };
+        leaf(ZeroPad2d::new(padding))
     }
 
     /// Softmax along `dim` (default -1, the last axis).

@@ -301,4 +301,77 @@ export const OP_TABLE = {
   },
   // F.embedding(input, weight): the indices' method, with the table as argument.
   embedding: { 'embedding 2-D indices with repeats': (s, [w, i]) => i.embedding(w) },
+  prelu: {
+    'prelu per channel': (s, [x, w]) => x.prelu(w),
+    'prelu one slope': (s, [x, w]) => x.prelu(w),
+  },
+
+  // ---- the activations, rearrangements, tests of values and norms of issue 48
+  ...Object.assign({}, ...['selu', 'mish', 'hardswish', 'hardsigmoid'].map((op) => unary(op))),
+  elu: { elu: (s, [x]) => x.elu(0.7) },
+  isnan: {
+    'isnan of quotients': (s, [a, b]) => a.div(b).isnan(),
+    'isnan of int32': (s, [x]) => x.isnan(),
+  },
+  isinf: { 'isinf of quotients': (s, [a, b]) => a.div(b).isinf() },
+  isfinite: {
+    'isfinite of quotients': (s, [a, b]) => a.div(b).isfinite(),
+    'isfinite of bool': (s, [x]) => x.isfinite(),
+  },
+  any: {
+    'any axis 1 of floats with zeros': (s, [x]) => x.any(1),
+    'any of a mask, all axes keepdim': (s, [x]) => x.any(null, { keepdim: true }),
+  },
+  all: {
+    'all axis 0 of int32': (s, [x]) => x.all(0),
+    'all axes 0, 2 of a mask': (s, [x]) => x.all([0, 2], { keepdim: true }),
+  },
+  masked_fill: { 'masked_fill with a broadcast mask': (s, [x, m]) => x.maskedFill(m, -1.5) },
+  one_hot: { 'one_hot of a [3, 2] index': (s, [i]) => i.oneHot(4) },
+  clamp_tensor: {
+    'clamp by tensors': (s, [x, lo, hi]) => x.clamp(lo, hi),
+    'clamp by a min tensor only': (s, [x, lo]) => x.clamp(lo),
+  },
+  amax: {
+    'amax axis 1': (s, [x]) => x.amax(1),
+    'amax axis 2 with ties': (s, [x]) => x.amax(2, { keepdim: true }),
+  },
+  amin: {
+    'amin axes 0, 2': (s, [x]) => x.amin([0, 2]),
+    'amin all with ties': (s, [x]) => x.amin(),
+  },
+  norm: {
+    'norm 2 of all': (s, [x]) => x.norm(),
+    'norm 1 axis 1': (s, [x]) => x.norm(1, 1),
+    'norm inf axis 0': (s, [x]) => x.add(1.5).norm(Infinity, 0),
+    'norm -inf axis 1': (s, [x]) => x.add(-1.5).norm(-Infinity, 1, { keepdim: true }),
+    'norm 3 axes 0, 1 keepdim': (s, [x]) => x.norm(3, [0, 1], { keepdim: true }),
+    'norm 0 counts nonzeros': (s, [x]) => x.norm(0, 1),
+  },
+  flip: {
+    'flip axes 0 and 2': (s, [x]) => x.flip([0, -1]),
+    'flip a 1-D tensor': (s, [x]) => x.flip(0),
+    'flip no axes': (s, [x]) => x.flip([]),
+  },
+  roll: {
+    'roll two axes': (s, [x]) => x.roll([1, -2], [0, 2]),
+    'roll flattened': (s, [x]) => x.roll(3),
+    'roll by more than the size': (s, [x]) => x.roll(-9, 0),
+  },
+  repeat: {
+    'repeat with a new leading axis': (s, [x]) => x.repeat([2, 1, 3]),
+    'repeat a scalar': (s, [x]) => x.repeat([2, 3]),
+    'repeat zero times': (s, [x]) => x.repeat([0, 2]),
+  },
+  tile: { 'tile the last axis': (s, [x]) => x.tile([2]) },
+  tril: {
+    'tril below the diagonal': (s, [x]) => x.tril(-1),
+    'tril batched, main diagonal': (s, [x]) => x.tril(),
+  },
+  triu: {
+    'triu above the diagonal, batched': (s, [x]) => x.triu(1),
+    'triu tall': (s, [x]) => x.triu(-2),
+  },
+  pixel_shuffle: { 'pixel_shuffle by 2': (s, [x]) => x.pixelShuffle(2) },
+  pixel_unshuffle: { 'pixel_unshuffle by 2': (s, [x]) => x.pixelUnshuffle(2) },
 };

@@ -182,6 +182,30 @@ export const nnScenarios = {
     const sm0 = await arr(noGrad(() => new nn.Softmax(0).forward(tensor([[1, 2], [3, 5]]))));
     c.close('Softmax(0) over columns', sm0, [1 / (1 + Math.exp(2)), 1 / (1 + Math.exp(3)), 1 / (1 + Math.exp(-2)), 1 / (1 + Math.exp(-3))]);
     c.equal('activation typeNames', [new nn.ReLU(), new nn.GELU(), new nn.SiLU(), new nn.Softmax()].map((m) => m.typeName), ['ReLU', 'GELU', 'SiLU', 'Softmax']);
+    // The activations of issue 48, against their definitions.
+    const relu6 = (v) => Math.min(Math.max(v, 0), 6);
+    const [seluAlpha, seluScale] = [1.6732632423543772, 1.0507009873554805];
+    c.close('ELU({ alpha: 0.7 })', await act(new nn.ELU({ alpha: 0.7 })), xa.map((v) => (v > 0 ? v : 0.7 * Math.expm1(v))));
+    c.close('ELU() default alpha 1', await act(new nn.ELU()), xa.map((v) => (v > 0 ? v : Math.expm1(v))));
+    c.close('SELU', await act(new nn.SELU()), xa.map((v) => seluScale * (v > 0 ? v : seluAlpha * Math.expm1(v))));
+    c.close('Mish', await act(new nn.Mish()), xa.map((v) => v * Math.tanh(Math.log1p(Math.exp(v)))));
+    c.close('Hardswish', await act(new nn.Hardswish()), xa.map((v) => (v * relu6(v + 3)) / 6));
+    c.close('Hardsigmoid', await act(new nn.Hardsigmoid()), xa.map((v) => relu6(v + 3) / 6));
+    c.close('PReLU(): one slope of 0.25', await act(new nn.PReLU()), xa.map((v) => (v > 0 ? v : 0.25 * v)));
+    const prelu = new nn.PReLU({ numParameters: 2, init: 0.1 });
+    c.equal('PReLU parameters: weight [2]', prelu.namedParameters().map(([k, t]) => [k, Array.from(t.shape)]), [['weight', [2]]]);
+    c.close('PReLU per channel', await arr(noGrad(() => prelu.forward(tensor([[-1, 2], [3, -4]])))), [-0.1, 2, 3, -0.4]);
+    c.equal('PReLU toString', prelu.toString(), 'PReLU(num_parameters=2)');
+    // Layers that move elements.
+    c.close('Identity', await act(new nn.Identity()), xa);
+    c.equal('Unflatten(1, [2, -1])', Array.from(new nn.Unflatten(1, [2, -1]).forward(skiff.zeros([2, 6])).shape), [2, 2, 3]);
+    const pix = tensor(Array.from({ length: 8 }, (_, k) => k), { shape: [1, 4, 1, 2] });
+    const shuffled = noGrad(() => new nn.PixelShuffle(2).forward(pix));
+    c.equal('PixelShuffle(2): [1, 4, 1, 2] to [1, 1, 2, 4]', [Array.from(shuffled.shape), await arr(shuffled)], [[1, 1, 2, 4], [0, 2, 1, 3, 4, 6, 5, 7]]);
+    c.equal('PixelUnshuffle(2) inverts it', await arr(noGrad(() => new nn.PixelUnshuffle(2).forward(shuffled))), [0, 1, 2, 3, 4, 5, 6, 7]);
+    const padded = noGrad(() => new nn.ZeroPad2d([1, 0, 0, 1]).forward(tensor([[1, 2], [3, 4]])));
+    c.equal('ZeroPad2d([left 1, right 0, top 0, bottom 1])', [Array.from(padded.shape), await arr(padded)], [[3, 3], [0, 1, 2, 0, 3, 4, 0, 0, 0]]);
+    c.equal('ZeroPad2d(2) toString', new nn.ZeroPad2d(2).toString(), 'ZeroPad2d((2, 2, 2, 2))');
     return c.report();
   },
 };

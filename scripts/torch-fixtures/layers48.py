@@ -1,0 +1,165 @@
+"""Writes the PyTorch reference values for the layers48 tests to one safetensors file.
+
+Run through scripts/torch-fixtures/run.sh, which sets up the pinned venv.
+Every tensor is named `<entry>.<part>`; see tests/fixtures/torch/README.md.
+Each gradient entry is gradchecked first, so the fixture itself can be trusted.
+"""
+
+import json
+import math
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+torch.manual_seed(0)
+torch.set_default_dtype(torch.float64)
+
+OUT = {}
+
+
+def stored(t):
+    # Fixture convention (see README): floats f64, bools BOOL, ints i32
+    # (the dtypes skiff's safetensors reader takes as they are).
+    t = t.detach()
+    if t.dtype == torch.bool:
+        pass
+    elif not t.is_floating_point():
+        t = t.to(torch.int32)
+    return t.clone().contiguous()  # safetensors refuses views sharing storage
+
+
+def away(make, avoid, tol=1e-3):
+    """Redraws until no element is within tol of a kink, so that finite differences
+    (gradcheck) and the Rust side agree on which branch each element takes."""
+    while True:
+        t = make()
+        if all((t - a).abs().min() > tol for a in avoid):
+            return t
+
+
+def grad_entry(name, fn, inputs, consts=None, module=None):
+    """y = fn(*inputs.values(), **consts), or module(*inputs.values()) with its own
+    parameters. Float inputs and the parameters are differentiated; consts are only stored."""
+    consts = consts or {}
+    params = dict(module.named_parameters()) if module is not None else {}
+    for t in inputs.values():
+        t.requires_grad_(True)
+    keys = list(inputs)
+
+    def f(*ts):
+        ins = dict(zip(keys, ts[: len(keys)]))
+        if module is not None:
+            ps = dict(zip(params, ts[len(keys):]))
+            return torch.func.functional_call(module, ps, tuple(ins.values()))
+        return fn(*ins.values(), **consts)
+
+    leaves = tuple(inputs.values()) + tuple(params.values())
+    assert torch.autograd.gradcheck(f, leaves), name
+
+    y = f(*leaves)
+    gy = torch.randn_like(y)
+    grads = torch.autograd.grad(y, leaves, gy)
+
+    parts = {**inputs, **consts, "y": y, "gy": gy}
+    for k, g in zip(keys, grads):
+        parts["gx" if k == "x" else f"g_{k}"] = g
+    for k, p, g in zip(params, params.values(), grads[len(keys):]):
+        parts[f"p_{k}"] = p
+        parts[f"g_{k}"] = g
+    OUT.update({f"{name}.{k}": stored(v) for k, v in parts.items()})
+
+
+def plain_entry(name, **parts):
+    # Non-differentiable outputs (bool/int): no gy and no gradients.
+    OUT.update({f"{name}.{k}": stored(v) for k, v in parts.items()})
+
+
+def uniform(lo, hi, *shape):
+    return torch.empty(*shape).uniform_(lo, hi)
+
+
+# --- activations (redrawn away from their kinks) ---
+grad_entry("elu", lambda x: F.elu(x, alpha=0.7),
+           {"x": away(lambda: torch.randn(3, 5), [0.0])})
+grad_entry("selu", F.selu, {"x": away(lambda: uniform(-4, 4, 4, 6), [0.0])})
+grad_entry("mish", F.mish, {"x": uniform(-5, 5, 4, 6)})
+grad_entry("hardswish", F.hardswish, {"x": away(lambda: uniform(-5, 5, 4, 6), [-3.0, 3.0])})
+grad_entry("hardsigmoid", F.hardsigmoid,
+           {"x": away(lambda: uniform(-5, 5, 4, 6), [-3.0, 3.0])})
+
+m = nn.PReLU(num_parameters=3)
+with torch.no_grad():
+    m.weight.copy_(uniform(0.1, 0.5, 3))
+grad_entry("prelu", None, {"x": away(lambda: torch.randn(2, 3, 4), [0.0])}, module=m)
+grad_entry("prelu1", None, {"x": away(lambda: torch.randn(2, 3, 4), [0.0])},
+           module=nn.PReLU())
+
+# --- shape and layout ---
+grad_entry("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), {"x": torch.randn(2, 8, 2, 3)})
+grad_entry("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), {"x": torch.randn(1, 2, 4, 6)})
+grad_entry("zeropad2d", nn.ZeroPad2d((1, 2, 0, 3)), {"x": torch.randn(1, 2, 3, 3)})
+grad_entry("unflatten", nn.Unflatten(1, (2, 3)), {"x": torch.randn(4, 6, 2)})
+grad_entry("tril", lambda x: torch.tril(x, diagonal=-1), {"x": torch.randn(4, 5)})
+grad_entry("triu", lambda x: torch.triu(x, diagonal=1), {"x": torch.randn(2, 3, 4)})
+grad_entry("flip", lambda x: torch.flip(x, dims=(0, 2)), {"x": torch.randn(2, 3, 4)})
+grad_entry("roll", lambda x: torch.roll(x, shifts=(1, -2), dims=(0, 2)),
+           {"x": torch.randn(3, 4, 5)})
+grad_entry("roll_flat", lambda x: torch.roll(x, shifts=3), {"x": torch.randn(2, 5)})
+grad_entry("repeat", lambda x: x.repeat(2, 1, 3), {"x": torch.randn(3, 2)})
+grad_entry("tile", lambda x: torch.tile(x, (2,)), {"x": torch.randn(2, 3)})
+
+# --- reductions ---
+vn = torch.linalg.vector_norm
+grad_entry("norm2", lambda x: vn(x, ord=2), {"x": torch.randn(3, 4)})
+grad_entry("norm1_dim1", lambda x: vn(x, ord=1, dim=1), {"x": torch.randn(3, 4)})
+grad_entry("norminf_dim0", lambda x: vn(x, ord=math.inf, dim=0), {"x": torch.randn(3, 4)})
+grad_entry("norm3_keepdim", lambda x: vn(x, ord=3, dim=(0, 1), keepdim=True),
+           {"x": torch.randn(2, 3, 4)})
+# Ties on purpose: torch splits the gradient evenly among tied maxima/minima.
+grad_entry("amax_ties", lambda x: torch.amax(x, dim=1),
+           {"x": torch.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])})
+grad_entry("amin_ties", lambda x: torch.amin(x, dim=1, keepdim=True),
+           {"x": torch.tensor([[1.0, 3.0, 1.0], [2.0, 2.0, 5.0]])})
+
+# --- elementwise with tensor operands ---
+lo = torch.randn(4) * 0.5 - 0.5
+hi = lo + uniform(0.2, 1.5, 4)
+x = away(lambda: torch.randn(3, 4), [lo, hi])  # lo/hi drawn first so x can avoid them
+grad_entry("clamp_tensor", lambda x, lo, hi: torch.clamp(x, min=lo, max=hi),
+           {"x": x, "lo": lo, "hi": hi})
+
+x = torch.randn(3, 4)
+mask = torch.rand(4) > 0.5
+grad_entry("masked_fill", lambda x, mask: x.masked_fill(mask, -1.5), {"x": x},
+           consts={"mask": mask})
+
+# --- non-differentiable outputs ---
+idx = torch.tensor([[0, 2], [3, 1], [2, 2]])
+plain_entry("one_hot", idx=idx, y=F.one_hot(idx, num_classes=4))
+special = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -1.5, 2.0])
+for op in (torch.isnan, torch.isinf, torch.isfinite):
+    plain_entry(op.__name__, x=special, y=op(special))
+x = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+plain_entry("any_dim1", x=x, y=torch.any(x, dim=1))
+x = torch.tensor([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]])
+plain_entry("all_dim0", x=x, y=torch.all(x, dim=0))
+
+path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
+save_file(OUT, path, metadata={
+    "torch_version": torch.__version__,
+    "note": "written by scripts/torch-fixtures/layers48.py",
+})
+
+# safetensors writes __metadata__ in HashMap order, which changes from run to run.
+# Sort it in place (same length) so an unchanged fixture regenerates byte-identical.
+with open(path, "r+b") as f:
+    n = int.from_bytes(f.read(8), "little")
+    header = json.loads(f.read(n))
+    header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    assert len(text) <= n
+    f.seek(8)
+    f.write(text.ljust(n, b" "))

@@ -1,0 +1,228 @@
+//! The layers and ops of "The layers and ops that real models need" against
+//! PyTorch: `tests/fixtures/torch/layers48.safetensors` holds PyTorch's
+//! inputs, outputs and gradients (written by scripts/torch-fixtures/, which
+//! CI never runs). Each entry runs here in f64 on the cpu (to 1e-12) and in
+//! f32 on the GPU when there is one (to 1e-5), layers with PyTorch's
+//! parameter names loaded strictly.
+
+use crate::common::{assert_close, gpu};
+use skiff::io::safetensors as st;
+use skiff::nn::{
+    Hardsigmoid, Hardswish, Layer, Mish, PReLU, PixelShuffle, PixelUnshuffle, Unflatten, ZeroPad2d, ELU, SELU,
+};
+use skiff::{DType, Device, Result, Tensor};
+
+const FIXTURE: &[u8] = include_bytes!("../fixtures/torch/layers48.safetensors");
+
+/// The fixture's tensors, handed out on `device` with floats in `dtype`.
+struct Fixture {
+    tensors: Vec<(String, Tensor)>,
+    dtype: DType,
+    device: Device,
+}
+
+impl Fixture {
+    fn load(device: &Device, dtype: DType) -> Fixture {
+        // Read on the cpu: the f64 values become f32 before they move to a GPU.
+        let tensors = st::from_bytes(FIXTURE, &Device::Cpu).expect("the fixture parses");
+        Fixture { tensors, dtype, device: device.clone() }
+    }
+    fn get(&self, name: &str) -> Tensor {
+        let t =
+            self.tensors.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("fixture lacks {name}")).1.clone();
+        let t = if t.dtype().is_float() { t.to_dtype(self.dtype).unwrap() } else { t };
+        t.to(&self.device).unwrap()
+    }
+    /// Entry `e`'s input `x` as a fresh leaf that requires grad.
+    fn leaf(&self, e: &str, part: &str) -> Tensor {
+        let t = self.get(&format!("{e}.{part}")).detach();
+        t.requires_grad_(true).unwrap();
+        t
+    }
+}
+
+fn host(t: &Tensor) -> Vec<f64> {
+    t.to_f64_vec().unwrap()
+}
+
+/// Runs `f` on entry `e`'s leaves `inputs` (x first), checks y, backpropagates
+/// the fixture's gy, and checks each input's gradient (`gx`, `g_<name>`) and
+/// each extra tensor's gradient in `params` (`g_<name>`).
+fn check(
+    fx: &Fixture,
+    tol: f64,
+    e: &str,
+    inputs: &[&str],
+    params: &[(String, Tensor)],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) {
+    let leaves: Vec<Tensor> = inputs.iter().map(|p| fx.leaf(e, p)).collect();
+    let y = f(&leaves).unwrap_or_else(|err| panic!("{e}: {err}"));
+    let want = fx.get(&format!("{e}.y"));
+    assert_eq!(y.shape(), want.shape(), "{e}: output shape");
+    assert_close(&host(&y), &host(&want), tol);
+    let gy = fx.get(&format!("{e}.gy"));
+    y.mul(&gy).unwrap().sum_all().unwrap().backward().unwrap();
+    for (name, leaf) in inputs.iter().zip(&leaves) {
+        let key = if *name == "x" { format!("{e}.gx") } else { format!("{e}.g_{name}") };
+        let g = leaf.grad().unwrap_or_else(|| panic!("{e}: no gradient for {name}"));
+        assert_close(&host(&g), &host(&fx.get(&key)), tol);
+    }
+    for (name, p) in params {
+        let g = p.grad().unwrap_or_else(|| panic!("{e}: no gradient for parameter {name}"));
+        assert_close(&host(&g), &host(&fx.get(&format!("{e}.g_{name}"))), tol);
+    }
+}
+
+/// Entry `e` through a layer (on the fixture's device and dtype), its
+/// parameters loaded strictly from the fixture's `p_<name>` tensors.
+fn check_layer(fx: &Fixture, tol: f64, e: &str, layer: &dyn Layer, device: &Device) {
+    layer.to(device).unwrap();
+    layer.to_dtype(fx.dtype).unwrap();
+    let names: Vec<String> = layer.named_parameters().into_iter().map(|(n, _)| n).collect();
+    let entries: Vec<(String, Tensor)> = names.iter().map(|n| (n.clone(), fx.get(&format!("{e}.p_{n}")))).collect();
+    layer.load_state_dict(&entries, true).unwrap();
+    check(fx, tol, e, &["x"], &layer.named_parameters(), |x| layer.forward(&x[0]));
+}
+
+/// A non-differentiable entry: `f` of the fixture's named inputs against `y` exactly.
+fn check_exact(fx: &Fixture, e: &str, inputs: &[&str], f: impl Fn(&[Tensor]) -> Result<Tensor>) {
+    let ins: Vec<Tensor> = inputs.iter().map(|p| fx.get(&format!("{e}.{p}"))).collect();
+    let y = f(&ins).unwrap_or_else(|err| panic!("{e}: {err}"));
+    let want = fx.get(&format!("{e}.y"));
+    assert_eq!((y.shape(), y.dtype()), (want.shape(), want.dtype()), "{e}: shape and dtype");
+    assert_eq!(host(&y), host(&want), "{e}");
+}
+
+fn every_entry(device: &Device, dtype: DType, tol: f64) {
+    let fx = Fixture::load(device, dtype);
+    let fx = &fx;
+    check_layer(fx, tol, "elu", &ELU::new(0.7), device);
+    check_layer(fx, tol, "selu", &SELU::new(), device);
+    check_layer(fx, tol, "mish", &Mish::new(), device);
+    check_layer(fx, tol, "hardswish", &Hardswish::new(), device);
+    // PyTorch's hardsigmoid backward multiplies by 1.0f / 6.0f, an f32
+    // constant, in every dtype: its f64 gradient is 3e-8 (relative) off 1/6.
+    // The gradient is checked against PyTorch to that, and against the exact
+    // gy / 6 inside (-3, 3) to `tol`.
+    check_layer(fx, tol.max(1e-7), "hardsigmoid", &Hardsigmoid::new(), device);
+    hardsigmoid_gradient_is_exactly_a_sixth(fx, tol);
+    check_layer(fx, tol, "prelu", &PReLU::new(3, 0.25).unwrap(), device);
+    check_layer(fx, tol, "prelu1", &PReLU::new(1, 0.25).unwrap(), device);
+    check_layer(fx, tol, "pixel_shuffle", &PixelShuffle::new(2), device);
+    check_layer(fx, tol, "pixel_unshuffle", &PixelUnshuffle::new(2), device);
+    check_layer(fx, tol, "zeropad2d", &ZeroPad2d::new([1, 2, 0, 3]), device);
+    check_layer(fx, tol, "unflatten", &Unflatten::new(1, &[2, 3]).unwrap(), device);
+    check(fx, tol, "tril", &["x"], &[], |x| x[0].tril(-1));
+    check(fx, tol, "triu", &["x"], &[], |x| x[0].triu(1));
+    check(fx, tol, "flip", &["x"], &[], |x| x[0].flip(&[0, 2]));
+    check(fx, tol, "roll", &["x"], &[], |x| x[0].roll(&[1, -2], &[0, 2]));
+    check(fx, tol, "roll_flat", &["x"], &[], |x| x[0].roll(&[3], &[]));
+    check(fx, tol, "repeat", &["x"], &[], |x| x[0].repeat(&[2, 1, 3]));
+    check(fx, tol, "tile", &["x"], &[], |x| x[0].tile(&[2]));
+    check(fx, tol, "norm2", &["x"], &[], |x| x[0].norm(2.0, &[], false));
+    check(fx, tol, "norm1_dim1", &["x"], &[], |x| x[0].norm(1.0, &[1], false));
+    check(fx, tol, "norminf_dim0", &["x"], &[], |x| x[0].norm(f64::INFINITY, &[0], false));
+    check(fx, tol, "norm3_keepdim", &["x"], &[], |x| x[0].norm(3.0, &[0, 1], true));
+    check(fx, tol, "amax_ties", &["x"], &[], |x| x[0].amax(&[1], false));
+    check(fx, tol, "amin_ties", &["x"], &[], |x| x[0].amin(&[1], true));
+    check(fx, tol, "clamp_tensor", &["x", "lo", "hi"], &[], |x| x[0].clamp_tensor(Some(&x[1]), Some(&x[2])));
+    let mask = fx.get("masked_fill.mask");
+    check(fx, tol, "masked_fill", &["x"], &[], |x| x[0].masked_fill(&mask, -1.5));
+    check_exact(fx, "one_hot", &["idx"], |x| x[0].one_hot(4));
+    check_exact(fx, "isnan", &["x"], |x| x[0].isnan());
+    check_exact(fx, "isinf", &["x"], |x| x[0].isinf());
+    check_exact(fx, "isfinite", &["x"], |x| x[0].isfinite());
+    check_exact(fx, "any_dim1", &["x"], |x| x[0].any(&[1], false));
+    check_exact(fx, "all_dim0", &["x"], |x| x[0].all(&[0], false));
+}
+
+fn hardsigmoid_gradient_is_exactly_a_sixth(fx: &Fixture, tol: f64) {
+    let x = fx.leaf("hardsigmoid", "x");
+    let gy = fx.get("hardsigmoid.gy");
+    x.hardsigmoid().unwrap().mul(&gy).unwrap().sum_all().unwrap().backward().unwrap();
+    let want: Vec<f64> =
+        host(&x).iter().zip(host(&gy)).map(|(&v, g)| if v > -3.0 && v < 3.0 { g / 6.0 } else { 0.0 }).collect();
+    assert_close(&host(&x.grad().unwrap()), &want, tol);
+}
+
+#[test]
+fn every_entry_matches_pytorch_in_f64_on_the_cpu() {
+    every_entry(&Device::Cpu, DType::F64, 1e-12);
+}
+
+#[test]
+fn every_entry_matches_pytorch_in_f32_on_the_gpu() {
+    let Some(dev) = gpu() else { return };
+    every_entry(&dev, DType::F32, 1e-5);
+}
+
+#[test]
+fn prelu_loads_pytorch_state_dicts_strictly() {
+    // A state dict with the wrong parameter count or name is an error naming it.
+    let layer = PReLU::new(3, 0.25).unwrap();
+    let wrong = [("weight".to_string(), Tensor::ones(&[4], DType::F32).unwrap())];
+    assert!(layer.load_state_dict(&wrong, true).is_err());
+    let renamed = [("slope".to_string(), Tensor::ones(&[3], DType::F32).unwrap())];
+    assert!(layer.load_state_dict(&renamed, true).is_err());
+    assert_eq!(layer.state_dict()[0].0, "weight");
+    assert_eq!(layer.repr(), "PReLU(num_parameters=3)");
+}
+
+#[test]
+fn new_layers_print_as_pytorch_does() {
+    // The strings PyTorch 2.15 prints for the same constructions.
+    let cases: Vec<(Box<dyn Layer>, &str)> = vec![
+        (Box::new(ELU::new(0.7)), "ELU(alpha=0.7)"),
+        (Box::new(ELU::default()), "ELU(alpha=1.0)"),
+        (Box::new(SELU::new()), "SELU()"),
+        (Box::new(Mish::new()), "Mish()"),
+        (Box::new(Hardswish::new()), "Hardswish()"),
+        (Box::new(Hardsigmoid::new()), "Hardsigmoid()"),
+        (Box::new(PReLU::new(3, 0.25).unwrap()), "PReLU(num_parameters=3)"),
+        (Box::new(skiff::nn::Identity::new()), "Identity()"),
+        (Box::new(Unflatten::new(1, &[2, 3]).unwrap()), "Unflatten(dim=1, unflattened_size=(2, 3))"),
+        (Box::new(Unflatten::new(1, &[-1]).unwrap()), "Unflatten(dim=1, unflattened_size=(-1,))"),
+        (Box::new(PixelShuffle::new(2)), "PixelShuffle(upscale_factor=2)"),
+        (Box::new(PixelUnshuffle::new(2)), "PixelUnshuffle(downscale_factor=2)"),
+        (Box::new(ZeroPad2d::new([1, 2, 0, 3])), "ZeroPad2d((1, 2, 0, 3))"),
+        (Box::new(ZeroPad2d::uniform(2)), "ZeroPad2d((2, 2, 2, 2))"),
+    ];
+    for (layer, want) in cases {
+        assert_eq!(layer.repr(), want);
+    }
+}
+
+#[test]
+fn new_layers_reject_bad_arguments_by_name() {
+    use crate::common::{expect_err, Kind};
+    expect_err(PReLU::new(0, 0.25), Kind::Value, "PReLU", &["num_parameters"]);
+    expect_err(PReLU::new(2, f64::NAN), Kind::Value, "PReLU", &["init", "NaN"]);
+    expect_err(Unflatten::new(1, &[-1, -1]), Kind::Value, "Unflatten", &["-1"]);
+    let x = Tensor::zeros(&[2, 6], DType::F32).unwrap();
+    expect_err(Unflatten::new(1, &[4, 2]).unwrap().forward(&x), Kind::Shape, "Unflatten", &["[2, 6]", "[4, 2]"]);
+    expect_err(
+        PReLU::new(4, 0.25).unwrap().forward(&Tensor::zeros(&[2, 3], DType::F32).unwrap()),
+        Kind::Shape,
+        "prelu",
+        &["[4]", "3"],
+    );
+    expect_err(
+        PixelShuffle::new(2).forward(&Tensor::zeros(&[1, 6, 2, 2], DType::F32).unwrap()),
+        Kind::Shape,
+        "pixel_shuffle",
+        &["6 channels"],
+    );
+    expect_err(
+        PixelUnshuffle::new(2).forward(&Tensor::zeros(&[1, 1, 3, 4], DType::F32).unwrap()),
+        Kind::Shape,
+        "pixel_unshuffle",
+        &["height 3"],
+    );
+    expect_err(
+        ZeroPad2d::uniform(1).forward(&Tensor::zeros(&[3], DType::F32).unwrap()),
+        Kind::Shape,
+        "ZeroPad2d",
+        &["[3]"],
+    );
+}
