@@ -234,6 +234,12 @@ declare module '../pkg/skiff.js' {
     maxPool2dIndices(kernelSize: number | [number, number], options?: { stride?: number | [number, number] | null; padding?: number | [number, number]; dilation?: 1; ceilMode?: false }): Tensor<'int32'>;
     /** Mean over each window of [N, C, H, W] (zero padding counts toward the mean). */
     avgPool2d(kernelSize: number | [number, number], options?: { stride?: number | [number, number] | null; padding?: number | [number, number]; ceilMode?: false; countIncludePad?: true }): Tensor<D>;
+    /** 1-D cross-correlation of [N, C, L] with weight [O, C/groups, k]. */
+    conv1d(weight: Tensor<D>, bias?: Tensor<D> | null, options?: { stride?: number; padding?: number; dilation?: number; groups?: number }): Tensor<D>;
+    /** Transposed 2-D convolution of [N, Cin, H, W] with weight [Cin, Cout/groups, kh, kw] (the gradient of conv2d). */
+    convTranspose2d(weight: Tensor<D>, bias?: Tensor<D> | null, options?: { stride?: number | [number, number]; padding?: number | [number, number]; outputPadding?: number | [number, number]; groups?: number; dilation?: number | [number, number] }): Tensor<D>;
+    /** Resamples the spatial axes of [N, C, L] or [N, C, H, W] to `size` or by `scale_factor` (nearest, linear, bilinear). */
+    interpolate(size?: number | number[] | null, scaleFactor?: number | null, options?: { mode?: 'nearest' | 'linear' | 'bilinear'; alignCorners?: boolean | null }): Tensor<D>;
     /** exp(x) / sum(exp(x)) along `dim`, computed stably. */
     softmax(dim: number): Tensor<D>;
     /** log(softmax(x)) along `dim`, computed stably. */
@@ -254,6 +260,12 @@ declare module '../pkg/skiff.js' {
     dropout(p?: number, options?: { training?: boolean }): Tensor<D>;
     /** x where positive, weight * x elsewhere; weight has 1 element or one per channel (axis 1). */
     prelu(weight: Tensor<D>): Tensor<D>;
+    /** Normalises [N, C, *] over groups of channels and every position, then the optional per-channel affine. */
+    groupNorm(numGroups: number, weight?: Tensor<D> | null, bias?: Tensor<D> | null, options?: { eps?: number }): Tensor<D>;
+    /** Normalises each (sample, channel) of [N, C, *spatial] over its positions, then the optional per-channel affine. */
+    instanceNorm(weight?: Tensor<D> | null, bias?: Tensor<D> | null, options?: { eps?: number }): Tensor<D>;
+    /** x / sqrt(mean(x^2) + eps) over the trailing dims, times the optional weight (eps: the dtype's epsilon by default). */
+    rmsNorm(normalizedShape: number | number[], weight?: Tensor<D> | null, options?: { eps?: number | null }): Tensor<D>;
     // ---- end of the generated methods
   }
 }

@@ -147,6 +147,39 @@ plain_entry("any_dim1", x=x, y=torch.any(x, dim=1))
 x = torch.tensor([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]])
 plain_entry("all_dim0", x=x, y=torch.all(x, dim=0))
 
+# --- normalisations, convolutions and resampling (appended after the entries
+# above, so their random draws, and the values already checked in, stay the same) ---
+def affine(m):
+    with torch.no_grad():
+        m.weight.copy_(uniform(0.5, 1.5, *m.weight.shape))
+        if getattr(m, "bias", None) is not None:
+            m.bias.copy_(uniform(-1, 1, *m.bias.shape))
+    return m
+
+
+grad_entry("group_norm", None, {"x": torch.randn(2, 4, 3)}, module=affine(nn.GroupNorm(2, 4)))
+grad_entry("instance_norm2d", None, {"x": torch.randn(2, 3, 2, 3)},
+           module=affine(nn.InstanceNorm2d(3, affine=True)))
+grad_entry("instance_norm1d", None, {"x": torch.randn(2, 3, 5)}, module=nn.InstanceNorm1d(3))
+grad_entry("rms_norm", None, {"x": torch.randn(3, 4)}, module=affine(nn.RMSNorm(4)))
+grad_entry("conv1d", None, {"x": torch.randn(2, 4, 7)},
+           module=nn.Conv1d(4, 2, 3, stride=2, padding=1, groups=2))
+grad_entry("conv_transpose2d", None, {"x": torch.randn(2, 3, 3, 2)},
+           module=nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1))
+grad_entry("conv_transpose2d_groups", None, {"x": torch.randn(1, 4, 2, 3)},
+           module=nn.ConvTranspose2d(4, 2, (2, 3), stride=(1, 2), output_padding=(0, 1), groups=2,
+                                     dilation=(2, 1), bias=False))
+grad_entry("upsample_nearest", nn.Upsample(size=(5, 6)), {"x": torch.randn(1, 2, 3, 4)})
+grad_entry("upsample_nearest_scale", nn.Upsample(scale_factor=1.5), {"x": torch.randn(1, 2, 5)})
+grad_entry("upsample_bilinear", nn.Upsample(size=(5, 7), mode="bilinear"),
+           {"x": torch.randn(2, 2, 3, 4)})
+grad_entry("upsample_bilinear_corners",
+           nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True),
+           {"x": torch.randn(1, 2, 3, 4)})
+grad_entry("upsample_bilinear_scale", nn.Upsample(scale_factor=1.7, mode="bilinear"),
+           {"x": torch.randn(1, 1, 3, 4)})
+grad_entry("upsample_linear", nn.Upsample(size=3, mode="linear"), {"x": torch.randn(2, 3, 5)})
+
 path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
 save_file(OUT, path, metadata={
     "torch_version": torch.__version__,

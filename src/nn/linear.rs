@@ -8,7 +8,11 @@ use crate::tensor::Tensor;
 
 /// PyTorch's default for Linear/Conv weights and biases:
 /// kaiming_uniform(a = sqrt(5)) = U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for both.
-fn default_weight_and_bias(op: &'static str, wshape: &[usize], bias: Option<usize>) -> Result<(Param, Option<Param>)> {
+pub(super) fn default_weight_and_bias(
+    op: &'static str,
+    wshape: &[usize],
+    bias: Option<usize>,
+) -> Result<(Param, Option<Param>)> {
     if wshape.contains(&0) {
         return Err(Error::value(op, format!("every size must be positive, got weight shape {wshape:?}")));
     }
@@ -25,7 +29,7 @@ fn default_weight_and_bias(op: &'static str, wshape: &[usize], bias: Option<usiz
     Ok((Param::parameter(w)?, bias))
 }
 
-fn weight_and_bias(w: &Param, b: &Option<Param>) -> Vec<(String, Param)> {
+pub(super) fn weight_and_bias(w: &Param, b: &Option<Param>) -> Vec<(String, Param)> {
     let mut v = vec![("weight".to_string(), w.clone())];
     v.extend(b.iter().map(|b| ("bias".to_string(), b.clone())));
     v

@@ -30,6 +30,7 @@
 mod activation;
 mod attention;
 mod container;
+mod conv;
 mod hooks;
 pub mod init;
 mod linear;
@@ -40,19 +41,23 @@ mod repr;
 mod reshape;
 mod tree;
 
+pub use crate::ops::resample::Interpolation;
 pub use activation::{
     GeluApproximate, Hardsigmoid, Hardswish, LeakyReLU, Mish, PReLU, ReLU, SiLU, Sigmoid, Softmax, Tanh, ELU, GELU,
     SELU,
 };
 pub use attention::MultiHeadAttention;
 pub use container::{LayerDict, LayerList, Sequential};
+pub use conv::{Conv1d, Conv1dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 pub use hooks::{HookHandle, Hooks, PostHook, PreHook};
 pub use linear::{Conv2d, Conv2dConfig, Embedding, Linear};
 pub use loss::{BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss};
-pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, LayerNorm};
+pub use norm::{
+    BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, GroupNorm, InstanceNorm, LayerNorm, RMSNorm,
+};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
 pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
-pub use reshape::{Identity, PixelShuffle, PixelUnshuffle, Unflatten, ZeroPad2d};
+pub use reshape::{Identity, PixelShuffle, PixelUnshuffle, Unflatten, Upsample, ZeroPad2d};
 pub use tree::AsLayer;
 
 use crate::device::Device;

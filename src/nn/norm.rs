@@ -1,4 +1,5 @@
-//! Normalisation and regularisation layers: BatchNorm1d/2d, LayerNorm, Dropout.
+//! Normalisation and regularisation layers: BatchNorm1d/2d, LayerNorm, GroupNorm,
+//! InstanceNorm1d/2d, RMSNorm, Dropout.
 
 use super::{py_bool, py_float, py_tuple, Core, Layer, Param};
 use crate::autograd::no_grad;
@@ -285,4 +286,215 @@ impl Layer for Dropout {
     fn extra_repr(&self) -> String {
         format!("p={}", py_float(self.p))
     }
+}
+
+/// Group normalisation of `[N, C, *]` (PyTorch's `nn.GroupNorm`): weight
+/// and bias `[C]` (ones and zeros) when `affine`.
+pub struct GroupNorm {
+    core: Core,
+    pub num_groups: usize,
+    pub num_channels: usize,
+    pub eps: f64,
+    pub weight: Option<Param>,
+    pub bias: Option<Param>,
+}
+
+impl GroupNorm {
+    pub fn new(num_groups: usize, num_channels: usize) -> Result<GroupNorm> {
+        GroupNorm::with_options(num_groups, num_channels, 1e-5, true)
+    }
+    pub fn with_options(num_groups: usize, num_channels: usize, eps: f64, affine: bool) -> Result<GroupNorm> {
+        if num_groups == 0 || num_channels % num_groups != 0 {
+            return Err(Error::value(
+                "GroupNorm",
+                format!("num_groups {num_groups} must divide num_channels {num_channels}"),
+            ));
+        }
+        check_eps("GroupNorm", eps)?;
+        let (weight, bias) = affine_params(&[num_channels], affine)?;
+        Ok(GroupNorm { core: Core::default(), num_groups, num_channels, eps, weight, bias })
+    }
+}
+
+impl Layer for GroupNorm {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        let (w, b) = (self.weight.as_ref().map(|p| p.get()), self.bias.as_ref().map(|p| p.get()));
+        x.group_norm(self.num_groups, w.as_ref(), b.as_ref(), self.eps)
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        named_affine(&self.weight, &self.bias)
+    }
+    fn type_name(&self) -> &'static str {
+        "GroupNorm"
+    }
+    fn extra_repr(&self) -> String {
+        let affine = py_bool(self.weight.is_some());
+        format!(
+            "{}, {}, eps={}, affine={affine}, bias={affine}",
+            self.num_groups,
+            self.num_channels,
+            py_float(self.eps)
+        )
+    }
+}
+
+/// Instance normalisation (PyTorch's `nn.InstanceNorm1d` / `2d` without
+/// running statistics): each (sample, channel) over its positions; weight
+/// and bias `[C]` when `affine` (off by default, as PyTorch). An unbatched
+/// input (`[C, L]` for 1d, `[C, H, W]` for 2d) is one sample.
+pub struct InstanceNorm {
+    core: Core,
+    name: &'static str,
+    spatial: usize,
+    pub num_features: usize,
+    pub eps: f64,
+    pub weight: Option<Param>,
+    pub bias: Option<Param>,
+}
+
+impl InstanceNorm {
+    /// `InstanceNorm1d(num_features)` for `[N, C, L]`.
+    pub fn new_1d(num_features: usize, eps: f64, affine: bool) -> Result<InstanceNorm> {
+        InstanceNorm::build("InstanceNorm1d", 1, num_features, eps, affine)
+    }
+    /// `InstanceNorm2d(num_features)` for `[N, C, H, W]`.
+    pub fn new_2d(num_features: usize, eps: f64, affine: bool) -> Result<InstanceNorm> {
+        InstanceNorm::build("InstanceNorm2d", 2, num_features, eps, affine)
+    }
+    fn build(name: &'static str, spatial: usize, num_features: usize, eps: f64, affine: bool) -> Result<InstanceNorm> {
+        if num_features == 0 {
+            return Err(Error::value(name, "num_features must be positive, got 0"));
+        }
+        check_eps(name, eps)?;
+        let (weight, bias) = affine_params(&[num_features], affine)?;
+        Ok(InstanceNorm { core: Core::default(), name, spatial, num_features, eps, weight, bias })
+    }
+}
+
+impl Layer for InstanceNorm {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        let batched = x.ndim() == self.spatial + 2;
+        if !batched && x.ndim() != self.spatial + 1 {
+            return Err(Error::shape(
+                self.name,
+                format!("expects {} or {} dims, got shape {:?}", self.spatial + 2, self.spatial + 1, x.shape()),
+            ));
+        }
+        let c = x.shape()[usize::from(batched)];
+        if c != self.num_features {
+            return Err(Error::shape(
+                self.name,
+                format!("expects {} channels, got shape {:?}", self.num_features, x.shape()),
+            ));
+        }
+        let (w, b) = (self.weight.as_ref().map(|p| p.get()), self.bias.as_ref().map(|p| p.get()));
+        let xb = if batched { x.clone() } else { x.unsqueeze(0)? };
+        let y = xb.instance_norm(w.as_ref(), b.as_ref(), self.eps)?;
+        if batched {
+            Ok(y)
+        } else {
+            y.squeeze(Some(0))
+        }
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        named_affine(&self.weight, &self.bias)
+    }
+    fn type_name(&self) -> &'static str {
+        self.name
+    }
+    fn extra_repr(&self) -> String {
+        let affine = py_bool(self.weight.is_some());
+        format!(
+            "{}, eps={}, momentum=0.1, affine={affine}, bias={affine}, track_running_stats=False",
+            self.num_features,
+            py_float(self.eps),
+        )
+    }
+}
+
+/// RMS normalisation over the trailing `normalized_shape` axes (PyTorch's
+/// `nn.RMSNorm`): weight of that shape (ones) when `elementwise_affine`;
+/// `eps` None is the input dtype's machine epsilon.
+pub struct RMSNorm {
+    core: Core,
+    pub normalized_shape: Vec<usize>,
+    pub eps: Option<f64>,
+    pub weight: Option<Param>,
+}
+
+impl RMSNorm {
+    pub fn new(normalized_shape: &[usize]) -> Result<RMSNorm> {
+        RMSNorm::with_options(normalized_shape, None, true)
+    }
+    pub fn with_options(normalized_shape: &[usize], eps: Option<f64>, elementwise_affine: bool) -> Result<RMSNorm> {
+        if normalized_shape.is_empty() || normalized_shape.contains(&0) {
+            return Err(Error::value(
+                "RMSNorm",
+                format!("normalized_shape must be non-empty with positive sizes, got {normalized_shape:?}"),
+            ));
+        }
+        if let Some(e) = eps {
+            check_eps("RMSNorm", e)?;
+        }
+        let weight = if elementwise_affine {
+            Some(Param::parameter(Tensor::ones(normalized_shape, DType::F32)?)?)
+        } else {
+            None
+        };
+        Ok(RMSNorm { core: Core::default(), normalized_shape: normalized_shape.to_vec(), eps, weight })
+    }
+}
+
+impl Layer for RMSNorm {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        let w = self.weight.as_ref().map(|p| p.get());
+        x.rms_norm(&self.normalized_shape, w.as_ref(), self.eps)
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn local_parameters(&self) -> Vec<(String, Param)> {
+        self.weight.iter().map(|p| ("weight".to_string(), p.clone())).collect()
+    }
+    fn type_name(&self) -> &'static str {
+        "RMSNorm"
+    }
+    fn extra_repr(&self) -> String {
+        let eps = self.eps.map_or("None".to_string(), py_float);
+        format!(
+            "{}, eps={eps}, elementwise_affine={}",
+            py_tuple(&self.normalized_shape),
+            py_bool(self.weight.is_some())
+        )
+    }
+}
+
+fn check_eps(op: &'static str, eps: f64) -> Result<()> {
+    if !(eps > 0.0 && eps.is_finite()) {
+        return Err(Error::value(op, format!("eps must be positive and finite, got {eps}")));
+    }
+    Ok(())
+}
+
+/// Weight (ones) and bias (zeros) of `shape` when `affine`.
+fn affine_params(shape: &[usize], affine: bool) -> Result<(Option<Param>, Option<Param>)> {
+    if !affine {
+        return Ok((None, None));
+    }
+    Ok((
+        Some(Param::parameter(Tensor::ones(shape, DType::F32)?)?),
+        Some(Param::parameter(Tensor::zeros(shape, DType::F32)?)?),
+    ))
+}
+
+fn named_affine(w: &Option<Param>, b: &Option<Param>) -> Vec<(String, Param)> {
+    let mut v: Vec<(String, Param)> = w.iter().map(|p| ("weight".to_string(), p.clone())).collect();
+    v.extend(b.iter().map(|p| ("bias".to_string(), p.clone())));
+    v
 }

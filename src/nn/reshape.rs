@@ -1,9 +1,10 @@
 //! Parameter-free layers that move elements: `Identity`, `Unflatten`,
-//! `PixelShuffle` / `PixelUnshuffle` and `ZeroPad2d`, with PyTorch's
-//! constructor arguments and reprs.
+//! `PixelShuffle` / `PixelUnshuffle`, `ZeroPad2d` and `Upsample`, with
+//! PyTorch's constructor arguments and reprs.
 
-use super::{py_tuple, Core, Layer};
+use super::{py_float, py_tuple, Core, Layer};
 use crate::error::{Error, Result};
+use crate::ops::resample::Interpolation;
 use crate::tensor::Tensor;
 
 /// Returns its input (a placeholder where a model wants a layer).
@@ -163,5 +164,57 @@ impl Layer for ZeroPad2d {
     }
     fn extra_repr(&self) -> String {
         py_tuple(&self.padding)
+    }
+}
+
+/// Resamples the spatial axes of `[N, C, L]` or `[N, C, H, W]`
+/// (`Tensor::interpolate`): to a fixed `size` or by a `scale_factor`, in
+/// PyTorch's modes (`nearest`, `linear`, `bilinear`).
+pub struct Upsample {
+    core: Core,
+    pub size: Option<Vec<usize>>,
+    pub scale_factor: Option<f64>,
+    pub mode: Interpolation,
+}
+
+impl Upsample {
+    /// By `scale_factor` along every spatial axis.
+    pub fn with_scale(scale_factor: f64, mode: Interpolation) -> Result<Upsample> {
+        if !(scale_factor.is_finite() && scale_factor > 0.0) {
+            return Err(Error::value(
+                "Upsample",
+                format!("scale_factor must be a positive finite number, got {scale_factor}"),
+            ));
+        }
+        Ok(Upsample { core: Core::default(), size: None, scale_factor: Some(scale_factor), mode })
+    }
+    /// To `size` (one size for every spatial axis, or one per axis).
+    pub fn with_size(size: &[usize], mode: Interpolation) -> Result<Upsample> {
+        if size.is_empty() || size.contains(&0) {
+            return Err(Error::value("Upsample", format!("size must be positive sizes, got {size:?}")));
+        }
+        Ok(Upsample { core: Core::default(), size: Some(size.to_vec()), scale_factor: None, mode })
+    }
+}
+
+impl Layer for Upsample {
+    fn forward_impl(&self, x: &Tensor) -> Result<Tensor> {
+        x.interpolate(self.size.as_deref(), self.scale_factor, self.mode)
+    }
+    fn core(&self) -> &Core {
+        &self.core
+    }
+    fn type_name(&self) -> &'static str {
+        "Upsample"
+    }
+    /// PyTorch's: the size or the scale factor, then the mode.
+    fn extra_repr(&self) -> String {
+        let what = match (&self.size, self.scale_factor) {
+            (Some(s), _) if s.len() == 1 => format!("size={}", s[0]),
+            (Some(s), _) => format!("size={}", py_tuple(s)),
+            (None, Some(f)) => format!("scale_factor={}", py_float(f)),
+            (None, None) => String::new(),
+        };
+        format!("{what}, mode='{}'", self.mode.name())
     }
 }

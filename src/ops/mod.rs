@@ -12,15 +12,18 @@ pub mod binary;
 pub mod compare;
 pub mod composite;
 pub mod conv;
+pub mod conv_variants;
 pub mod index;
 pub mod join;
 pub mod logical;
 pub mod matmul;
 pub mod movement;
 pub mod norm;
+pub mod normalize;
 pub mod reduce;
 #[cfg(feature = "testing")]
 pub mod reference;
+pub mod resample;
 #[cfg(feature = "testing")]
 pub mod sample;
 pub mod signature;
@@ -296,8 +299,9 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Rearrangement (copies)", arrange::ops()),
         ("Joining and padding", join::ops()),
         ("Indexing", index::ops()),
-        ("Convolution and pooling (NCHW)", conv::ops()),
-        ("Neural-network functions and losses", composite::ops()),
+        ("Convolution and pooling (NCHW)", [conv::ops(), conv_variants::ops()].concat()),
+        ("Resampling", resample::ops()),
+        ("Neural-network functions and losses", [composite::ops(), normalize::ops()].concat()),
     ]
 }
 

@@ -6,6 +6,7 @@
 //! cannot succeed, wrapped counts and bad arguments are all errors.
 
 use crate::common::{check_err, Kind};
+use skiff::nn::Interpolation;
 use skiff::{DType, Reduction, Result, Tensor};
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -390,6 +391,65 @@ fn layers_and_ops() -> Vec<Bad> {
         bad!(Shape, "prelu", ["1 element or one per channel", "[2]"], f32s(&[1, 3, 2]).prelu(&f32s(&[2]))),
         bad!(DType, "prelu", ["f64", "f32"], f32s(&[2, 2]).prelu(&f64s(&[0.25], &[1]))),
         bad!(DType, "elu", ["i32"], ints(&[1], &[1]).elu(1.0)),
+        bad!(Value, "group_norm", ["num_groups 4", "6 channels"], f32s(&[2, 6, 3]).group_norm(4, None, None, 1e-5)),
+        bad!(Shape, "group_norm", ["weight", "[6]", "[3]"], f32s(&[2, 6]).group_norm(2, Some(&f32s(&[3])), None, 1e-5)),
+        bad!(Shape, "instance_norm", ["3 or more dims", "[2, 3]"], f32s(&[2, 3]).instance_norm(None, None, 1e-5)),
+        bad!(Value, "instance_norm", ["eps", "-1"], f32s(&[1, 2, 3]).instance_norm(None, None, -1.0)),
+        bad!(Shape, "rms_norm", ["[3]", "suffix", "[2, 4]"], f32s(&[2, 4]).rms_norm(&[3], None, None)),
+        bad!(
+            Shape,
+            "conv1d",
+            ["[N, C, L]", "[2, 3, 4, 5]"],
+            f32s(&[2, 3, 4, 5]).conv1d(&f32s(&[1, 3, 2]), None, 1, 0, 1, 1)
+        ),
+        bad!(
+            Value,
+            "conv_transpose2d",
+            ["output_padding [2, 0]", "stride [2, 2]"],
+            f32s(&[1, 1, 3, 3]).conv_transpose2d(&f32s(&[1, 1, 3, 3]), None, [2, 2], [0, 0], [2, 0], 1, [1, 1])
+        ),
+        bad!(
+            Shape,
+            "conv_transpose2d",
+            ["[2, 1, 3, 3]", "input's 1 channels"],
+            f32s(&[1, 1, 3, 3]).conv_transpose2d(&f32s(&[2, 1, 3, 3]), None, [1, 1], [0, 0], [0, 0], 1, [1, 1])
+        ),
+        bad!(
+            Shape,
+            "conv_transpose2d",
+            ["padding [3, 3] leaves no output"],
+            f32s(&[1, 1, 1, 1]).conv_transpose2d(&f32s(&[1, 1, 2, 2]), None, [1, 1], [3, 3], [0, 0], 1, [1, 1])
+        ),
+        bad!(
+            Value,
+            "interpolate",
+            ["exactly one of size and scale_factor"],
+            f32s(&[1, 1, 4]).interpolate(None, None, Interpolation::Nearest)
+        ),
+        bad!(
+            Value,
+            "interpolate",
+            ["scale_factor", "NaN"],
+            f32s(&[1, 1, 4]).interpolate(None, Some(f64::NAN), Interpolation::Nearest)
+        ),
+        bad!(
+            Shape,
+            "interpolate",
+            ["mode 'bilinear'", "[N, C, H, W]", "[1, 1, 4]"],
+            f32s(&[1, 1, 4]).interpolate(Some(&[8]), None, Interpolation::Bilinear { align_corners: false })
+        ),
+        bad!(
+            Shape,
+            "interpolate",
+            ["size has 3 entries", "2 spatial axes"],
+            f32s(&[1, 1, 2, 2]).interpolate(Some(&[4, 4, 4]), None, Interpolation::Nearest)
+        ),
+        bad!(
+            Memory,
+            "interpolate",
+            ["too many"],
+            f32s(&[1, 1, 2, 2]).interpolate(None, Some(1e300), Interpolation::Nearest)
+        ),
     ]
 }
 

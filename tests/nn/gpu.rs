@@ -198,6 +198,35 @@ fn every_layer_matches_the_cpu() {
         ("ZeroPad2d", Box::new(|| boxed(ZeroPad2d::new([1, 2, 0, 3]))), &img),
         ("PixelShuffle", Box::new(|| boxed(PixelShuffle::new(2))), &pixels),
         ("PixelUnshuffle", Box::new(|| boxed(PixelUnshuffle::new(3))), &img),
+        ("GroupNorm", Box::new(|| boxed(GroupNorm::new(3, 3).unwrap())), &img),
+        ("InstanceNorm2d", Box::new(|| boxed(InstanceNorm::new_2d(3, 1e-5, true).unwrap())), &img),
+        ("RMSNorm", Box::new(|| boxed(RMSNorm::new(&[8]).unwrap())), &seq),
+        (
+            "Conv1d",
+            Box::new(|| {
+                boxed(Conv1d::with_config(5, 4, 3, Conv1dConfig { padding: 1, ..Default::default() }).unwrap())
+            }),
+            &seq,
+        ),
+        (
+            "ConvTranspose2d",
+            Box::new(|| {
+                let c = ConvTranspose2dConfig {
+                    stride: [2, 2],
+                    padding: [1, 1],
+                    output_padding: [1, 1],
+                    ..Default::default()
+                };
+                boxed(ConvTranspose2d::with_config(3, 2, [3, 3], c).unwrap())
+            }),
+            &img,
+        ),
+        ("Upsample nearest", Box::new(|| boxed(Upsample::with_scale(2.0, Interpolation::Nearest).unwrap())), &img),
+        (
+            "Upsample bilinear",
+            Box::new(|| boxed(Upsample::with_size(&[4, 9], Interpolation::Bilinear { align_corners: false }).unwrap())),
+            &img,
+        ),
         ("MultiHeadAttention", Box::new(|| boxed(MultiHeadAttention::new(8, 2).unwrap())), &seq),
         (
             "MultiHeadAttention causal",

@@ -215,6 +215,32 @@ fn pools_and_flatten() {
     check_modes("ZeroPad2d", &ZeroPad2d::new([1, 0, 2, 3]), &img, true);
     check_modes("PixelUnshuffle", &PixelUnshuffle::new(2), &x(&[1, 2, 4, 6], 2), true);
     check_modes("PixelShuffle", &PixelShuffle::new(2), &x(&[1, 8, 2, 3], 3), true);
+    check_modes("Upsample nearest", &Upsample::with_scale(1.5, Interpolation::Nearest).unwrap(), &img, true);
+    let bilinear = Upsample::with_size(&[7, 4], Interpolation::Bilinear { align_corners: false }).unwrap();
+    check_modes("Upsample bilinear", &bilinear, &img, true);
+    let linear = Upsample::with_scale(2.0, Interpolation::Linear { align_corners: true }).unwrap();
+    check_modes("Upsample linear", &linear, &x(&[2, 3, 4], 4), true);
+}
+
+#[test]
+fn normalisations_and_convolutions_of_issue_48() {
+    let img = x(&[2, 4, 3, 3], 1);
+    check_modes("GroupNorm", &f64_layer(GroupNorm::new(2, 4).unwrap(), 2), &img, true);
+    check_modes("InstanceNorm2d affine", &f64_layer(InstanceNorm::new_2d(4, 1e-5, true).unwrap(), 3), &img, true);
+    check_modes("InstanceNorm1d", &InstanceNorm::new_1d(3, 1e-5, false).unwrap(), &x(&[2, 3, 5], 4), true);
+    check_modes("InstanceNorm2d unbatched", &InstanceNorm::new_2d(4, 1e-5, false).unwrap(), &x(&[4, 3, 3], 5), true);
+    check_modes("RMSNorm", &f64_layer(RMSNorm::new(&[3, 3]).unwrap(), 6), &img, true);
+    let c1 = Conv1dConfig { stride: 2, padding: 1, dilation: 2, groups: 2, bias: true };
+    check_modes("Conv1d", &f64_layer(Conv1d::with_config(4, 2, 3, c1).unwrap(), 7), &x(&[2, 4, 8], 8), true);
+    check_modes("Conv1d unbatched", &f64_layer(Conv1d::new(4, 3, 2).unwrap(), 9), &x(&[4, 5], 10), true);
+    let ct = ConvTranspose2dConfig {
+        stride: [2, 1],
+        padding: [1, 0],
+        output_padding: [1, 0],
+        groups: 2,
+        ..Default::default()
+    };
+    check_modes("ConvTranspose2d", &f64_layer(ConvTranspose2d::with_config(4, 6, [3, 2], ct).unwrap(), 11), &img, true);
 }
 
 #[test]

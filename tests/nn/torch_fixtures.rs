@@ -8,7 +8,9 @@
 use crate::common::{assert_close, gpu};
 use skiff::io::safetensors as st;
 use skiff::nn::{
-    Hardsigmoid, Hardswish, Layer, Mish, PReLU, PixelShuffle, PixelUnshuffle, Unflatten, ZeroPad2d, ELU, SELU,
+    Conv1d, Conv1dConfig, ConvTranspose2d, ConvTranspose2dConfig, GroupNorm, Hardsigmoid, Hardswish, InstanceNorm,
+    Interpolation, Layer, Mish, PReLU, PixelShuffle, PixelUnshuffle, RMSNorm, Unflatten, Upsample, ZeroPad2d, ELU,
+    SELU,
 };
 use skiff::{DType, Device, Result, Tensor};
 
@@ -135,6 +137,42 @@ fn every_entry(device: &Device, dtype: DType, tol: f64) {
     check_exact(fx, "isfinite", &["x"], |x| x[0].isfinite());
     check_exact(fx, "any_dim1", &["x"], |x| x[0].any(&[1], false));
     check_exact(fx, "all_dim0", &["x"], |x| x[0].all(&[0], false));
+    normalisations_convolutions_and_resampling(fx, tol, device);
+}
+
+fn normalisations_convolutions_and_resampling(fx: &Fixture, tol: f64, device: &Device) {
+    check_layer(fx, tol, "group_norm", &GroupNorm::new(2, 4).unwrap(), device);
+    check_layer(fx, tol, "instance_norm2d", &InstanceNorm::new_2d(3, 1e-5, true).unwrap(), device);
+    check_layer(fx, tol, "instance_norm1d", &InstanceNorm::new_1d(3, 1e-5, false).unwrap(), device);
+    check_layer(fx, tol, "rms_norm", &RMSNorm::new(&[4]).unwrap(), device);
+    let conv1d = Conv1dConfig { stride: 2, padding: 1, groups: 2, ..Default::default() };
+    check_layer(fx, tol, "conv1d", &Conv1d::with_config(4, 2, 3, conv1d).unwrap(), device);
+    let up = ConvTranspose2dConfig { stride: [2, 2], padding: [1, 1], output_padding: [1, 1], ..Default::default() };
+    check_layer(fx, tol, "conv_transpose2d", &ConvTranspose2d::with_config(3, 2, [3, 3], up).unwrap(), device);
+    let grouped = ConvTranspose2dConfig {
+        stride: [1, 2],
+        output_padding: [0, 1],
+        groups: 2,
+        dilation: [2, 1],
+        bias: false,
+        ..Default::default()
+    };
+    check_layer(
+        fx,
+        tol,
+        "conv_transpose2d_groups",
+        &ConvTranspose2d::with_config(4, 2, [2, 3], grouped).unwrap(),
+        device,
+    );
+    let (nearest, corners) = (Interpolation::Nearest, Interpolation::Bilinear { align_corners: true });
+    let bilinear = Interpolation::Bilinear { align_corners: false };
+    check_layer(fx, tol, "upsample_nearest", &Upsample::with_size(&[5, 6], nearest).unwrap(), device);
+    check_layer(fx, tol, "upsample_nearest_scale", &Upsample::with_scale(1.5, nearest).unwrap(), device);
+    check_layer(fx, tol, "upsample_bilinear", &Upsample::with_size(&[5, 7], bilinear).unwrap(), device);
+    check_layer(fx, tol, "upsample_bilinear_corners", &Upsample::with_scale(2.0, corners).unwrap(), device);
+    check_layer(fx, tol, "upsample_bilinear_scale", &Upsample::with_scale(1.7, bilinear).unwrap(), device);
+    let linear = Interpolation::Linear { align_corners: false };
+    check_layer(fx, tol, "upsample_linear", &Upsample::with_size(&[3], linear).unwrap(), device);
 }
 
 fn hardsigmoid_gradient_is_exactly_a_sixth(fx: &Fixture, tol: f64) {
@@ -187,6 +225,74 @@ fn new_layers_print_as_pytorch_does() {
         (Box::new(PixelUnshuffle::new(2)), "PixelUnshuffle(downscale_factor=2)"),
         (Box::new(ZeroPad2d::new([1, 2, 0, 3])), "ZeroPad2d((1, 2, 0, 3))"),
         (Box::new(ZeroPad2d::uniform(2)), "ZeroPad2d((2, 2, 2, 2))"),
+        (Box::new(Conv1d::new(3, 4, 3).unwrap()), "Conv1d(3, 4, kernel_size=(3,), stride=(1,))"),
+        (
+            Box::new(
+                Conv1d::with_config(
+                    4,
+                    2,
+                    2,
+                    Conv1dConfig { stride: 2, padding: 1, dilation: 2, groups: 2, bias: false },
+                )
+                .unwrap(),
+            ),
+            "Conv1d(4, 2, kernel_size=(2,), stride=(2,), padding=(1,), dilation=(2,), groups=2, bias=False)",
+        ),
+        (
+            Box::new(
+                ConvTranspose2d::with_config(
+                    3,
+                    2,
+                    [3, 3],
+                    ConvTranspose2dConfig {
+                        stride: [2, 2],
+                        padding: [1, 1],
+                        output_padding: [1, 1],
+                        ..Default::default()
+                    },
+                )
+                .unwrap(),
+            ),
+            "ConvTranspose2d(3, 2, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), output_padding=(1, 1))",
+        ),
+        (
+            Box::new(
+                ConvTranspose2d::with_config(
+                    4,
+                    2,
+                    [2, 3],
+                    ConvTranspose2dConfig { groups: 2, dilation: [2, 1], bias: false, ..Default::default() },
+                )
+                .unwrap(),
+            ),
+            "ConvTranspose2d(4, 2, kernel_size=(2, 3), stride=(1, 1), dilation=(2, 1), groups=2, bias=False)",
+        ),
+        (Box::new(GroupNorm::new(2, 6).unwrap()), "GroupNorm(2, 6, eps=1e-05, affine=True, bias=True)"),
+        (
+            Box::new(InstanceNorm::new_2d(3, 1e-5, false).unwrap()),
+            "InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)",
+        ),
+        (
+            Box::new(InstanceNorm::new_1d(3, 1e-5, true).unwrap()),
+            "InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=False)",
+        ),
+        (Box::new(RMSNorm::new(&[4]).unwrap()), "RMSNorm((4,), eps=None, elementwise_affine=True)"),
+        (
+            Box::new(RMSNorm::with_options(&[3, 4], Some(1e-6), false).unwrap()),
+            "RMSNorm((3, 4), eps=1e-06, elementwise_affine=False)",
+        ),
+        (
+            Box::new(Upsample::with_scale(2.0, Interpolation::Nearest).unwrap()),
+            "Upsample(scale_factor=2.0, mode='nearest')",
+        ),
+        (
+            Box::new(Upsample::with_size(&[4, 6], Interpolation::Bilinear { align_corners: true }).unwrap()),
+            "Upsample(size=(4, 6), mode='bilinear')",
+        ),
+        (
+            Box::new(Upsample::with_size(&[5], Interpolation::Linear { align_corners: false }).unwrap()),
+            "Upsample(size=5, mode='linear')",
+        ),
     ];
     for (layer, want) in cases {
         assert_eq!(layer.repr(), want);

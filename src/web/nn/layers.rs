@@ -11,10 +11,11 @@ use super::bag;
 use super::layer_table::layer_table;
 use super::module::{module_arg, Entry, JsModule, Kind, Spec};
 use crate::nn::{
-    AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNormConfig, Conv2d, Conv2dConfig, Dropout, Embedding,
-    Flatten, GeluApproximate, Hardsigmoid, Hardswish, Identity, Layer, LayerDict, LayerList, LayerNorm, LeakyReLU,
-    Linear, MaxPool2d, Mish, MultiHeadAttention, PReLU, PixelShuffle, PixelUnshuffle, ReLU, Sequential, SiLU, Sigmoid,
-    Softmax, Tanh, Unflatten, ZeroPad2d, ELU, GELU, SELU,
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNormConfig, Conv1d, Conv1dConfig, Conv2d,
+    Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig, Dropout, Embedding, Flatten, GeluApproximate, GroupNorm,
+    Hardsigmoid, Hardswish, Identity, InstanceNorm, Interpolation, Layer, LayerDict, LayerList, LayerNorm, LeakyReLU,
+    Linear, MaxPool2d, Mish, MultiHeadAttention, PReLU, PixelShuffle, PixelUnshuffle, RMSNorm, ReLU, Sequential, SiLU,
+    Sigmoid, Softmax, Tanh, Unflatten, Upsample, ZeroPad2d, ELU, GELU, SELU,
 };
 use crate::web::args::{self, describe};
 use crate::web::{js_error, JsResult, Kind as ErrorKind, Named};
@@ -122,6 +123,55 @@ layer_table! {
         leaf(Conv2d::with_config(ci, co, k, c).named(OP)?)
     }
 
+    /// 1-D convolution over [N, C, L] (PyTorch's `nn.Conv1d`): weight
+    /// [outChannels, inChannels / groups, kernelSize].
+    Conv1d = conv1d(
+        in_channels as inChannels: "number",
+        out_channels as outChannels: "number",
+        kernel_size as kernelSize: "number";
+        options: "{ stride?: number; padding?: number; dilation?: number; groups?: number; bias?: boolean }"
+    ) {
+        const OP: &str = "Conv1d";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["stride", "padding", "dilation", "groups", "bias"])?;
+        let (ci, co) = (size(OP, "inChannels", &in_channels)?, size(OP, "outChannels", &out_channels)?);
+        let k = size(OP, "kernelSize", &kernel_size)?;
+        let c = Conv1dConfig {
+            stride: o.usize("stride", 1)?,
+            padding: o.usize("padding", 0)?,
+            dilation: o.usize("dilation", 1)?,
+            groups: o.usize("groups", 1)?,
+            bias: o.bool("bias", true)?,
+        };
+        budget(OP, &[co, ci / c.groups.max(1), k])?;
+        leaf(Conv1d::with_config(ci, co, k, c).named(OP)?)
+    }
+
+    /// Transposed 2-D convolution over [N, C, H, W] (PyTorch's
+    /// `nn.ConvTranspose2d`): weight [inChannels, outChannels / groups, kh, kw].
+    ConvTranspose2d = conv_transpose2d as convTranspose2d(
+        in_channels as inChannels: "number",
+        out_channels as outChannels: "number",
+        kernel_size as kernelSize: "number | [number, number]";
+        options: "{ stride?: number | [number, number]; padding?: number | [number, number]; outputPadding?: number | [number, number]; groups?: number; bias?: boolean; dilation?: number | [number, number] }"
+    ) {
+        const OP: &str = "ConvTranspose2d";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["stride", "padding", "outputPadding", "groups", "bias", "dilation"])?;
+        let (ci, co) = (size(OP, "inChannels", &in_channels)?, size(OP, "outChannels", &out_channels)?);
+        let k = args::pair(OP, "kernelSize", &kernel_size)?;
+        let c = ConvTranspose2dConfig {
+            stride: opt_pair(OP, &o, "stride", [1, 1])?,
+            padding: opt_pair(OP, &o, "padding", [0, 0])?,
+            output_padding: opt_pair(OP, &o, "outputPadding", [0, 0])?,
+            groups: o.usize("groups", 1)?,
+            bias: o.bool("bias", true)?,
+            dilation: opt_pair(OP, &o, "dilation", [1, 1])?,
+        };
+        budget(OP, &[ci, co / c.groups.max(1), k[0], k[1]])?;
+        leaf(ConvTranspose2d::with_config(ci, co, k, c).named(OP)?)
+    }
+
     /// Max over windows of [N, C, H, W] (stride defaults to the kernel size).
     MaxPool2d = max_pool2d as maxPool2d(
         kernel_size as kernelSize: "number | [number, number]";
@@ -180,6 +230,64 @@ layer_table! {
         let (eps, affine) = (o.f64("eps", 1e-5)?, o.bool("elementwiseAffine", true)?);
         budget(OP, &shape)?;
         leaf(LayerNorm::with_options(&shape, eps, affine).named(OP)?)
+    }
+
+    /// Group normalisation of [N, C, *]: numChannels split into numGroups.
+    GroupNorm = group_norm as groupNorm(
+        num_groups as numGroups: "number",
+        num_channels as numChannels: "number";
+        options: "{ eps?: number; affine?: boolean }"
+    ) {
+        const OP: &str = "GroupNorm";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["eps", "affine"])?;
+        let (g, c) = (size(OP, "numGroups", &num_groups)?, size(OP, "numChannels", &num_channels)?);
+        budget(OP, &[c])?;
+        leaf(GroupNorm::with_options(g, c, o.f64("eps", 1e-5)?, o.bool("affine", true)?).named(OP)?)
+    }
+
+    /// Instance normalisation of [N, C, L] (no running statistics).
+    InstanceNorm1d = instance_norm1d as instanceNorm1d(num_features as numFeatures: "number"; options: "{ eps?: number; affine?: boolean }") {
+        let (n, eps, affine) = instance_norm_args("InstanceNorm1d", &num_features, options)?;
+        leaf(InstanceNorm::new_1d(n, eps, affine).named("InstanceNorm1d")?)
+    }
+
+    /// Instance normalisation of [N, C, H, W] (no running statistics).
+    InstanceNorm2d = instance_norm2d as instanceNorm2d(num_features as numFeatures: "number"; options: "{ eps?: number; affine?: boolean }") {
+        let (n, eps, affine) = instance_norm_args("InstanceNorm2d", &num_features, options)?;
+        leaf(InstanceNorm::new_2d(n, eps, affine).named("InstanceNorm2d")?)
+    }
+
+    /// RMS normalisation over the trailing normalizedShape axes (eps: the
+    /// dtype's epsilon unless given).
+    RMSNorm = rms_norm as rmsNorm(
+        normalized_shape as normalizedShape: "number | number[]";
+        options: "{ eps?: number; elementwiseAffine?: boolean }"
+    ) {
+        const OP: &str = "RMSNorm";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["eps", "elementwiseAffine"])?;
+        let shape = args::dims(OP, "normalizedShape", &normalized_shape)?;
+        let eps = if o.get("eps").is_undefined() { None } else { Some(o.f64("eps", 0.0)?) };
+        budget(OP, &shape)?;
+        leaf(RMSNorm::with_options(&shape, eps, o.bool("elementwiseAffine", true)?).named(OP)?)
+    }
+
+    /// Resamples [N, C, L] or [N, C, H, W] to `size` or by `scaleFactor`
+    /// (exactly one), in mode 'nearest' (default), 'linear' or 'bilinear'.
+    Upsample = upsample(; options: "{ size?: number | number[]; scaleFactor?: number; mode?: 'nearest' | 'linear' | 'bilinear'; alignCorners?: boolean }") {
+        const OP: &str = "Upsample";
+        let options = options_of(options);
+        let o = bag(OP, &options, &["size", "scaleFactor", "mode", "alignCorners"])?;
+        let corners = if o.get("alignCorners").is_undefined() { None } else { Some(o.bool("alignCorners", false)?) };
+        let mode = Interpolation::parse(OP, &o.string("mode", "nearest")?, corners).named(OP)?;
+        let (size_v, scale_v) = (o.get("size"), o.get("scaleFactor"));
+        let layer = match (size_v.is_undefined(), scale_v.is_undefined()) {
+            (false, true) => Upsample::with_size(&args::dims(OP, "size", &size_v)?, mode),
+            (true, false) => Upsample::with_scale(args::finite_arg(OP, "scaleFactor", &scale_v)?, mode),
+            _ => return Err(js_error(OP, ErrorKind::Value, "give exactly one of size and scaleFactor")),
+        };
+        leaf(layer.named(OP)?)
     }
 
     /// Zeroes elements with probability `p` (default 0.5) in training mode.
@@ -422,6 +530,15 @@ fn pool_args(
     let o = bag(op, &options, &["stride", "padding"])?;
     let k = args::pair(op, "kernelSize", kernel_size)?;
     Ok((k, opt_pair(op, &o, "stride", k)?, opt_pair(op, &o, "padding", [0, 0])?))
+}
+
+/// The size, eps and affine flag of an instance-norm factory call.
+fn instance_norm_args(op: &str, num_features: &JsValue, options: Option<JsValue>) -> JsResult<(usize, f64, bool)> {
+    let options = options_of(options);
+    let o = bag(op, &options, &["eps", "affine"])?;
+    let n = size(op, "numFeatures", num_features)?;
+    budget(op, &[n])?;
+    Ok((n, o.f64("eps", 1e-5)?, o.bool("affine", false)?))
 }
 
 /// The size and config of a batch-norm factory call.

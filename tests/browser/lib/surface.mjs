@@ -20,6 +20,7 @@ export const SURFACE_SCENARIOS = [
   ['clipGradNorm (the norm stays a tensor) and clipGradValue', 'clipping'],
   ['where, fold/unfold, grad mode, backendInfo, devices, memory, emptyCache, safetensors', 'functions'],
   ['Tensor methods outside the registry', 'tensorMethods'],
+  ['PyTorch fixture layers48: every entry\'s output and gradients (cpu: float64 to 1e-12; WebGPU: float32 to 1e-5)', 'torchFixture'],
   ['autograd properties, custom Function subclasses, needsInputGrad', 'autogradExtras'],
   ['autocast scopes and GradScaler methods', 'mixedPrecision'],
   ['custom ops: WGSL and cpu kernels, derivatives to second order, scalars, shape rules, jit, errors on the user\'s line', 'customOps'],

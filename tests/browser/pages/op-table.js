@@ -374,4 +374,32 @@ export const OP_TABLE = {
   },
   pixel_shuffle: { 'pixel_shuffle by 2': (s, [x]) => x.pixelShuffle(2) },
   pixel_unshuffle: { 'pixel_unshuffle by 2': (s, [x]) => x.pixelUnshuffle(2) },
+  group_norm: {
+    'group_norm 2 groups, affine': (s, [x, w, b]) => x.groupNorm(2, w, b),
+    'group_norm of images, no affine': (s, [x]) => x.groupNorm(3, null, null, { eps: 1e-3 }),
+  },
+  instance_norm: {
+    'instance_norm of images, affine': (s, [x, w, b]) => x.instanceNorm(w, b),
+    'instance_norm of sequences': (s, [x]) => x.instanceNorm(),
+  },
+  rms_norm: {
+    'rms_norm with weight': (s, [x, w]) => x.rmsNorm(4, w, { eps: 1e-6 }),
+    'rms_norm over two dims, default eps': (s, [x]) => x.rmsNorm([3, 4]),
+  },
+  conv1d: {
+    'conv1d with bias, padded': (s, [x, w, b]) => x.conv1d(w, b, { padding: 1 }),
+    'conv1d strided, dilated, grouped': (s, [x, w]) => x.conv1d(w, null, { stride: 2, dilation: 2, groups: 2 }),
+  },
+  conv_transpose2d: {
+    'conv_transpose2d stride 2 with bias': (s, [x, w, b]) => x.convTranspose2d(w, b, { stride: 2, padding: 1, outputPadding: [1, 0] }),
+    'conv_transpose2d grouped, dilated': (s, [x, w]) =>
+      x.convTranspose2d(w, null, { stride: [1, 2], outputPadding: [0, 1], groups: 2, dilation: [2, 1] }),
+  },
+  interpolate: {
+    'nearest to a size': (s, [x]) => x.interpolate([5, 6]),
+    'nearest by a scale factor': (s, [x]) => x.interpolate(null, 1.5),
+    bilinear: (s, [x]) => x.interpolate([5, 7], null, { mode: 'bilinear' }),
+    'bilinear, align_corners': (s, [x]) => x.interpolate(null, 2, { mode: 'bilinear', alignCorners: true }),
+    'linear downsampling': (s, [x]) => x.interpolate(3, null, { mode: 'linear' }),
+  },
 };

@@ -206,6 +206,22 @@ export const nnScenarios = {
     const padded = noGrad(() => new nn.ZeroPad2d([1, 0, 0, 1]).forward(tensor([[1, 2], [3, 4]])));
     c.equal('ZeroPad2d([left 1, right 0, top 0, bottom 1])', [Array.from(padded.shape), await arr(padded)], [[3, 3], [0, 1, 2, 0, 3, 4, 0, 0, 0]]);
     c.equal('ZeroPad2d(2) toString', new nn.ZeroPad2d(2).toString(), 'ZeroPad2d((2, 2, 2, 2))');
+    // Normalisations, convolutions and resampling of issue 48 (their values
+    // against PyTorch: surface-torch.js): parameter names and shapes, reprs.
+    const shapes = (m) => m.namedParameters().map(([n, t]) => [n, Array.from(t.shape)]);
+    c.equal('GroupNorm(2, 4) parameters', shapes(new nn.GroupNorm(2, 4)), [['weight', [4]], ['bias', [4]]]);
+    c.equal('InstanceNorm2d(3) has no parameters', shapes(new nn.InstanceNorm2d(3)), []);
+    c.equal('RMSNorm([2, 3]) parameters', shapes(new nn.RMSNorm([2, 3])), [['weight', [2, 3]]]);
+    c.equal('Conv1d(4, 6, 3, { groups: 2 }) parameters', shapes(new nn.Conv1d(4, 6, 3, { groups: 2 })), [['weight', [6, 2, 3]], ['bias', [6]]]);
+    c.equal('ConvTranspose2d(4, 6, [2, 3], { groups: 2 }) parameters', shapes(new nn.ConvTranspose2d(4, 6, [2, 3], { groups: 2 })), [['weight', [4, 3, 2, 3]], ['bias', [6]]]);
+    const up = noGrad(() => new nn.ConvTranspose2d(1, 1, 2, { stride: 2, bias: false }).forward(skiff.ones([1, 1, 3, 3])));
+    c.equal('ConvTranspose2d stride 2 doubles H and W', Array.from(up.shape), [1, 1, 6, 6]);
+    const near = noGrad(() => new nn.Upsample({ scaleFactor: 2 }).forward(tensor([1, 2, 3, 4], { shape: [1, 1, 2, 2] })));
+    c.equal('Upsample({ scaleFactor: 2 }) repeats each pixel', await arr(near), [1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4]);
+    const line = noGrad(() => new nn.Upsample({ size: 3, mode: 'linear', alignCorners: true }).forward(tensor([0, 4], { shape: [1, 1, 2] })));
+    c.close('Upsample linear with aligned corners', await arr(line), [0, 2, 4]);
+    c.equal('Upsample toString', new nn.Upsample({ size: [4, 6], mode: 'bilinear' }).toString(), "Upsample(size=(4, 6), mode='bilinear')");
+    c.equal('GroupNorm toString', new nn.GroupNorm(2, 6).toString(), 'GroupNorm(2, 6, eps=1e-05, affine=True, bias=True)');
     return c.report();
   },
 };

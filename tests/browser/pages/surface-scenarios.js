@@ -9,6 +9,7 @@ import { errorScenarios } from './surface-errors.js';
 import { customScenarios } from './surface-custom.js';
 import { toolScenarios } from './surface-tools.js';
 import { determinismScenarios } from './surface-determinism.js';
+import { torchScenarios } from './surface-torch.js';
 
 export const surfaceScenarios = {
   ...nnScenarios,
@@ -20,4 +21,5 @@ export const surfaceScenarios = {
   ...customScenarios,
   ...toolScenarios,
   ...determinismScenarios,
+  ...torchScenarios,
 };
