@@ -99,6 +99,8 @@ export const cat = opFunction('cat');
 export const unfold = opFunction('unfold');
 /** col2im (`F.fold`, the adjoint of `unfold`): overlapping windows sum. */
 export const fold = opFunction('fold');
+/** softmax(q k^T * scale + mask) v, as `F.scaled_dot_product_attention`; options attnMask, dropoutP, isCausal, scale. */
+export const scaledDotProductAttention = opFunction('scaledDotProductAttention');
 
 
 const isPromise = (v) => v !== null && typeof v === 'object' && typeof v.then === 'function';

@@ -48,6 +48,8 @@ export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number)
 export function unfold<D extends DType = DType>(input: Tensor<D>, kernelSize: number | [number, number], options?: { stride?: number | [number, number]; padding?: number | [number, number]; dilation?: number | [number, number] }): Tensor<D>;
 /** col2im, the adjoint of `unfold`: overlapping windows sum (Rust: `fold2d`). */
 export function fold<D extends DType = DType>(input: Tensor<D>, outputSize: number | [number, number], kernelSize: number | [number, number], options?: { stride?: number | [number, number]; padding?: number | [number, number]; dilation?: number | [number, number] }): Tensor<D>;
+/** softmax(q k^T * scale + mask) v; a bool mask marks the keys that take part; is_causal keeps keys up to each query. */
+export function scaledDotProductAttention<D extends DType = DType>(query: Tensor<D>, key: Tensor<D>, value: Tensor<D>, options?: { attnMask?: Tensor | null; dropoutP?: number; isCausal?: boolean; scale?: number | null }): Tensor<D>;
 // ---- end of the generated functions
 
 /** Nested arrays of numbers (booleans for bool tensors), as `array()` returns them. */

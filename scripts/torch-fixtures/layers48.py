@@ -180,6 +180,107 @@ grad_entry("upsample_bilinear_scale", nn.Upsample(scale_factor=1.7, mode="biline
            {"x": torch.randn(1, 1, 3, 4)})
 grad_entry("upsample_linear", nn.Upsample(size=3, mode="linear"), {"x": torch.randn(2, 3, 5)})
 
+
+# --- recurrent layers, attention and transformer layers (appended after the
+# entries above, so their random draws stay the same). A layer with several
+# outputs stores them flattened and joined as y: out, then h_n (then c_n). ---
+def flat(*ts):
+    return torch.cat([t.flatten() for t in ts])
+
+
+class FlatRNN(nn.RNN):
+    def forward(self, x, h0=None):
+        out, h = super().forward(x, h0)
+        return flat(out, h)
+
+
+class FlatGRU(nn.GRU):
+    def forward(self, x, h0=None):
+        out, h = super().forward(x, h0)
+        return flat(out, h)
+
+
+class FlatLSTM(nn.LSTM):
+    def forward(self, x, h0=None, c0=None):
+        out, (h, c) = super().forward(x, None if h0 is None else (h0, c0))
+        return flat(out, h, c)
+
+
+class FlatLSTMCell(nn.LSTMCell):
+    def forward(self, x, h0, c0):
+        return flat(*super().forward(x, (h0, c0)))
+
+
+grad_entry("rnn_tanh", None, {"x": torch.randn(2, 5, 3), "h0": torch.randn(4, 2, 4)},
+           module=FlatRNN(3, 4, num_layers=2, bidirectional=True, batch_first=True))
+grad_entry("rnn_relu", None, {"x": torch.randn(5, 2, 3)},
+           module=FlatRNN(3, 4, nonlinearity="relu"))
+grad_entry("lstm", None,
+           {"x": torch.randn(5, 2, 3), "h0": torch.randn(4, 2, 4), "c0": torch.randn(4, 2, 4)},
+           module=FlatLSTM(3, 4, num_layers=2, bidirectional=True))
+grad_entry("lstm_unbatched", None, {"x": torch.randn(5, 3)}, module=FlatLSTM(3, 4))
+grad_entry("gru", None, {"x": torch.randn(2, 5, 3), "h0": torch.randn(2, 2, 4)},
+           module=FlatGRU(3, 4, num_layers=2, batch_first=True))
+grad_entry("gru_bidirectional_nobias", None, {"x": torch.randn(4, 2, 3)},
+           module=FlatGRU(3, 4, bidirectional=True, bias=False))
+grad_entry("rnn_cell", None, {"x": torch.randn(2, 3), "h0": torch.randn(2, 4)},
+           module=nn.RNNCell(3, 4))
+grad_entry("lstm_cell", None,
+           {"x": torch.randn(2, 3), "h0": torch.randn(2, 4), "c0": torch.randn(2, 4)},
+           module=FlatLSTMCell(3, 4))
+grad_entry("gru_cell", None, {"x": torch.randn(2, 3), "h0": torch.randn(2, 4)},
+           module=nn.GRUCell(3, 4))
+
+sdpa = F.scaled_dot_product_attention
+qkv = lambda: {"q": torch.randn(2, 3, 4), "k": torch.randn(2, 5, 4), "v": torch.randn(2, 5, 3)}
+grad_entry("sdpa", sdpa, qkv())
+grad_entry("sdpa_causal", lambda q, k, v: sdpa(q, k, v, is_causal=True), qkv())
+grad_entry("sdpa_scale", lambda q, k, v: sdpa(q, k, v, scale=0.3), qkv())
+keep = torch.rand(3, 5) > 0.4
+keep[0] = True  # no row without a key (PyTorch's NaN/0 there differs between paths)
+grad_entry("sdpa_bool_mask", lambda q, k, v, mask: sdpa(q, k, v, attn_mask=mask), qkv(),
+           consts={"mask": keep})
+grad_entry("sdpa_float_mask", lambda q, k, v, bias: sdpa(q, k, v, attn_mask=bias),
+           {**qkv(), "bias": torch.randn(3, 5)})
+
+
+class Encoder(nn.TransformerEncoderLayer):
+    padding = None
+    causal = False
+
+    def forward(self, x):
+        length = x.shape[1 if self.self_attn.batch_first else 0]
+        mask = nn.Transformer.generate_square_subsequent_mask(length) if self.causal else None
+        return super().forward(x, src_mask=mask, src_key_padding_mask=self.padding, is_causal=self.causal)
+
+
+class Decoder(nn.TransformerDecoderLayer):
+    def forward(self, x, memory):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[0])
+        return super().forward(x, memory, tgt_mask=mask, tgt_is_causal=True)
+
+
+def randomised(m):
+    # PyTorch initialises the norms to 1 and 0 and the attention biases to 0: draw
+    # them all, so that a mix-up of two parameters shows.
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn_like(p) * 0.3)
+    return m
+
+
+enc = randomised(Encoder(8, 2, dim_feedforward=16, dropout=0.0)).eval()
+grad_entry("encoder_post_relu", None, {"x": torch.randn(4, 2, 8)}, module=enc)
+enc = randomised(Encoder(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu",
+                         batch_first=True, norm_first=True)).eval()
+enc.padding = torch.tensor([[False, False, False, True], [False, True, False, False]])
+enc.causal = True
+grad_entry("encoder_pre_gelu_masked", None, {"x": torch.randn(2, 4, 8)}, module=enc,
+           consts={"padding": enc.padding})
+dec = randomised(Decoder(8, 2, dim_feedforward=16, dropout=0.0)).eval()
+grad_entry("decoder_causal", None, {"x": torch.randn(3, 2, 8), "memory": torch.randn(5, 2, 8)},
+           module=dec)
+
 path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
 save_file(OUT, path, metadata={
     "torch_version": torch.__version__,

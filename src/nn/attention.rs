@@ -130,9 +130,11 @@ impl MultiHeadAttention {
             scores = Tensor::where_(&m.reshape_dims(&[b, 1, 1, s])?, &masked, &scores)?;
         }
         if causal {
-            let future: Vec<bool> = (0..l * s).map(|i| i % s > i / s).collect();
-            let mask = Tensor::from_bools(&future, &[l, s])?.to(&scores.device())?;
-            scores = Tensor::where_(&mask, &masked, &scores)?;
+            // Made on the scores' device (no host upload, so jit can capture it).
+            let dev = scores.device();
+            let row = Tensor::arange_on(0.0, l as f64, 1.0, DType::I32, &dev)?.reshape_dims(&[l, 1])?;
+            let col = Tensor::arange_on(0.0, s as f64, 1.0, DType::I32, &dev)?.reshape_dims(&[1, s])?;
+            scores = Tensor::where_(&col.gt(&row)?, &masked, &scores)?;
         }
         let weights = scores.softmax(-1)?;
         let attn = weights.dropout(self.dropout, self.is_training())?;

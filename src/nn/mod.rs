@@ -37,8 +37,10 @@ mod linear;
 pub mod loss;
 mod norm;
 mod pool;
+mod recurrent;
 mod repr;
 mod reshape;
+mod transformer;
 mod tree;
 
 pub use crate::ops::resample::Interpolation;
@@ -56,8 +58,10 @@ pub use norm::{
     BatchNorm, BatchNorm1d, BatchNorm2d, BatchNormConfig, Dropout, GroupNorm, InstanceNorm, LayerNorm, RMSNorm,
 };
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, Flatten, MaxPool2d};
+pub use recurrent::{Recurrent, RecurrentCell, RecurrentConfig, RecurrentKind, RecurrentState};
 pub(crate) use repr::{py_bool, py_float, py_pair, py_tuple};
 pub use reshape::{Identity, PixelShuffle, PixelUnshuffle, Unflatten, Upsample, ZeroPad2d};
+pub use transformer::{FeedForwardActivation, TransformerConfig, TransformerDecoderLayer, TransformerEncoderLayer};
 pub use tree::AsLayer;
 
 use crate::device::Device;

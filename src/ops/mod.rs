@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod arrange;
+pub mod attention;
 pub mod binary;
 pub mod compare;
 pub mod composite;
@@ -301,7 +302,7 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Indexing", index::ops()),
         ("Convolution and pooling (NCHW)", [conv::ops(), conv_variants::ops()].concat()),
         ("Resampling", resample::ops()),
-        ("Neural-network functions and losses", [composite::ops(), normalize::ops()].concat()),
+        ("Neural-network functions and losses", [composite::ops(), normalize::ops(), attention::ops()].concat()),
     ]
 }
 

@@ -10,6 +10,8 @@ use super::reference::{Host, Kind};
 use super::{expect_float, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
+use crate::device::Device;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -97,31 +99,42 @@ fn axis_scale(input: usize, output: usize, scale: Option<f64>, align_corners: bo
     }
 }
 
-/// For each output position of one axis: the nearest source index.
-fn nearest_sources(input: usize, output: usize, scale: Option<f64>) -> Vec<i32> {
+/// For each output position of one axis, the nearest source index, made on
+/// `device` (no host upload, so `jit` captures it on a GPU too). As
+/// PyTorch's kernels, in f32 whatever the data's dtype: floor(d * scale),
+/// at most input - 1.
+fn nearest_sources(input: usize, output: usize, scale: Option<f64>, device: &Device) -> Result<Tensor> {
     let s = axis_scale(input, output, scale, false);
-    (0..output).map(|d| ((d as f64 * s).floor() as usize).min(input - 1) as i32).collect()
+    let d = Tensor::arange_on(0.0, output as f64, 1.0, DType::F32, device)?;
+    // Non-negative, so truncation toward zero is floor.
+    d.mul_scalar(s)?.clamp(None, Some((input - 1) as f64))?.to_dtype(DType::I32)
 }
 
-/// For each output position of one axis: the two source indices and the weight of the second.
+/// For each output position of one axis, made on `device` in `dtype` (the
+/// data's opmath, as PyTorch: f64 for f64, else f32): the two source indices
+/// and the weight of the second.
 fn linear_sources(
     input: usize,
     output: usize,
     scale: Option<f64>,
     align_corners: bool,
-) -> (Vec<i32>, Vec<i32>, Vec<f64>) {
+    dtype: DType,
+    device: &Device,
+) -> Result<(Tensor, Tensor, Tensor)> {
     let s = axis_scale(input, output, scale, align_corners);
-    let mut lo = Vec::with_capacity(output);
-    let mut hi = Vec::with_capacity(output);
-    let mut w = Vec::with_capacity(output);
-    for d in 0..output {
-        let src = if align_corners { d as f64 * s } else { ((d as f64 + 0.5) * s - 0.5).max(0.0) };
-        let i0 = (src.floor() as usize).min(input - 1);
-        lo.push(i0 as i32);
-        hi.push((i0 + 1).min(input - 1) as i32);
-        w.push(src - i0 as f64);
-    }
-    (lo, hi, w)
+    let d = Tensor::arange_on(0.0, output as f64, 1.0, dtype, device)?;
+    let src = if align_corners {
+        d.mul_scalar(s)?
+    } else {
+        // Half-pixel centres, clamped at the first pixel.
+        d.add_scalar(0.5)?.mul_scalar(s)?.sub_scalar(0.5)?.clamp(Some(0.0), None)?
+    };
+    let last = (input - 1) as f64;
+    let lo = src.clamp(None, Some(last))?.to_dtype(DType::I32)?;
+    let lo_at = lo.to_dtype(dtype)?;
+    let hi = lo_at.add_scalar(1.0)?.clamp(None, Some(last))?.to_dtype(DType::I32)?;
+    let w = src.sub(&lo_at)?.clamp(Some(0.0), Some(1.0))?;
+    Ok((lo, hi, w))
 }
 
 impl Tensor {
@@ -177,20 +190,17 @@ impl Tensor {
                     continue;
                 }
                 y = match mode.align_corners() {
-                    None => y.index_select(
-                        axis,
-                        &Tensor::from_vec(nearest_sources(i, o, scale_factor), &[o])?.to(&device)?,
-                    )?,
+                    None => y.index_select(axis, &nearest_sources(i, o, scale_factor, &device)?)?,
                     Some(align_corners) => {
-                        let (lo, hi, w) = linear_sources(i, o, scale_factor, align_corners);
+                        let opmath = if self.dtype() == DType::F64 { DType::F64 } else { DType::F32 };
+                        let (lo, hi, w) = linear_sources(i, o, scale_factor, align_corners, opmath, &device)?;
                         let mut wshape = vec![1; nd - 2 - k];
                         wshape[0] = o;
-                        let w1 = Tensor::from_vec(w.clone(), &wshape)?.to_dtype(self.dtype())?.to(&device)?;
-                        let w0 = Tensor::from_vec(w.iter().map(|v| 1.0 - v).collect::<Vec<f64>>(), &wshape)?
-                            .to_dtype(self.dtype())?
-                            .to(&device)?;
-                        let a = y.index_select(axis, &Tensor::from_vec(lo, &[o])?.to(&device)?)?;
-                        let b = y.index_select(axis, &Tensor::from_vec(hi, &[o])?.to(&device)?)?;
+                        let w1 = w.reshape_dims(&wshape)?;
+                        let w0 = w1.neg()?.add_scalar(1.0)?.to_dtype(self.dtype())?;
+                        let w1 = w1.to_dtype(self.dtype())?;
+                        let a = y.index_select(axis, &lo)?;
+                        let b = y.index_select(axis, &hi)?;
                         a.mul(&w0)?.add(&b.mul(&w1)?)?
                     }
                 };

@@ -63,8 +63,20 @@ pub fn methods() -> Result<Vec<Method>, String> {
             }
         }
     }
+    // The JS side calls into wasm with a fixed arity (web/api.js's CALLERS,
+    // src/web/ops/call.rs): more positional parameters belong in the options.
+    if let Some(m) = out.iter().find(|m| m.arity() > MAX_JS_ARITY) {
+        return Err(format!(
+            "{}: {} JS arguments (positional plus options) where at most {MAX_JS_ARITY} are callable: make the later ones keyword-only",
+            m.js,
+            m.arity()
+        ));
+    }
     Ok(out)
 }
+
+/// The most arguments a generated JS method or function takes.
+pub const MAX_JS_ARITY: usize = 4;
 
 fn method_param(p: &Param, optional: bool) -> MethodParam {
     MethodParam { name: p.name, js: camel_case(p.name), types: p.types.clone(), keyword: p.keyword, optional }

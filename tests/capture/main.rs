@@ -16,6 +16,7 @@ mod epilogue;
 mod export;
 mod fusion;
 mod gpu_replay;
+mod layers48;
 mod memory;
 mod passes;
 mod registry;

@@ -6,7 +6,10 @@
 //! cannot succeed, wrapped counts and bad arguments are all errors.
 
 use crate::common::{check_err, Kind};
-use skiff::nn::Interpolation;
+use skiff::nn::{
+    Interpolation, Layer, Recurrent, RecurrentCell, RecurrentConfig, RecurrentKind, RecurrentState, TransformerConfig,
+    TransformerDecoderLayer, TransformerEncoderLayer,
+};
 use skiff::{DType, Reduction, Result, Tensor};
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -453,6 +456,97 @@ fn layers_and_ops() -> Vec<Bad> {
     ]
 }
 
+/// Attention, the recurrent layers and their cells, the transformer layers.
+fn sequences() -> Vec<Bad> {
+    use RecurrentKind::{Gru, Lstm};
+    use Tensor as T;
+    fn state(h: &[usize], c: Option<&[usize]>) -> RecurrentState {
+        RecurrentState { h: f32s(h), c: c.map(f32s) }
+    }
+    vec![
+        bad!(
+            Shape,
+            "scaled_dot_product_attention",
+            ["[2, 3, 4]", "[2, 5, 3]"],
+            T::scaled_dot_product_attention(
+                &f32s(&[2, 3, 4]),
+                &f32s(&[2, 5, 3]),
+                &f32s(&[2, 5, 3]),
+                None,
+                0.0,
+                false,
+                None
+            )
+        ),
+        bad!(
+            Value,
+            "scaled_dot_product_attention",
+            ["attn_mask", "is_causal"],
+            T::scaled_dot_product_attention(
+                &f32s(&[3, 4]),
+                &f32s(&[3, 4]),
+                &f32s(&[3, 4]),
+                Some(&f32s(&[3, 3])),
+                0.0,
+                true,
+                None
+            )
+        ),
+        bad!(
+            Value,
+            "scaled_dot_product_attention",
+            ["dropout_p", "1"],
+            T::scaled_dot_product_attention(&f32s(&[3, 4]), &f32s(&[3, 4]), &f32s(&[3, 4]), None, 1.0, false, None)
+        ),
+        bad!(Value, "LSTM", ["input_size", "0"], Recurrent::new(Lstm, 0, 4, RecurrentConfig::default())),
+        bad!(
+            Value,
+            "LSTM",
+            ["dropout", "1.5"],
+            Recurrent::new(Lstm, 3, 4, RecurrentConfig { dropout: 1.5, ..Default::default() })
+        ),
+        bad!(Shape, "LSTM", ["[5, 2, 2]", "3]"], Recurrent::lstm(3, 4)?.forward(&f32s(&[5, 2, 2]))),
+        bad!(Shape, "LSTM", ["[5]"], Recurrent::lstm(3, 4)?.forward(&f32s(&[5]))),
+        bad!(
+            Shape,
+            "LSTM",
+            ["h0", "[1, 2, 4]", "[1, 3, 4]"],
+            Recurrent::lstm(3, 4)?.forward_with_state(&f32s(&[5, 2, 3]), Some(&state(&[1, 3, 4], None)))
+        ),
+        bad!(
+            Value,
+            "GRU",
+            ["cell state"],
+            Recurrent::gru(3, 4)?.forward_with_state(&f32s(&[5, 2, 3]), Some(&state(&[1, 2, 4], Some(&[1, 2, 4]))))
+        ),
+        bad!(Shape, "GRUCell", ["[2, 5]"], RecurrentCell::new(Gru, 3, 4, true)?.step(&f32s(&[2, 5]), None)),
+        bad!(
+            Shape,
+            "LSTMCell",
+            ["c", "[2, 4]", "[3, 4]"],
+            RecurrentCell::new(Lstm, 3, 4, true)?.step(&f32s(&[2, 3]), Some(&state(&[2, 4], Some(&[3, 4]))))
+        ),
+        bad!(
+            Value,
+            "TransformerEncoderLayer",
+            ["d_model 6", "nhead 4"],
+            TransformerEncoderLayer::with_config(6, 4, TransformerConfig::default())
+        ),
+        bad!(
+            Shape,
+            "TransformerEncoderLayer",
+            ["src", "[L, N, E]", "[3, 2, 5]"],
+            TransformerEncoderLayer::new(4, 2)?.forward(&f32s(&[3, 2, 5]))
+        ),
+        bad!(
+            Value,
+            "TransformerDecoderLayer",
+            ["memory", "decode"],
+            TransformerDecoderLayer::new(4, 2)?.forward(&f32s(&[3, 2, 4]))
+        ),
+    ]
+}
+
 fn autograd() -> Vec<Bad> {
     vec![
         bad!(Autograd, "backward", [], f32s(&[2]).sum_all()?.backward()),
@@ -562,6 +656,7 @@ fn the_rust_corpus_returns_errors_naming_the_called_op() {
         + run_corpus("indexing", indexing())
         + run_corpus("windows", windows())
         + run_corpus("layers and ops", layers_and_ops())
+        + run_corpus("sequences", sequences())
         + run_corpus("autograd", autograd());
     let edges = edge_results().expect("legal edge calls succeed");
     eprintln!("bad-input corpus (Rust): {total} rejected calls, {edges} legal edge calls");

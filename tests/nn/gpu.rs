@@ -342,3 +342,56 @@ fn losses_match_the_cpu() {
     assert_eq!(w.device(), gpu);
     close("xavier", &c, &w);
 }
+
+/// The recurrent layers (with their states in and out, dropout between
+/// layers), their cells and the transformer layers, cpu against GPU.
+#[test]
+fn recurrent_and_transformer_layers_match_the_cpu() {
+    // Both devices draw the same dropout masks after re-seeding.
+    if !common::own_process() {
+        return;
+    }
+    let Some(gpu) = common::gpu() else { return };
+    let joined = |out: Tensor, s: RecurrentState| -> Result<Tensor> {
+        let mut parts = vec![out.flatten(0, -1)?, s.h.flatten(0, -1)?];
+        parts.extend(s.c.map(|c| c.flatten(0, -1)).transpose()?);
+        Tensor::concat(&parts, 0)
+    };
+    let seq = rand32(&[4, 3, 5], 1);
+    let kinds = [RecurrentKind::RnnTanh, RecurrentKind::RnnRelu, RecurrentKind::Lstm, RecurrentKind::Gru];
+    for kind in kinds {
+        let c = RecurrentConfig { num_layers: 2, bidirectional: true, dropout: 0.25, ..Default::default() };
+        let make = || Recurrent::new(kind, 5, 6, c).unwrap();
+        let run = |m: &Recurrent, xs: &[Tensor]| {
+            let (out, s) = m.forward_with_state(&xs[0], None)?;
+            joined(out, s)
+        };
+        parity(&format!("{kind:?} stack"), &gpu, &make, &run, std::slice::from_ref(&seq));
+        let states = if kind == RecurrentKind::Lstm { 3 } else { 2 };
+        let xs = [rand32(&[3, 5], 2), rand32(&[3, 6], 3), rand32(&[3, 6], 4)];
+        let run = |m: &RecurrentCell, xs: &[Tensor]| {
+            let s = m.step(&xs[0], Some(&RecurrentState { h: xs[1].clone(), c: xs.get(2).cloned() }))?;
+            joined(s.h.clone(), s)
+        };
+        parity(&format!("{kind:?} cell"), &gpu, &|| RecurrentCell::new(kind, 5, 6, true).unwrap(), &run, &xs[..states]);
+    }
+    let c = TransformerConfig { dim_feedforward: 12, dropout: 0.2, batch_first: true, ..Default::default() };
+    let src = rand32(&[2, 4, 6], 5);
+    parity(
+        "TransformerEncoderLayer",
+        &gpu,
+        &|| TransformerEncoderLayer::with_config(6, 3, c).unwrap(),
+        &forward,
+        &[src],
+    );
+    let pre = TransformerConfig { norm_first: true, activation: FeedForwardActivation::Gelu, ..c };
+    let run = |m: &TransformerDecoderLayer, xs: &[Tensor]| m.decode(&xs[0], &xs[1], true, None, None);
+    let (tgt, memory) = (rand32(&[2, 3, 6], 6), rand32(&[2, 5, 6], 7));
+    parity(
+        "TransformerDecoderLayer pre-norm",
+        &gpu,
+        &|| TransformerDecoderLayer::with_config(6, 3, pre).unwrap(),
+        &run,
+        &[tgt, memory],
+    );
+}

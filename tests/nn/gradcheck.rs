@@ -289,3 +289,100 @@ fn sequential_models() {
         .push(Linear::new(4, 2).unwrap());
     check_modes("MLP", &f64_layer(mlp, 4), &x(&[3, 3], 5), true);
 }
+
+/// The output and the final states joined, so all of them are checked.
+fn joined(out: Tensor, s: RecurrentState) -> Result<Tensor> {
+    let mut parts = vec![out.flatten(0, -1)?, s.h.flatten(0, -1)?];
+    parts.extend(s.c.map(|c| c.flatten(0, -1)).transpose()?);
+    Tensor::concat(&parts, 0)
+}
+
+#[test]
+fn recurrent_layers_and_cells() {
+    let config = |num_layers, batch_first, bidirectional| RecurrentConfig {
+        num_layers,
+        batch_first,
+        bidirectional,
+        ..Default::default()
+    };
+    let kinds = [RecurrentKind::RnnTanh, RecurrentKind::RnnRelu, RecurrentKind::Lstm, RecurrentKind::Gru];
+    for (seed, kind) in (1..).zip(kinds) {
+        let stack = f64_layer(Recurrent::new(kind, 2, 3, config(2, true, true)).unwrap(), seed);
+        check_modes(&format!("{kind:?} 2 layers bidirectional"), &stack, &x(&[2, 3, 2], seed + 10), true);
+        // Initial states in, every output out, sequence first.
+        let layer = f64_layer(Recurrent::new(kind, 2, 3, config(1, false, false)).unwrap(), seed + 20);
+        let lstm = kind == RecurrentKind::Lstm;
+        let mut ins = vec![x(&[3, 2, 2], seed + 30), x(&[1, 2, 3], seed + 40)];
+        if lstm {
+            ins.push(x(&[1, 2, 3], seed + 50));
+        }
+        let f = |xs: &[Tensor]| {
+            let state = RecurrentState { h: xs[1].clone(), c: xs.get(2).cloned() };
+            let (out, s) = layer.forward_with_state(&xs[0], Some(&state))?;
+            joined(out, s)
+        };
+        gradcheck(&format!("{kind:?} with states"), &f, &ins, &layer.named_parameter_cells(), true);
+        let cell = f64_layer(RecurrentCell::new(kind, 2, 3, true).unwrap(), seed + 60);
+        let f = |xs: &[Tensor]| {
+            let s = cell.step(&xs[0], Some(&RecurrentState { h: xs[1].clone(), c: xs.get(2).cloned() }))?;
+            joined(s.h.clone(), s)
+        };
+        let ins =
+            [vec![x(&[2, 2], seed + 70)], ins[1..].iter().map(|t| t.squeeze(Some(0)).unwrap()).collect()].concat();
+        gradcheck(&format!("{kind:?} cell"), &f, &ins, &cell.named_parameter_cells(), true);
+    }
+}
+
+#[test]
+fn transformer_layers() {
+    let base = TransformerConfig { dim_feedforward: 6, dropout: 0.0, ..Default::default() };
+    let pre_gelu =
+        TransformerConfig { norm_first: true, activation: FeedForwardActivation::Gelu, batch_first: true, ..base };
+    for (name, c) in [("post-norm", base), ("pre-norm gelu", pre_gelu)] {
+        let enc = f64_layer(TransformerEncoderLayer::with_config(4, 2, c).unwrap(), 1);
+        check_modes(&format!("TransformerEncoderLayer {name}"), &enc, &x(&[3, 2, 4], 2), true);
+        let pad = Tensor::from_bools(&[false, false, true, false, true, false], &[2, 3]).unwrap();
+        // Sequence-first inputs [L, N, E] made [N, L, E] for a batch-first layer.
+        let order = |t: Tensor| if c.batch_first { t.transpose(0, 1).unwrap().contiguous().unwrap() } else { t };
+        let f = |xs: &[Tensor]| enc.encode(&xs[0], Some(&pad), true);
+        let src = [order(x(&[3, 2, 4], 3))];
+        gradcheck(&format!("encode {name} masked causal"), &f, &src, &enc.named_parameter_cells(), true);
+        let dec = f64_layer(TransformerDecoderLayer::with_config(4, 2, c).unwrap(), 4);
+        let f = |xs: &[Tensor]| dec.decode(&xs[0], &xs[1], true, None, Some(&pad));
+        let ins = [order(x(&[2, 2, 4], 5)), order(x(&[3, 2, 4], 6))];
+        gradcheck(&format!("decode {name}"), &f, &ins, &dec.named_parameter_cells(), true);
+    }
+}
+
+#[test]
+fn recurrent_and_transformer_dropout_in_train_mode() {
+    // Re-seeding works only while no other test draws from the generator.
+    if !common::own_process() {
+        return;
+    }
+    let seeded = |layer: &dyn Layer, xs: &[Tensor]| {
+        manual_seed(5);
+        layer.forward(&xs[0])
+    };
+    let lstm = RecurrentConfig { num_layers: 2, dropout: 0.4, ..Default::default() };
+    let lstm = f64_layer(Recurrent::new(RecurrentKind::Lstm, 2, 3, lstm).unwrap(), 1);
+    let enc = TransformerConfig { dim_feedforward: 6, dropout: 0.3, ..Default::default() };
+    let enc = f64_layer(TransformerEncoderLayer::with_config(4, 2, enc).unwrap(), 2);
+    for (name, layer, input) in [("LSTM", &lstm as &dyn Layer, x(&[4, 2, 2], 3)), ("encoder", &enc, x(&[3, 2, 4], 4))] {
+        let cells = layer.named_parameter_cells();
+        gradcheck(
+            &format!("{name} dropout (train)"),
+            &|xs| seeded(layer, xs),
+            std::slice::from_ref(&input),
+            &cells,
+            false,
+        );
+        // Dropout acts in train mode only: the two modes differ, and eval is deterministic.
+        let train = seeded(layer, std::slice::from_ref(&input)).unwrap().to_vec::<f64>().unwrap();
+        layer.eval();
+        let eval = layer.forward(&input).unwrap().to_vec::<f64>().unwrap();
+        assert_ne!(train, eval, "{name}: dropout changed nothing in train mode");
+        assert_eq!(eval, layer.forward(&input).unwrap().to_vec::<f64>().unwrap(), "{name}: eval is deterministic");
+        gradcheck(&format!("{name} dropout (eval)"), &|xs| layer.forward(&xs[0]), &[input], &cells, true);
+    }
+}

@@ -25,4 +25,5 @@ mod optim;
 mod repr;
 mod schedule;
 mod torch_fixtures;
+mod torch_sequence;
 mod train;

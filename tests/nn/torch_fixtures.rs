@@ -17,40 +17,40 @@ use skiff::{DType, Device, Result, Tensor};
 const FIXTURE: &[u8] = include_bytes!("../fixtures/torch/layers48.safetensors");
 
 /// The fixture's tensors, handed out on `device` with floats in `dtype`.
-struct Fixture {
+pub(super) struct Fixture {
     tensors: Vec<(String, Tensor)>,
     dtype: DType,
     device: Device,
 }
 
 impl Fixture {
-    fn load(device: &Device, dtype: DType) -> Fixture {
+    pub(super) fn load(device: &Device, dtype: DType) -> Fixture {
         // Read on the cpu: the f64 values become f32 before they move to a GPU.
         let tensors = st::from_bytes(FIXTURE, &Device::Cpu).expect("the fixture parses");
         Fixture { tensors, dtype, device: device.clone() }
     }
-    fn get(&self, name: &str) -> Tensor {
+    pub(super) fn get(&self, name: &str) -> Tensor {
         let t =
             self.tensors.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("fixture lacks {name}")).1.clone();
         let t = if t.dtype().is_float() { t.to_dtype(self.dtype).unwrap() } else { t };
         t.to(&self.device).unwrap()
     }
     /// Entry `e`'s input `x` as a fresh leaf that requires grad.
-    fn leaf(&self, e: &str, part: &str) -> Tensor {
+    pub(super) fn leaf(&self, e: &str, part: &str) -> Tensor {
         let t = self.get(&format!("{e}.{part}")).detach();
         t.requires_grad_(true).unwrap();
         t
     }
 }
 
-fn host(t: &Tensor) -> Vec<f64> {
+pub(super) fn host(t: &Tensor) -> Vec<f64> {
     t.to_f64_vec().unwrap()
 }
 
 /// Runs `f` on entry `e`'s leaves `inputs` (x first), checks y, backpropagates
 /// the fixture's gy, and checks each input's gradient (`gx`, `g_<name>`) and
 /// each extra tensor's gradient in `params` (`g_<name>`).
-fn check(
+pub(super) fn check(
     fx: &Fixture,
     tol: f64,
     e: &str,
@@ -79,12 +79,25 @@ fn check(
 /// Entry `e` through a layer (on the fixture's device and dtype), its
 /// parameters loaded strictly from the fixture's `p_<name>` tensors.
 fn check_layer(fx: &Fixture, tol: f64, e: &str, layer: &dyn Layer, device: &Device) {
+    check_layer_with(fx, tol, e, layer, device, &["x"], |x| layer.forward(&x[0]));
+}
+
+/// `check_layer` for a layer called as `f` on the entry's `inputs`.
+pub(super) fn check_layer_with(
+    fx: &Fixture,
+    tol: f64,
+    e: &str,
+    layer: &dyn Layer,
+    device: &Device,
+    inputs: &[&str],
+    f: impl Fn(&[Tensor]) -> Result<Tensor>,
+) {
     layer.to(device).unwrap();
     layer.to_dtype(fx.dtype).unwrap();
     let names: Vec<String> = layer.named_parameters().into_iter().map(|(n, _)| n).collect();
     let entries: Vec<(String, Tensor)> = names.iter().map(|n| (n.clone(), fx.get(&format!("{e}.p_{n}")))).collect();
-    layer.load_state_dict(&entries, true).unwrap();
-    check(fx, tol, e, &["x"], &layer.named_parameters(), |x| layer.forward(&x[0]));
+    layer.load_state_dict(&entries, true).unwrap_or_else(|err| panic!("{e}: {err}"));
+    check(fx, tol, e, inputs, &layer.named_parameters(), f);
 }
 
 /// A non-differentiable entry: `f` of the fixture's named inputs against `y` exactly.
@@ -138,6 +151,7 @@ fn every_entry(device: &Device, dtype: DType, tol: f64) {
     check_exact(fx, "any_dim1", &["x"], |x| x[0].any(&[1], false));
     check_exact(fx, "all_dim0", &["x"], |x| x[0].all(&[0], false));
     normalisations_convolutions_and_resampling(fx, tol, device);
+    super::torch_sequence::every_entry(fx, tol, device);
 }
 
 fn normalisations_convolutions_and_resampling(fx: &Fixture, tol: f64, device: &Device) {

@@ -12,11 +12,14 @@ use super::layer_table::layer_table;
 use super::module::{module_arg, Entry, JsModule, Kind, Spec};
 use crate::nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BatchNormConfig, Conv1d, Conv1dConfig, Conv2d,
-    Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig, Dropout, Embedding, Flatten, GeluApproximate, GroupNorm,
-    Hardsigmoid, Hardswish, Identity, InstanceNorm, Interpolation, Layer, LayerDict, LayerList, LayerNorm, LeakyReLU,
-    Linear, MaxPool2d, Mish, MultiHeadAttention, PReLU, PixelShuffle, PixelUnshuffle, RMSNorm, ReLU, Sequential, SiLU,
-    Sigmoid, Softmax, Tanh, Unflatten, Upsample, ZeroPad2d, ELU, GELU, SELU,
+    Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig, Dropout, Embedding, FeedForwardActivation, Flatten,
+    GeluApproximate, GroupNorm, Hardsigmoid, Hardswish, Identity, InstanceNorm, Interpolation, Layer, LayerDict,
+    LayerList, LayerNorm, LeakyReLU, Linear, MaxPool2d, Mish, MultiHeadAttention, PReLU, PixelShuffle, PixelUnshuffle,
+    RMSNorm, ReLU, Recurrent, RecurrentCell, RecurrentConfig, RecurrentKind, Sequential, SiLU, Sigmoid, Softmax, Tanh,
+    TransformerConfig, TransformerDecoderLayer, TransformerEncoderLayer, Unflatten, Upsample, ZeroPad2d, ELU, GELU,
+    SELU,
 };
+use crate::web::args::Opts;
 use crate::web::args::{self, describe};
 use crate::web::{js_error, JsResult, Kind as ErrorKind, Named};
 use std::rc::Rc;
@@ -85,6 +88,116 @@ fn leaf(layer: impl Layer + 'static) -> JsResult<JsModule> {
 
 fn options_of(options: Option<JsValue>) -> JsValue {
     options.unwrap_or(JsValue::UNDEFINED)
+}
+
+/// The kind an RNN row's `nonlinearity` option picks (tanh or relu).
+fn nonlinearity(op: &str, kind: RecurrentKind, o: &Opts) -> JsResult<RecurrentKind> {
+    if kind != RecurrentKind::RnnTanh {
+        return Ok(kind);
+    }
+    match o.string("nonlinearity", "tanh")?.as_str() {
+        "tanh" => Ok(RecurrentKind::RnnTanh),
+        "relu" => Ok(RecurrentKind::RnnRelu),
+        other => Err(js_error(op, ErrorKind::Value, format!("nonlinearity must be 'tanh' or 'relu', got '{other}'"))),
+    }
+}
+
+/// The RNN, LSTM and GRU rows.
+fn recurrent_row(
+    kind: RecurrentKind,
+    input: &JsValue,
+    hidden: &JsValue,
+    options: Option<JsValue>,
+) -> JsResult<JsModule> {
+    let op = recurrent_name(kind, false);
+    let options = options_of(options);
+    let mut known = vec!["numLayers", "bias", "batchFirst", "dropout", "bidirectional"];
+    if kind == RecurrentKind::RnnTanh {
+        known.push("nonlinearity");
+    }
+    let o = bag(op, &options, &known)?;
+    let (input, hidden) = (size(op, "inputSize", input)?, size(op, "hiddenSize", hidden)?);
+    let c = RecurrentConfig {
+        num_layers: o.usize("numLayers", 1)?,
+        bias: o.bool("bias", true)?,
+        batch_first: o.bool("batchFirst", false)?,
+        dropout: o.f64("dropout", 0.0)?,
+        bidirectional: o.bool("bidirectional", false)?,
+    };
+    let kind = nonlinearity(op, kind, &o)?;
+    recurrent_budget(op, kind, input.max(hidden * if c.bidirectional { 2 } else { 1 }), hidden)?;
+    budget(op, &[c.num_layers, hidden])?;
+    let layer = Arc::new(Recurrent::new(kind, input, hidden, c).named(op)?);
+    Ok(Spec { layer: layer.clone(), kind: Kind::Recurrent(layer), children: Vec::new() }.build())
+}
+
+/// The RNNCell, LSTMCell and GRUCell rows.
+fn cell_row(kind: RecurrentKind, input: &JsValue, hidden: &JsValue, options: Option<JsValue>) -> JsResult<JsModule> {
+    let op = recurrent_name(kind, true);
+    let options = options_of(options);
+    let known: &[&str] = if kind == RecurrentKind::RnnTanh { &["bias", "nonlinearity"] } else { &["bias"] };
+    let o = bag(op, &options, known)?;
+    let (input, hidden) = (size(op, "inputSize", input)?, size(op, "hiddenSize", hidden)?);
+    let kind = nonlinearity(op, kind, &o)?;
+    recurrent_budget(op, kind, input, hidden)?;
+    let cell = Arc::new(RecurrentCell::new(kind, input, hidden, o.bool("bias", true)?).named(op)?);
+    Ok(Spec { layer: cell.clone(), kind: Kind::Cell(cell), children: Vec::new() }.build())
+}
+
+fn recurrent_name(kind: RecurrentKind, cell: bool) -> &'static str {
+    match (kind, cell) {
+        (RecurrentKind::Lstm, false) => "LSTM",
+        (RecurrentKind::Gru, false) => "GRU",
+        (_, false) => "RNN",
+        (RecurrentKind::Lstm, true) => "LSTMCell",
+        (RecurrentKind::Gru, true) => "GRUCell",
+        (_, true) => "RNNCell",
+    }
+}
+
+/// The budget of one layer's weights: [gates * hidden, inputs and hidden].
+fn recurrent_budget(op: &str, kind: RecurrentKind, input: usize, hidden: usize) -> JsResult<()> {
+    let gates = match kind {
+        RecurrentKind::Lstm => 4,
+        RecurrentKind::Gru => 3,
+        _ => 1,
+    };
+    budget(op, &[gates, hidden, input.saturating_add(hidden)])
+}
+
+/// The transformer rows' sizes and options.
+fn transformer_args(
+    op: &str,
+    d_model: &JsValue,
+    nhead: &JsValue,
+    options: Option<JsValue>,
+) -> JsResult<(usize, usize, TransformerConfig)> {
+    let options = options_of(options);
+    let o = bag(
+        op,
+        &options,
+        &["dimFeedforward", "dropout", "activation", "layerNormEps", "batchFirst", "normFirst", "bias"],
+    )?;
+    let (d, h) = (size(op, "dModel", d_model)?, size(op, "nhead", nhead)?);
+    let activation = match o.string("activation", "relu")?.as_str() {
+        "relu" => FeedForwardActivation::Relu,
+        "gelu" => FeedForwardActivation::Gelu,
+        other => {
+            return Err(js_error(op, ErrorKind::Value, format!("activation must be 'relu' or 'gelu', got '{other}'")))
+        }
+    };
+    let c = TransformerConfig {
+        dim_feedforward: o.usize("dimFeedforward", 2048)?,
+        dropout: o.f64("dropout", 0.1)?,
+        activation,
+        layer_norm_eps: o.f64("layerNormEps", 1e-5)?,
+        batch_first: o.bool("batchFirst", false)?,
+        norm_first: o.bool("normFirst", false)?,
+        bias: o.bool("bias", true)?,
+    };
+    budget(op, &[4, d, d])?;
+    budget(op, &[d, c.dim_feedforward])?;
+    Ok((d, h, c))
 }
 
 layer_table! {
@@ -478,6 +591,93 @@ layer_table! {
         budget(OP, &[3, e, e])?;
         let mha = Arc::new(MultiHeadAttention::with_options(e, h, bias, dropout).named(OP)?.with_causal(causal));
         Ok(Spec { layer: mha.clone(), kind: Kind::Attention(mha), children: Vec::new() }.build())
+    }
+
+    /// An Elman RNN over [L, N, inputSize] ([N, L, inputSize] with
+    /// batchFirst, or unbatched [L, inputSize]); `forwardWithState(x, h0)`
+    /// also gives the final state. Parameters as PyTorch's: weight_ih_l0, ...
+    RNN = rnn(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ numLayers?: number; nonlinearity?: 'tanh' | 'relu'; bias?: boolean; batchFirst?: boolean; dropout?: number; bidirectional?: boolean }"
+    ) {
+        recurrent_row(RecurrentKind::RnnTanh, &input_size, &hidden_size, options)
+    }
+
+    /// A long short-term memory layer (PyTorch's gate order: input, forget,
+    /// cell, output); `forwardWithState(x, [h0, c0])` gives `[output, [hN, cN]]`.
+    LSTM = lstm(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ numLayers?: number; bias?: boolean; batchFirst?: boolean; dropout?: number; bidirectional?: boolean }"
+    ) {
+        recurrent_row(RecurrentKind::Lstm, &input_size, &hidden_size, options)
+    }
+
+    /// A gated recurrent unit layer (PyTorch's: reset, update, new gates);
+    /// `forwardWithState(x, h0)` gives `[output, hN]`.
+    GRU = gru(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ numLayers?: number; bias?: boolean; batchFirst?: boolean; dropout?: number; bidirectional?: boolean }"
+    ) {
+        recurrent_row(RecurrentKind::Gru, &input_size, &hidden_size, options)
+    }
+
+    /// One Elman RNN step: `forward(x)` from a zero state, `forwardWithState(x, h)`.
+    RNNCell = rnn_cell as rnnCell(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ bias?: boolean; nonlinearity?: 'tanh' | 'relu' }"
+    ) {
+        cell_row(RecurrentKind::RnnTanh, &input_size, &hidden_size, options)
+    }
+
+    /// One LSTM step: `forwardWithState(x, [h, c])` gives `[h, c]`.
+    LSTMCell = lstm_cell as lstmCell(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ bias?: boolean }"
+    ) {
+        cell_row(RecurrentKind::Lstm, &input_size, &hidden_size, options)
+    }
+
+    /// One GRU step: `forwardWithState(x, h)` gives the next `h`.
+    GRUCell = gru_cell as gruCell(
+        input_size as inputSize: "number",
+        hidden_size as hiddenSize: "number";
+        options: "{ bias?: boolean }"
+    ) {
+        cell_row(RecurrentKind::Gru, &input_size, &hidden_size, options)
+    }
+
+    /// Self-attention then a feed-forward block, each with a residual and a
+    /// layer norm (post-norm, or pre-norm with normFirst), over [L, N, dModel]
+    /// ([N, L, dModel] with batchFirst); `encode(src, { srcKeyPaddingMask,
+    /// isCausal })` takes masks.
+    TransformerEncoderLayer = transformer_encoder_layer as transformerEncoderLayer(
+        d_model as dModel: "number",
+        nhead: "number";
+        options: "{ dimFeedforward?: number; dropout?: number; activation?: 'relu' | 'gelu'; layerNormEps?: number; batchFirst?: boolean; normFirst?: boolean; bias?: boolean }"
+    ) {
+        const OP: &str = "TransformerEncoderLayer";
+        let (d, h, c) = transformer_args(OP, &d_model, &nhead, options)?;
+        let layer = Arc::new(TransformerEncoderLayer::with_config(d, h, c).named(OP)?);
+        Ok(Spec { layer: layer.clone(), kind: Kind::Encoder(layer), children: Vec::new() }.build())
+    }
+
+    /// Self-attention over the target, attention to the encoder's memory,
+    /// then a feed-forward block: call `decode(tgt, memory, { tgtIsCausal,
+    /// tgtKeyPaddingMask, memoryKeyPaddingMask })` (`forward` needs the memory).
+    TransformerDecoderLayer = transformer_decoder_layer as transformerDecoderLayer(
+        d_model as dModel: "number",
+        nhead: "number";
+        options: "{ dimFeedforward?: number; dropout?: number; activation?: 'relu' | 'gelu'; layerNormEps?: number; batchFirst?: boolean; normFirst?: boolean; bias?: boolean }"
+    ) {
+        const OP: &str = "TransformerDecoderLayer";
+        let (d, h, c) = transformer_args(OP, &d_model, &nhead, options)?;
+        let layer = Arc::new(TransformerDecoderLayer::with_config(d, h, c).named(OP)?);
+        Ok(Spec { layer: layer.clone(), kind: Kind::Decoder(layer), children: Vec::new() }.build())
     }
 
     /// Runs `modules` in order; their state is named '0.weight', '1.bias', ...

@@ -18,6 +18,7 @@ mod layer_table;
 mod layers;
 mod loss;
 mod module;
+mod sequence;
 
 pub(crate) use io::{read_entries, serialize_promise};
 

@@ -5,7 +5,9 @@
 
 use super::bag;
 use crate::error::Error;
-use crate::nn::{HookHandle, Layer, MultiHeadAttention};
+use crate::nn::{
+    HookHandle, Layer, MultiHeadAttention, Recurrent, RecurrentCell, TransformerDecoderLayer, TransformerEncoderLayer,
+};
 use crate::tensor::Tensor;
 use crate::web::args::{self, describe, object};
 use crate::web::handles::{Class, Found};
@@ -27,6 +29,12 @@ pub const MODULE_ID_PROPERTY: &str = "_skiffModuleId";
 pub(crate) enum Kind {
     Layer,
     Attention(Arc<MultiHeadAttention>),
+    /// RNN, LSTM and GRU, and their cells (`forwardWithState`).
+    Recurrent(Arc<Recurrent>),
+    Cell(Arc<RecurrentCell>),
+    /// The transformer layers (`encode`, `decode`).
+    Encoder(Arc<TransformerEncoderLayer>),
+    Decoder(Arc<TransformerDecoderLayer>),
     Sequential,
     List,
     Dict,
@@ -37,7 +45,7 @@ pub(crate) enum Kind {
 pub(crate) struct Entry {
     id: u32,
     pub(super) layer: Arc<dyn Layer>,
-    kind: Kind,
+    pub(super) kind: Kind,
     /// A container's children, in order: the entries of the JS handles it was
     /// built from, so `get`/`children` return handles to the same modules.
     children: Vec<(String, Rc<Entry>)>,
@@ -89,7 +97,7 @@ impl Spec {
 
 impl Entry {
     /// PyTorch's class name ("Linear", "Sequential", ...), from the layer.
-    fn name(&self) -> &'static str {
+    pub(super) fn name(&self) -> &'static str {
         self.layer.type_name()
     }
 }
@@ -153,7 +161,7 @@ fn named(pairs: Vec<(String, Tensor)>) -> Array {
 /// (`Module.linear(4, 8)`, `Module.sequential([...])`, ...).
 #[wasm_bindgen(js_name = Module)]
 pub struct JsModule {
-    entry: Rc<Entry>,
+    pub(super) entry: Rc<Entry>,
 }
 
 /// Removes a forward hook (PyTorch's `RemovableHandle`); dropping it keeps the hook.

@@ -63,6 +63,23 @@ export const MODULES = [
   T('nn.ModuleDict([[1, relu]])', (s, f) => new s.nn.ModuleDict([[1, f.relu]]), 'ModuleDict', /pair/),
 
   // ---- modules in use
+  // ---- the sequence layers' own methods (recurrent states, transformer masks)
+  T("nn.RNN nonlinearity 'sigmoid'", (s) => new s.nn.RNN(3, 4, { nonlinearity: 'sigmoid' }), 'RNN', /nonlinearity/, /sigmoid/),
+  T('nn.LSTM dropout 2', (s) => new s.nn.LSTM(3, 4, { dropout: 2 }), 'LSTM', /dropout/, /\b2\b/),
+  T('nn.GRU numLayers 0', (s) => new s.nn.GRU(3, 4, { numLayers: 0 }), 'GRU', /num_layers/),
+  T('nn.LSTM(2 ** 14, 2 ** 14)', (s) => new s.nn.LSTM(2 ** 14, 2 ** 14), 'LSTM', /too large/),
+  T('nn.LSTMCell nonlinearity (an RNNCell option)', (s) => new s.nn.LSTMCell(3, 4, { nonlinearity: 'relu' }), 'LSTMCell', /"nonlinearity"/),
+  T('LSTM.forwardWithState of 2 features into 3', (s) => new s.nn.LSTM(3, 4).forwardWithState(s.ones([5, 2, 2])), 'forwardWithState', /\[5, 2, 2\]/),
+  T('LSTM.forwardWithState with an h0 of the wrong batch', (s) => new s.nn.LSTM(3, 4).forwardWithState(s.ones([5, 2, 3]), [s.ones([1, 3, 4]), s.ones([1, 2, 4])]), 'forwardWithState', /h0/, /\[1, 3, 4\]/),
+  T('GRU.forwardWithState with [h0, c0]', (s) => new s.nn.GRU(3, 4).forwardWithState(s.ones([5, 2, 3]), [s.ones([1, 2, 4]), s.ones([1, 2, 4])]), 'forwardWithState', /cell state/),
+  T('LSTM.forwardWithState with a state of three', (s) => new s.nn.LSTM(3, 4).forwardWithState(s.ones([5, 2, 3]), [s.ones([1]), s.ones([1]), s.ones([1])]), 'forwardWithState', /h or \[h, c\]/),
+  T('Linear.forwardWithState', (s) => new s.nn.Linear(2, 2).forwardWithState(s.ones([1, 2])), 'forwardWithState', /recurrent/, /Linear/),
+  T('LSTM.encode', (s) => new s.nn.LSTM(3, 4).encode(s.ones([5, 2, 3])), 'encode', /TransformerEncoderLayer/, /LSTM/),
+  T('nn.TransformerEncoderLayer(6, 4)', (s) => new s.nn.TransformerEncoderLayer(6, 4), 'TransformerEncoderLayer', /d_model 6/, /nhead 4/),
+  T("nn.TransformerEncoderLayer activation 'tanh'", (s) => new s.nn.TransformerEncoderLayer(4, 2, { activation: 'tanh' }), 'TransformerEncoderLayer', /activation/, /tanh/),
+  T('TransformerEncoderLayer.encode with a float padding mask', (s) => new s.nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8 }).encode(s.ones([3, 2, 4]), { srcKeyPaddingMask: s.ones([2, 3]) }), 'encode', /key_padding_mask/, /bool/),
+  T('TransformerDecoderLayer.forward (needs the memory)', (s) => new s.nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8 }).forward(s.ones([3, 2, 4])), 'TransformerDecoderLayer.forward', /memory/, /decode/),
+  T('TransformerDecoderLayer.decode with a bad option', (s) => new s.nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8 }).decode(s.ones([3, 2, 4]), s.ones([3, 2, 4]), { causal: true }), 'decode', /"causal"/),
   T('Linear(3, 2) on a [1, 2] input', (s) => new s.nn.Linear(3, 2).forward(s.ones([1, 2])), 'Linear.forward', /\[1, 2\]/),
   T('Linear.forward(5)', (s, f) => f.lin.forward(5), 'Linear.forward', /x must be a Tensor/),
   T('Linear.forward(a forged handle)', (s, f) => f.lin.forward(f.forged), 'Linear.forward', /must be a Tensor/),

@@ -402,4 +402,10 @@ export const OP_TABLE = {
     'bilinear, align_corners': (s, [x]) => x.interpolate(null, 2, { mode: 'bilinear', alignCorners: true }),
     'linear downsampling': (s, [x]) => x.interpolate(3, null, { mode: 'linear' }),
   },
+  scaled_dot_product_attention: {
+    attention: (s, [q, k, v]) => s.scaledDotProductAttention(q, k, v),
+    'attention, causal': (s, [q, k, v]) => s.scaledDotProductAttention(q, k, v, { isCausal: true }),
+    'attention, bool mask': (s, [q, k, v, mask]) => s.scaledDotProductAttention(q, k, v, { attnMask: mask }),
+    'attention, float mask': (s, [q, k, v, bias]) => s.scaledDotProductAttention(q, k, v, { attnMask: bias, dropoutP: 0 }),
+  },
 };

@@ -222,6 +222,40 @@ export const nnScenarios = {
     c.close('Upsample linear with aligned corners', await arr(line), [0, 2, 4]);
     c.equal('Upsample toString', new nn.Upsample({ size: [4, 6], mode: 'bilinear' }).toString(), "Upsample(size=(4, 6), mode='bilinear')");
     c.equal('GroupNorm toString', new nn.GroupNorm(2, 6).toString(), 'GroupNorm(2, 6, eps=1e-05, affine=True, bias=True)');
+    // Recurrent and transformer layers (values against PyTorch: surface-torch.js):
+    // PyTorch's parameter names, the shapes of the outputs and states.
+    const lstm = new nn.LSTM(3, 5, { numLayers: 2, bidirectional: true, batchFirst: true });
+    c.equal('LSTM parameter names and shapes', shapes(lstm).slice(0, 5), [
+      ['weight_ih_l0', [20, 3]], ['weight_hh_l0', [20, 5]], ['bias_ih_l0', [20]], ['bias_hh_l0', [20]], ['weight_ih_l0_reverse', [20, 3]],
+    ]);
+    c.equal('LSTM toString', lstm.toString(), 'LSTM(3, 5, num_layers=2, batch_first=True, bidirectional=True)');
+    const [out, [h, cell]] = noGrad(() => lstm.forwardWithState(skiff.ones([2, 7, 3])));
+    c.equal('LSTM output [N, L, 2H] and states [2 * layers, N, H]', [out.shape, h.shape, cell.shape].map((t) => Array.from(t)), [[2, 7, 10], [4, 2, 5], [4, 2, 5]]);
+    const gru = new nn.GRU(3, 5);
+    const [gOut, gH] = noGrad(() => gru.forwardWithState(skiff.ones([4, 2, 3]), skiff.zeros([1, 2, 5])));
+    c.equal('GRU forwardWithState gives [output, hN]', [Array.from(gOut.shape), Array.from(gH.shape)], [[4, 2, 5], [1, 2, 5]]);
+    c.close('GRU: hN is the last step of the output', await arr(gH), (await arr(gOut)).slice(3 * 10));
+    c.equal('GRU.forward is the output', Array.from(noGrad(() => gru.forward(skiff.ones([4, 2, 3]))).shape), [4, 2, 5]);
+    const lstmCell = new nn.LSTMCell(3, 5);
+    const [cellH, cellC] = noGrad(() => lstmCell.forwardWithState(skiff.ones([2, 3])));
+    c.equal('LSTMCell forwardWithState gives [h, c]', [Array.from(cellH.shape), Array.from(cellC.shape)], [[2, 5], [2, 5]]);
+    c.equal('RNNCell toString', new nn.RNNCell(3, 5, { nonlinearity: 'relu', bias: false }).toString(), 'RNNCell(3, 5, bias=False, nonlinearity=relu)');
+    const enc = new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8, batchFirst: true });
+    c.equal('TransformerEncoderLayer parameter names', enc.namedParameters().map(([n]) => n).slice(0, 4), ['self_attn.in_proj_weight', 'self_attn.in_proj_bias', 'self_attn.out_proj.weight', 'self_attn.out_proj.bias']);
+    enc.eval();
+    const src = skiff.randn([2, 3, 4]);
+    const pad = skiff.tensor([false, false, true, false, false, false], { shape: [2, 3], dtype: 'bool' });
+    const masked = noGrad(() => enc.encode(src, { srcKeyPaddingMask: pad, isCausal: true }));
+    c.equal('TransformerEncoderLayer.encode keeps [N, L, E]', Array.from(masked.shape), [2, 3, 4]);
+    // Causal: the first position sees only itself, so changing later ones leaves it alone.
+    const changed = skiff.cat([src.narrow(1, 0, 1), skiff.randn([2, 2, 4])], 1);
+    const first = (x) => arr(noGrad(() => enc.encode(x, { isCausal: true }).narrow(1, 0, 1)));
+    c.close('causal encode: position 0 ignores the later positions', await first(changed), await first(src));
+    const all = (x) => arr(noGrad(() => enc.forward(x).narrow(1, 0, 1)));
+    const [seen, before] = [await all(changed), await all(src)];
+    c.ok('non-causal forward: position 0 sees the later ones', seen.some((v, i) => Math.abs(v - before[i]) > 1e-6));
+    const dec = new nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8 });
+    c.equal('TransformerDecoderLayer.decode keeps [T, N, E]', Array.from(noGrad(() => dec.decode(skiff.ones([3, 2, 4]), skiff.ones([5, 2, 4]), { tgtIsCausal: true })).shape), [3, 2, 4]);
     return c.report();
   },
 };

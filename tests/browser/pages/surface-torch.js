@@ -148,10 +148,58 @@ async function check(c, fx, tol, e, inputs, f, params = () => []) {
 }
 
 /** Entry `e` through `layer`, its parameters loaded strictly by PyTorch's names. */
-async function checkLayer(c, fx, tol, e, layer) {
+async function checkLayer(c, fx, tol, e, layer, inputs = ['x'], f = ([x]) => layer.forward(x)) {
   const names = layer.namedParameters().map(([n]) => n);
   layer.loadStateDict(Object.fromEntries(names.map((n) => [n, fx.get(`${e}.p_${n}`)])));
-  await check(c, fx, tol, e, ['x'], ([x]) => layer.forward(x), () => layer.namedParameters());
+  await check(c, fx, tol, e, inputs, f, () => layer.namedParameters());
+}
+
+/**
+ * [entry, inputs, layer, call]: the recurrent and transformer layers, called
+ * with their states, masks and memory. A layer with several outputs is
+ * compared as the fixture stores it: out, h_n (and c_n) flattened and joined.
+ */
+function sequenceLayers(skiff, fx) {
+  const flat = (...ts) => skiff.cat(ts.flat(2).map((t) => t.reshape([-1])), 0);
+  const withState = (m, [x, h, c]) => m.forwardWithState(x, c ? [h, c] : h);
+  const nn = skiff.nn;
+  return [
+    ['rnn_tanh', ['x', 'h0'], new nn.RNN(3, 4, { numLayers: 2, bidirectional: true, batchFirst: true }), (m, xs) => flat(withState(m, xs))],
+    ['rnn_relu', ['x'], new nn.RNN(3, 4, { nonlinearity: 'relu' }), (m, xs) => flat(withState(m, xs))],
+    ['lstm', ['x', 'h0', 'c0'], new nn.LSTM(3, 4, { numLayers: 2, bidirectional: true }), (m, xs) => flat(withState(m, xs))],
+    ['lstm_unbatched', ['x'], new nn.LSTM(3, 4), (m, xs) => flat(withState(m, xs))],
+    ['gru', ['x', 'h0'], new nn.GRU(3, 4, { numLayers: 2, batchFirst: true }), (m, xs) => flat(withState(m, xs))],
+    ['gru_bidirectional_nobias', ['x'], new nn.GRU(3, 4, { bidirectional: true, bias: false }), (m, xs) => flat(withState(m, xs))],
+    ['rnn_cell', ['x', 'h0'], new nn.RNNCell(3, 4), (m, xs) => withState(m, xs)],
+    ['lstm_cell', ['x', 'h0', 'c0'], new nn.LSTMCell(3, 4), (m, xs) => flat(withState(m, xs))],
+    ['gru_cell', ['x', 'h0'], new nn.GRUCell(3, 4), (m, xs) => withState(m, xs)],
+    ['encoder_post_relu', ['x'], new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0 }), (m, [x]) => m.forward(x)],
+    [
+      'encoder_pre_gelu_masked',
+      ['x'],
+      new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, dropout: 0, activation: 'gelu', batchFirst: true, normFirst: true }),
+      (m, [x]) => m.encode(x, { srcKeyPaddingMask: fx.get('encoder_pre_gelu_masked.padding'), isCausal: true }),
+    ],
+    [
+      'decoder_causal',
+      ['x', 'memory'],
+      new nn.TransformerDecoderLayer(8, 2, { dimFeedforward: 16, dropout: 0 }),
+      (m, [x, memory]) => m.decode(x, memory, { tgtIsCausal: true }),
+    ],
+  ];
+}
+
+/** scaled_dot_product_attention's entries, as OPS. */
+function attentionOps(skiff, fx) {
+  const sdpa = skiff.scaledDotProductAttention;
+  const qkv = ['q', 'k', 'v'];
+  return [
+    ['sdpa', qkv, ([q, k, v]) => sdpa(q, k, v)],
+    ['sdpa_causal', qkv, ([q, k, v]) => sdpa(q, k, v, { isCausal: true })],
+    ['sdpa_scale', qkv, ([q, k, v]) => sdpa(q, k, v, { scale: 0.3 })],
+    ['sdpa_bool_mask', qkv, ([q, k, v]) => sdpa(q, k, v, { attnMask: fx.get('sdpa_bool_mask.mask') })],
+    ['sdpa_float_mask', [...qkv, 'bias'], ([q, k, v, bias]) => sdpa(q, k, v, { attnMask: bias })],
+  ];
 }
 
 export const torchScenarios = {
@@ -182,7 +230,11 @@ export const torchScenarios = {
       const want = xv.map((v, i) => (v > -3 && v < 3 ? gv[i] / 6 : 0));
       c.close(`hardsigmoid (${fx.dtype}): gx is exactly gy / 6 inside (-3, 3)`, await arr(x.grad), want, { atol: tol, rtol: tol });
     }
-    for (const [e, inputs, f] of [...OPS, ...PARAM_OPS]) await check(c, fx, tol, e, inputs, f);
+    for (const [e, inputs, layer, f] of sequenceLayers(skiff, fx32)) {
+      layer.eval();
+      await checkLayer(c, fx32, Math.max(tol, F32_TOL), e, layer, inputs, (xs) => f(layer, xs));
+    }
+    for (const [e, inputs, f] of [...OPS, ...PARAM_OPS, ...attentionOps(skiff, fx)]) await check(c, fx, tol, e, inputs, f);
     for (const [e, inputs, f] of EXACT) {
       const y = f(inputs.map((p) => fx.get(`${e}.${p}`)));
       const want = fx.get(`${e}.y`);
