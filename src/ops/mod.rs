@@ -13,6 +13,7 @@ pub mod compare;
 pub mod composite;
 pub mod conv;
 pub mod conv_variants;
+pub mod einsum;
 pub mod index;
 pub mod join;
 pub mod logical;
@@ -294,7 +295,7 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Comparison and selection", compare::ops()),
         ("Tests of values and masks", logical::ops()),
         ("Reductions", [reduce::ops(), norm::ops()].concat()),
-        ("Linear algebra", matmul::ops()),
+        ("Linear algebra", [matmul::ops(), einsum::ops()].concat()),
         ("Movement (views where strides allow)", movement::ops()),
         ("Rearrangement (copies)", arrange::ops()),
         ("Joining and padding", join::ops()),

@@ -126,6 +126,7 @@ fn ts_type(t: &Type) -> String {
         Type::DType => "DType".into(),
         Type::Device => "DeviceName".into(),
         Type::Literal(s) => format!("'{s}'"),
+        Type::Str => "string".into(),
         Type::BoolLiteral(b) => b.to_string(),
         Type::IntLiteral(n) => n.to_string(),
     }

@@ -9,9 +9,11 @@
 //! `shape.rs` has movement, joins, indexing and matmul; `nn.rs` the windows
 //! (unfold/fold/conv/pools), softmax, losses and normalisation.
 
+mod einsum;
 mod nn;
 mod shape;
 
+pub use einsum::*;
 pub use nn::*;
 pub use shape::*;
 
