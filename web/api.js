@@ -95,6 +95,8 @@ function opFunction(name) {
 export const where = opFunction('where');
 /** Joins tensors along an existing axis `dim` (default 0), as `torch.cat`. */
 export const cat = opFunction('cat');
+/** Einstein summation (`torch.einsum`): `einsum('bij,bjk->bik', [a, b])`. */
+export const einsum = opFunction('einsum');
 /** im2col (`F.unfold`): [N, C, H, W] -> [N, C*kh*kw, L]. */
 export const unfold = opFunction('unfold');
 /** col2im (`F.fold`, the adjoint of `unfold`): overlapping windows sum. */

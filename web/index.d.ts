@@ -42,6 +42,8 @@ export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup 
 // ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part
 /** condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`). */
 export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;
+/** Einstein summation over the operands (`'bij,bjk->bik'`; `...` broadcasts, a repeated letter takes a diagonal, no `->` sums letters used twice). */
+export function einsum<D extends DType = DType>(equation: string, operands: Tensor<D>[]): Tensor<D>;
 /** Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`). */
 export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;
 /** im2col: [N, C, H, W] to [N, C*kh*kw, L], one column per window (Rust: `unfold2d`). */

@@ -142,6 +142,21 @@ export const OP_TABLE = {
     chain: (s, [a, b, c]) => a.matmul(b).tanh().matmul(c),
   },
 
+  // ---- einsum.rs
+  einsum: {
+    'einsum matrix product': (s, xs) => s.einsum('ij,jk->ik', xs),
+    'einsum batched product': (s, xs) => s.einsum('bij,bjk->bik', xs),
+    'einsum attention scores': (s, xs) => s.einsum('bhqd,bhkd->bhqk', xs),
+    'einsum dot product': (s, xs) => s.einsum('i,i->', xs),
+    'einsum transpose': (s, xs) => s.einsum('ij->ji', xs),
+    'einsum diagonal and trace': (s, [a, b]) => s.einsum('ii->i', [a]).sum().add(s.einsum('jj', [b])),
+    'einsum implicit output': (s, xs) => s.einsum('ij,jk', xs),
+    'einsum sums a letter of one operand': (s, xs) => s.einsum('ijk,kl->il', xs),
+    'einsum outer product': (s, xs) => s.einsum('i,j->ij', xs),
+    'einsum broadcast ellipsis': (s, xs) => s.einsum('...ij,...jk->...ik', xs),
+    'einsum three operands': (s, xs) => s.einsum(' ab, bc ,cd -> ad', xs),
+  },
+
   // ---- movement.rs
   reshape: {
     reshape: (s, [x]) => x.reshape([4, -1]),
