@@ -25,6 +25,7 @@ pub mod reduce;
 #[cfg(feature = "testing")]
 pub mod reference;
 pub mod resample;
+pub mod scatter;
 #[cfg(feature = "testing")]
 pub mod sample;
 pub mod signature;
@@ -299,7 +300,7 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Movement (views where strides allow)", movement::ops()),
         ("Rearrangement (copies)", arrange::ops()),
         ("Joining and padding", join::ops()),
-        ("Indexing", index::ops()),
+        ("Indexing", [index::ops(), scatter::ops()].concat()),
         ("Convolution and pooling (NCHW)", [conv::ops(), conv_variants::ops()].concat()),
         ("Resampling", resample::ops()),
         ("Neural-network functions and losses", [composite::ops(), normalize::ops()].concat()),

@@ -11,10 +11,12 @@
 
 mod einsum;
 mod nn;
+mod scatter;
 mod shape;
 
 pub use einsum::*;
 pub use nn::*;
+pub use scatter::*;
 pub use shape::*;
 
 use crate::dtype::DType;
