@@ -7,7 +7,7 @@
 
 use crate::common::{check_err, Kind};
 use skiff::nn::Interpolation;
-use skiff::{DType, Reduction, Result, Tensor};
+use skiff::{DType, Reduction, Result, ScatterReduce, Tensor};
 
 fn f32s(shape: &[usize]) -> Tensor {
     Tensor::ones(shape, DType::F32).unwrap()
@@ -271,6 +271,42 @@ fn indexing() -> Vec<Bad> {
         ),
         bad!(Shape, "scatter_add", [], f32s(&[2, 3]).scatter_add(1, &ints(&[0, 0], &[2, 1]), &f32s(&[1, 1]))),
         bad!(Value, "index_add", ["out of range"], f32s(&[3]).index_add(0, &ints(&[3], &[1]), &f32s(&[1]))),
+        bad!(
+            Value,
+            "scatter",
+            ["index 7 is out of range", "size 3"],
+            f32s(&[2, 3]).scatter(1, &ints(&[7, 0], &[2, 1]), &f32s(&[2, 1]))
+        ),
+        bad!(Shape, "scatter", ["src"], f32s(&[2, 3]).scatter(1, &ints(&[0, 0], &[2, 1]), &f32s(&[1, 1]))),
+        bad!(DType, "scatter", ["dtypes differ"], f32s(&[2, 3]).scatter(1, &ints(&[0, 0], &[2, 1]), &ints(&[1, 2], &[2, 1]))),
+        bad!(
+            Value,
+            "scatter_reduce",
+            ["index -1 is out of range"],
+            f32s(&[2, 3]).scatter_reduce(0, &ints(&[-1], &[1, 1]), &f32s(&[1, 1]), ScatterReduce::Amax, true)
+        ),
+        bad!(
+            DType,
+            "scatter_reduce",
+            ["float", "i32"],
+            ints(&[1, 2], &[2]).scatter_reduce(0, &ints(&[0], &[1]), &ints(&[1], &[1]), ScatterReduce::Sum, true)
+        ),
+        bad!(Axis, "scatter_reduce", ["axis 2"], f32s(&[2, 3]).scatter_reduce(2, &ints(&[0], &[1, 1]), &f32s(&[1, 1]), ScatterReduce::Mean, false)),
+        bad!(
+            Value,
+            "index_put",
+            ["index 4 is out of range", "axis 1 of size 4"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[4, 0], &[2])], &f32s(&[2]), false)
+        ),
+        bad!(
+            Shape,
+            "index_put",
+            ["values of shape [3]", "[2]"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[1, 0], &[2])], &f32s(&[3]), true)
+        ),
+        bad!(Shape, "index_put", ["1 to 2 index tensors", "got 3"], f32s(&[3, 4]).index_put(&[ints(&[0], &[1]), ints(&[0], &[1]), ints(&[0], &[1])], &f32s(&[1]), true)),
+        bad!(DType, "index_put", ["i32"], f32s(&[3, 4]).index_put(&[f32s(&[2])], &f32s(&[4]), true)),
+        bad!(Shape, "index_put", ["[2]", "[3]"], f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[0, 1, 2], &[3])], &f32s(&[1]), true)),
         bad!(Value, "embedding", ["out of range"], f32s(&[4, 2]).embedding(&ints(&[4], &[1]))),
         bad!(DType, "embedding", [], f32s(&[4, 2]).embedding(&f32s(&[1]))),
         bad!(

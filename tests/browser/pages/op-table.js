@@ -235,6 +235,35 @@ export const OP_TABLE = {
     'scatter_add src larger than index': (s, [x, i, src]) => x.scatterAdd(1, i, src),
   },
 
+  // ---- scatter.rs
+  scatter: {
+    'scatter axis 0 with duplicates': (s, [x, i, src]) => x.scatter(0, i, src),
+    'scatter middle axis, src larger': (s, [x, i, src]) => x.scatter(1, i, src),
+    'scatter int32': (s, [x, i, src]) => x.scatter(-1, i, src),
+    'scatter bool': (s, [x, i, src]) => x.scatter(0, i, src),
+  },
+  scatter_reduce: {
+    'scatter_reduce sum with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'sum'),
+    'scatter_reduce sum': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'sum', { includeSelf: false }),
+    'scatter_reduce prod with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'prod', { includeSelf: true }),
+    'scatter_reduce prod': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'prod', { includeSelf: false }),
+    'scatter_reduce mean with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'mean'),
+    'scatter_reduce mean': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'mean', { includeSelf: false }),
+    'scatter_reduce amax with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax'),
+    'scatter_reduce amax': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax', { includeSelf: false }),
+    'scatter_reduce amin with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amin'),
+    'scatter_reduce amin': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amin', { includeSelf: false }),
+    'scatter_reduce amax tie': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax', { includeSelf: false }),
+    'scatter_reduce prod along the last axis': (s, [x, i, src]) =>
+      x.scatterReduce(-1, i, src, 'prod', { includeSelf: false }),
+  },
+  index_put: {
+    'index_put accumulate, two indices with duplicates': (s, [x, i, j, v]) => x.indexPut([i, j], v, true),
+    'index_put overwrite, broadcast indices and values': (s, [x, i, j, v]) => x.indexPut([i, j], v, false),
+    'index_put overwrite rows with duplicates': (s, [x, i, v]) => x.indexPut([i], v),
+    'index_put int32 accumulate': (s, [x, i, v]) => x.indexPut([i], v, true),
+  },
+
   // ---- conv.rs
   unfold2d: {
     'unfold 3x3': (s, [x]) => s.unfold(x, 3),
