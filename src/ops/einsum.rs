@@ -200,11 +200,8 @@ impl Labelled {
     /// The axes of `order` (labels this tensor has, or size-1 axes for those
     /// it lacks), in that order.
     fn arranged(&self, order: &[Label]) -> Result<Tensor> {
-        let perm: Vec<isize> = order
-            .iter()
-            .filter_map(|l| self.labels.iter().position(|m| m == l))
-            .map(|a| a as isize)
-            .collect();
+        let perm: Vec<isize> =
+            order.iter().filter_map(|l| self.labels.iter().position(|m| m == l)).map(|a| a as isize).collect();
         let moved = self.t.permute(&perm)?;
         let shape: Vec<usize> = order.iter().map(|&l| self.size(l)).collect();
         moved.reshape_dims(&shape)
@@ -223,7 +220,8 @@ fn contract(a: Labelled, b: Labelled, keep: &[Label]) -> Result<Labelled> {
     let kept = |l: Label| keep.contains(&l);
     // A summed label of size 1 on one side and n on the other (a `...`
     // axis): sum_k a[0] b[k] = a[0] * sum_k b[k], so each side sums it alone.
-    let uneven: Vec<Label> = a.labels.iter().copied().filter(|&l| b.labels.contains(&l) && a.size(l) != b.size(l)).collect();
+    let uneven: Vec<Label> =
+        a.labels.iter().copied().filter(|&l| b.labels.contains(&l) && a.size(l) != b.size(l)).collect();
     let (la, lb) = (a.labels.clone(), b.labels.clone());
     let a = a.sum_unless(|l| kept(l) || (lb.contains(&l) && !uneven.contains(&l)))?;
     let b = b.sum_unless(|l| kept(l) || (la.contains(&l) && !uneven.contains(&l)))?;
@@ -269,7 +267,8 @@ impl Tensor {
             let p = plan(equation, &shapes)?;
             check_size(OP, &p.output.iter().map(|&l| p.sizes[l]).collect::<Vec<_>>())?;
             // A label is needed after operand k if the output or a later operand has it.
-            let needed_after = |k: usize, l: Label| p.output.contains(&l) || p.inputs[k + 1..].iter().any(|s| s.contains(&l));
+            let needed_after =
+                |k: usize, l: Label| p.output.contains(&l) || p.inputs[k + 1..].iter().any(|s| s.contains(&l));
             let mut acc: Option<Labelled> = None;
             for (k, (t, labels)) in operands.iter().zip(&p.inputs).enumerate() {
                 let x = Labelled { t: t.clone(), labels: labels.clone() }.diagonals()?;

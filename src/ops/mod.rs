@@ -25,9 +25,9 @@ pub mod reduce;
 #[cfg(feature = "testing")]
 pub mod reference;
 pub mod resample;
-pub mod scatter;
 #[cfg(feature = "testing")]
 pub mod sample;
+pub mod scatter;
 pub mod signature;
 pub mod slice;
 pub mod surface;

@@ -20,9 +20,9 @@
 //! at once from the host, on a GPU with the call (reported at the next
 //! readback), and an out-of-range index writes nothing.
 
+use super::index::{data_axis, expect_index, index_fits};
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::index::{data_axis, expect_index, index_fits};
 use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};

@@ -143,7 +143,9 @@ fn einsum_and_scatter_forwards_take_strings_and_lists() {
     // include_self defaults to True, as in PyTorch; reduce is one of five names.
     let index = Tensor::from_vec(vec![0i32, 0, 0], &[1, 3]).unwrap();
     let src = Tensor::from_vec(vec![-1.0f32, 9.0, 4.0], &[1, 3]).unwrap();
-    let args = |reduce: &str| vec![Some(Value::Int(0)), Some(Value::Tensor(index.clone())), Some(Value::Tensor(src.clone())), eq(reduce)];
+    let args = |reduce: &str| {
+        vec![Some(Value::Int(0)), Some(Value::Tensor(index.clone())), Some(Value::Tensor(src.clone())), eq(reduce)]
+    };
     let amax = call("scatter_reduce", Some(&a), args("amax")).unwrap();
     assert_eq!(f32s(&amax), vec![0.0, 9.0, 4.0, 3.0, 4.0, 5.0]);
     assert!(call("scatter_reduce", Some(&a), args("max")).is_err(), "'max' is not one of the reduce names");

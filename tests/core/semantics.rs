@@ -266,6 +266,9 @@ fn scatters_keep_the_last_duplicate_and_split_ties() {
     let x = Tensor::zeros(&[2, 2], DType::F64).unwrap();
     let (i, j) = (Tensor::from_vec(vec![1i32, 0, 1], &[3]).unwrap(), Tensor::from_vec(vec![0i32, 1, 0], &[3]).unwrap());
     let v = Tensor::from_vec(vec![5.0f64, 6.0, 8.0], &[3]).unwrap();
-    assert_eq!(x.index_put(&[i.clone(), j.clone()], &v, false).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 6.0, 8.0, 0.0]);
+    assert_eq!(
+        x.index_put(&[i.clone(), j.clone()], &v, false).unwrap().to_vec::<f64>().unwrap(),
+        vec![0.0, 6.0, 8.0, 0.0]
+    );
     assert_eq!(x.index_put(&[i, j], &v, true).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 6.0, 13.0, 0.0]);
 }

@@ -24,8 +24,11 @@ pub fn einsum(equation: &str, xs: &[Host]) -> Host {
         Some(r) => spell(&r, e),
         None => {
             let all: Vec<char> = inputs.iter().flatten().copied().collect();
-            let mut once: Vec<char> =
-                all.iter().copied().filter(|c| c.is_ascii_alphabetic() && all.iter().filter(|d| *d == c).count() == 1).collect();
+            let mut once: Vec<char> = all
+                .iter()
+                .copied()
+                .filter(|c| c.is_ascii_alphabetic() && all.iter().filter(|d| *d == c).count() == 1)
+                .collect();
             once.sort_unstable();
             spell("...", e).into_iter().chain(once).collect()
         }
@@ -45,7 +48,8 @@ pub fn einsum(equation: &str, xs: &[Host]) -> Host {
         let mut p = 1.0;
         for (t, x) in inputs.iter().zip(xs) {
             // A broadcast axis of size 1 reads its one element.
-            let idx: Vec<usize> = t.iter().zip(&x.shape).map(|(&c, &n)| if n == 1 { 0 } else { value(&assign, c) }).collect();
+            let idx: Vec<usize> =
+                t.iter().zip(&x.shape).map(|(&c, &n)| if n == 1 { 0 } else { value(&assign, c) }).collect();
             p *= x.at(&idx);
         }
         let o: Vec<usize> = output.iter().map(|&c| value(&assign, c)).collect();
