@@ -281,6 +281,9 @@ mod tests {
         assert_eq!(q.params[0].types, vec![Type::Sizes]);
         assert_eq!(q.params[1].types, vec![Type::BoolLiteral(false)]);
         assert_eq!(q.params[2].types, vec![Type::IntLiteral(1)]);
+        let e = Signature::parse("einsum(equation: str, operands: Tensor[]) -> Tensor").unwrap();
+        assert_eq!((e.method, e.params[0].types.clone()), (false, vec![Type::Str]));
+        assert_eq!(Type::Str.to_string(), "str");
     }
 
     #[test]

@@ -248,6 +248,7 @@ mod tests {
         for line in [
             "export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;",
             "export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;",
+            "export function einsum<D extends DType = DType>(equation: string, operands: Tensor<D>[]): Tensor<D>;",
         ] {
             assert!(f.contains(line), "missing {line}\n{f}");
         }
