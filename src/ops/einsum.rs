@@ -340,6 +340,10 @@ static EINSUM: OpDef = OpDef {
                 Tensor::einsum("...ij,...jk->...ik", x)
             })
             .reference(|h| r::einsum("...ij,...jk->...ik", h)),
+            // The `...` axes are summed when the output leaves them out; the
+            // size-1 axis of the first operand meets size 4 in the second.
+            Case::new("einsum sums broadcast axes", vec![u(&[2, 1, 3]), u(&[4, 3])], |x| Tensor::einsum("...i,...i->", x))
+                .reference(|h| r::einsum("...i,...i->", h)),
             Case::new("einsum three operands", vec![u(&[2, 3]), u(&[3, 4]), u(&[4, 2])], |x| {
                 Tensor::einsum("ab,bc,cd->ad", x)
             })

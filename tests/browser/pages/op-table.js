@@ -154,6 +154,7 @@ export const OP_TABLE = {
     'einsum sums a letter of one operand': (s, xs) => s.einsum('ijk,kl->il', xs),
     'einsum outer product': (s, xs) => s.einsum('i,j->ij', xs),
     'einsum broadcast ellipsis': (s, xs) => s.einsum('...ij,...jk->...ik', xs),
+    'einsum sums broadcast axes': (s, xs) => s.einsum('...i,...i->', xs),
     'einsum three operands': (s, xs) => s.einsum(' ab, bc ,cd -> ad', xs),
   },
 
