@@ -132,6 +132,7 @@ pub use error::{Error, Result};
 /// The f16 element type (from the `half` crate): `to_vec::<f16>()`, `from_vec(Vec<f16>, ..)`.
 pub use half::f16;
 pub use ops::composite::Reduction;
+pub use ops::scatter::ScatterReduce;
 #[cfg(not(target_arch = "wasm32"))]
 pub use profile::profile;
 pub use random::manual_seed;

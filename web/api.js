@@ -49,6 +49,7 @@ const CALLERS = [
   (id, op) => function (a, b) { checkReceiver(T, op, this); return raw.callMethod2(id, this, a, b); },
   (id, op) => function (a, b, c) { checkReceiver(T, op, this); return raw.callMethod3(id, this, a, b, c); },
   (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callMethod4(id, this, a, b, c, d); },
+  (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return raw.callMethod5(id, this, a, b, c, d, e); },
 ];
 
 // The module functions the registry generates, bound at init() by name.
@@ -58,6 +59,7 @@ const FUNCTION_CALLERS = [
   (id) => (a, b) => raw.callFunction2(id, a, b),
   (id) => (a, b, c) => raw.callFunction3(id, a, b, c),
   (id) => (a, b, c, d) => raw.callFunction4(id, a, b, c, d),
+  (id) => (a, b, c, d, e) => raw.callFunction5(id, a, b, c, d, e),
 ];
 const opFunctions = new Map();
 
@@ -79,13 +81,13 @@ function installOpMethods() {
  * The Node suite checks that these exports are exactly the registry's.
  */
 function opFunction(name) {
-  const f = function (a, b, c, d) {
+  const f = function (a, b, c, d, e) {
     const call = opFunctions.get(name);
     if (call === undefined) {
       ready(name);
       throw fail(name, 'value', `the op registry has no function ${name} (pkg/ is out of date: npm run build)`);
     }
-    return call(a, b, c, d);
+    return call(a, b, c, d, e);
   };
   Object.defineProperty(f, 'name', { value: name });
   return f;
@@ -95,6 +97,8 @@ function opFunction(name) {
 export const where = opFunction('where');
 /** Joins tensors along an existing axis `dim` (default 0), as `torch.cat`. */
 export const cat = opFunction('cat');
+/** Einstein summation (`torch.einsum`): `einsum('bij,bjk->bik', [a, b])`. */
+export const einsum = opFunction('einsum');
 /** im2col (`F.unfold`): [N, C, H, W] -> [N, C*kh*kw, L]. */
 export const unfold = opFunction('unfold');
 /** col2im (`F.fold`, the adjoint of `unfold`): overlapping windows sum. */

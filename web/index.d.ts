@@ -42,6 +42,8 @@ export type { DataOf, DType, DeviceName, Factory, LayerConstructors, ParamGroup 
 // ---- generated module functions (src/ops/surface.rs); `SKIFF_BLESS=1 cargo test --test core js_surface` rewrites this part
 /** condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`). */
 export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;
+/** Einstein summation over the operands (`'bij,bjk->bik'`; `...` broadcasts, a repeated letter takes a diagonal, no `->` sums letters used twice). */
+export function einsum<D extends DType = DType>(equation: string, operands: Tensor<D>[]): Tensor<D>;
 /** Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`). */
 export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;
 /** im2col: [N, C, H, W] to [N, C*kh*kw, L], one column per window (Rust: `unfold2d`). */
@@ -228,6 +230,12 @@ declare module '../pkg/skiff.js' {
     gather(dim: number, index: Tensor<'int32'>): Tensor<D>;
     /** A copy with src[p] added at p with p[dim] replaced by index[p]. */
     scatterAdd(dim: number, index: Tensor<'int32'>, src: Tensor<D>): Tensor<D>;
+    /** A copy with src[p] written at p with p[dim] replaced by index[p]; where targets repeat, the last in index order wins. */
+    scatter(dim: number, index: Tensor<'int32'>, src: Tensor<D>): Tensor<D>;
+    /** A copy where each element index aims at becomes the reduce of the sources aimed at it (and of itself with include_self); amax/amin ties share the gradient. */
+    scatterReduce(dim: number, index: Tensor<'int32'>, src: Tensor<D>, reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin', options?: { includeSelf?: boolean }): Tensor<D>;
+    /** A copy with `values` written at the positions the int32 `indices` (broadcast together) give in the leading dims; summed with accumulate, else the last in index order wins. */
+    indexPut(indices: Tensor[], values: Tensor<D>, accumulate?: boolean): Tensor<D>;
     /** 2-D cross-correlation of [N, C, H, W] with [O, C/groups, kh, kw] weights and an optional bias. */
     conv2d(weight: Tensor<D>, bias?: Tensor<D> | null, options?: { stride?: number | [number, number]; padding?: number | [number, number]; dilation?: number | [number, number]; groups?: number }): Tensor<D>;
     /** Max over each window of [N, C, H, W] (`stride` defaults to the kernel size). */

@@ -280,6 +280,51 @@ grad_entry("encoder_pre_gelu_masked", None, {"x": torch.randn(2, 4, 8)}, module=
 dec = randomised(Decoder(8, 2, dim_feedforward=16, dropout=0.0)).eval()
 grad_entry("decoder_causal", None, {"x": torch.randn(3, 2, 8), "memory": torch.randn(5, 2, 8)},
            module=dec)
+# --- scatter, scatter_reduce, index_put and einsum (issue 48, part 3; appended
+# after the entries above, so their random draws and values stay the same) ---
+# scatter: no two index entries of a column share a target (PyTorch leaves an
+# overwrite with duplicates undefined; skiff's last-wins rule is tested in Rust).
+idx = torch.tensor([[0, 1, 2, 0, 1], [2, 0, 1, 2, 0]])
+grad_entry("scatter", lambda x, src, idx: x.scatter(0, idx, src),
+           {"x": torch.randn(3, 5), "src": torch.randn(2, 5)}, consts={"idx": idx})
+# scatter_reduce: duplicates along dim 0, and row 2 of x never aimed at (kept
+# as it is, with or without include_self). Values are distinct, so amax and
+# amin have no ties under gradcheck's differences.
+idx = torch.tensor([[0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 1, 0]])
+for reduce in ("sum", "prod", "mean", "amax", "amin"):
+    for include_self in (True, False):
+        name = f"scatter_reduce_{reduce}_{'self' if include_self else 'noself'}"
+        grad_entry(name,
+                   lambda x, src, idx, reduce=reduce, include_self=include_self:
+                   x.scatter_reduce(0, idx, src, reduce, include_self=include_self),
+                   {"x": torch.randn(3, 4), "src": torch.randn(5, 4)}, consts={"idx": idx})
+# index_put: accumulate sums the repeated (0, 1); the overwrite has no repeats
+# (broadcast indices [[0], [2]] x [1, 2], values broadcast over the index pairs).
+i0, i1 = torch.tensor([0, 2, 0, 3]), torch.tensor([1, 1, 1, 0])
+grad_entry("index_put_acc", lambda x, v, i0, i1: x.index_put((i0, i1), v, accumulate=True),
+           {"x": torch.randn(4, 3, 2), "v": torch.randn(4, 2)}, consts={"i0": i0, "i1": i1})
+i0, i1 = torch.tensor([[0], [2]]), torch.tensor([1, 2])
+grad_entry("index_put_set", lambda x, v, i0, i1: x.index_put((i0, i1), v, accumulate=False),
+           {"x": torch.randn(3, 4, 2), "v": torch.randn(2, 1, 2)}, consts={"i0": i0, "i1": i1})
+# einsum: each entry's operands are x, b (and c).
+grad_entry("einsum_mm", lambda x, b: torch.einsum("ij,jk->ik", x, b),
+           {"x": torch.randn(3, 4), "b": torch.randn(4, 5)})
+grad_entry("einsum_bmm", lambda x, b: torch.einsum("bij,bjk->bik", x, b),
+           {"x": torch.randn(2, 3, 4), "b": torch.randn(2, 4, 2)})
+grad_entry("einsum_attention", lambda x, b: torch.einsum("bhqd,bhkd->bhqk", x, b),
+           {"x": torch.randn(2, 2, 3, 4), "b": torch.randn(2, 2, 5, 4)})
+grad_entry("einsum_dot", lambda x, b: torch.einsum("i,i->", x, b),
+           {"x": torch.randn(5), "b": torch.randn(5)})
+grad_entry("einsum_implicit", lambda x, b: torch.einsum("ij,jk", x, b),
+           {"x": torch.randn(3, 4), "b": torch.randn(4, 2)})
+grad_entry("einsum_diagonal", lambda x: torch.einsum("ii->i", x), {"x": torch.randn(4, 4)})
+grad_entry("einsum_trace", lambda x: torch.einsum("ii", x), {"x": torch.randn(3, 3)})
+grad_entry("einsum_ellipsis", lambda x, b: torch.einsum("...ij,...jk->...ik", x, b),
+           {"x": torch.randn(2, 1, 3, 4), "b": torch.randn(5, 4, 2)})
+grad_entry("einsum_sum_one", lambda x, b: torch.einsum("ijk,kl->li", x, b),
+           {"x": torch.randn(3, 4, 2), "b": torch.randn(2, 5)})
+grad_entry("einsum_three", lambda x, b, c: torch.einsum("ab,bc,cd->ad", x, b, c),
+           {"x": torch.randn(2, 3), "b": torch.randn(3, 4), "c": torch.randn(4, 2)})
 
 path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
 save_file(OUT, path, metadata={

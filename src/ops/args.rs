@@ -44,6 +44,7 @@ impl Value {
             (Value::Pair(_), Type::IntPair) => true,
             (Value::Bool(_), Type::Bool) => true,
             (Value::Str(s), Type::Literal(l)) => s == l,
+            (Value::Str(_), Type::Str) => true,
             (Value::None, Type::None) => true,
             (Value::DType(_), Type::DType) => true,
             (Value::Device(_), Type::Device) => true,

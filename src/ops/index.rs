@@ -208,7 +208,7 @@ pub fn ops() -> Vec<&'static OpDef> {
     vec![&INDEX_SELECT, &INDEX_ADD, &GATHER, &SCATTER_ADD]
 }
 
-fn expect_index(op: &'static str, index: &Tensor) -> Result<()> {
+pub(super) fn expect_index(op: &'static str, index: &Tensor) -> Result<()> {
     if index.dtype() != DType::I32 {
         return Err(Error::dtype(op, format!("index must be i32, got {} of shape {:?}", index.dtype(), index.shape())));
     }
@@ -216,7 +216,7 @@ fn expect_index(op: &'static str, index: &Tensor) -> Result<()> {
 }
 
 /// Checks the data operand has at least one axis and normalises `axis`.
-fn data_axis(op: &'static str, x: &Tensor, axis: isize) -> Result<usize> {
+pub(super) fn data_axis(op: &'static str, x: &Tensor, axis: isize) -> Result<usize> {
     if x.ndim() == 0 {
         return Err(Error::shape(op, "needs a tensor with at least one axis, got a scalar (shape [])"));
     }
@@ -240,7 +240,7 @@ fn expect_1d(op: &'static str, index: &Tensor) -> Result<()> {
 
 /// PyTorch's gather/scatter rule: same rank, and the index no larger than
 /// `data` in every dim (except `axis`, unless `including_axis`).
-fn index_fits(
+pub(super) fn index_fits(
     op: &'static str,
     what: &str,
     index: &Tensor,

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod composite;
 pub mod conv;
 pub mod conv_variants;
+pub mod einsum;
 pub mod index;
 pub mod join;
 pub mod logical;
@@ -27,6 +28,7 @@ pub mod reference;
 pub mod resample;
 #[cfg(feature = "testing")]
 pub mod sample;
+pub mod scatter;
 pub mod signature;
 pub mod slice;
 pub mod surface;
@@ -295,11 +297,11 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Comparison and selection", compare::ops()),
         ("Tests of values and masks", logical::ops()),
         ("Reductions", [reduce::ops(), norm::ops()].concat()),
-        ("Linear algebra", matmul::ops()),
+        ("Linear algebra", [matmul::ops(), einsum::ops()].concat()),
         ("Movement (views where strides allow)", movement::ops()),
         ("Rearrangement (copies)", arrange::ops()),
         ("Joining and padding", join::ops()),
-        ("Indexing", index::ops()),
+        ("Indexing", [index::ops(), scatter::ops()].concat()),
         ("Convolution and pooling (NCHW)", [conv::ops(), conv_variants::ops()].concat()),
         ("Resampling", resample::ops()),
         ("Neural-network functions and losses", [composite::ops(), normalize::ops(), attention::ops()].concat()),

@@ -14,7 +14,8 @@
 //!   (`js_name`). Where a Rust method is named otherwise, the op's doc says so.
 //!
 //! - Types: `Tensor` (in a method: of the receiver's dtype), `Tensor<any>`,
-//!   `Tensor<int32>` and the other dtypes, `Tensor[]`, `scalar` (any number,
+//!   `Tensor<int32>` and the other dtypes, `Tensor[]`, `str` (free text:
+//!   an einsum equation), `scalar` (any number,
 //!   NaN and infinities included: a value for a tensor), `float` (a finite
 //!   hyperparameter), `int`, `int[]`, `size[]` (non-negative ints: paddings),
 //!   `shape` (sizes that fit one tensor), `(int, int)`, `bool`, `None`,
@@ -59,6 +60,8 @@ pub enum Type {
     Device,
     /// One of a fixed set of strings: `'mean'`.
     Literal(&'static str),
+    /// Any string (`str`: an einsum equation, parsed by the op itself).
+    Str,
     /// Exactly this boolean (`False`): an option whose other value skiff lacks.
     BoolLiteral(bool),
     /// Exactly this integer (`1`), as `BoolLiteral`.
@@ -86,6 +89,7 @@ impl Type {
             "None" => Type::None,
             "DType" => Type::DType,
             "Device" => Type::Device,
+            "str" => Type::Str,
             t => {
                 if let Some(d) = t.strip_prefix("Tensor<").and_then(|r| r.strip_suffix('>')) {
                     if !DTYPES.contains(&d) {
@@ -123,6 +127,7 @@ impl fmt::Display for Type {
             Type::DType => f.write_str("DType"),
             Type::Device => f.write_str("Device"),
             Type::Literal(s) => write!(f, "'{s}'"),
+            Type::Str => f.write_str("str"),
             Type::BoolLiteral(b) => f.write_str(if *b { "True" } else { "False" }),
             Type::IntLiteral(n) => write!(f, "{n}"),
         }
@@ -276,6 +281,9 @@ mod tests {
         assert_eq!(q.params[0].types, vec![Type::Sizes]);
         assert_eq!(q.params[1].types, vec![Type::BoolLiteral(false)]);
         assert_eq!(q.params[2].types, vec![Type::IntLiteral(1)]);
+        let e = Signature::parse("einsum(equation: str, operands: Tensor[]) -> Tensor").unwrap();
+        assert_eq!((e.method, e.params[0].types.clone()), (false, vec![Type::Str]));
+        assert_eq!(Type::Str.to_string(), "str");
     }
 
     #[test]

@@ -63,8 +63,9 @@ pub fn methods() -> Result<Vec<Method>, String> {
             }
         }
     }
-    // The JS side calls into wasm with a fixed arity (web/api.js's CALLERS,
-    // src/web/ops/call.rs): more positional parameters belong in the options.
+    // The JS side calls into wasm with a fixed arity (web/api.js's CALLERS and
+    // FUNCTION_CALLERS, src/web/ops/call.rs's callMethodN/callFunctionN): an
+    // argument past MAX_JS_ARITY would be dropped silently.
     if let Some(m) = out.iter().find(|m| m.arity() > MAX_JS_ARITY) {
         return Err(format!(
             "{}: {} JS arguments (positional plus options) where at most {MAX_JS_ARITY} are callable: make the later ones keyword-only",
@@ -76,7 +77,7 @@ pub fn methods() -> Result<Vec<Method>, String> {
 }
 
 /// The most arguments a generated JS method or function takes.
-pub const MAX_JS_ARITY: usize = 4;
+pub const MAX_JS_ARITY: usize = 5;
 
 fn method_param(p: &Param, optional: bool) -> MethodParam {
     MethodParam { name: p.name, js: camel_case(p.name), types: p.types.clone(), keyword: p.keyword, optional }
@@ -138,6 +139,7 @@ fn ts_type(t: &Type) -> String {
         Type::DType => "DType".into(),
         Type::Device => "DeviceName".into(),
         Type::Literal(s) => format!("'{s}'"),
+        Type::Str => "string".into(),
         Type::BoolLiteral(b) => b.to_string(),
         Type::IntLiteral(n) => n.to_string(),
     }
@@ -259,6 +261,7 @@ mod tests {
         for line in [
             "export function cat<D extends DType = DType>(tensors: Tensor<D>[], dim?: number): Tensor<D>;",
             "export function where<D extends DType = DType>(condition: Tensor<'bool'>, input: Tensor<D> | number, other: Tensor<D> | number): Tensor<D>;",
+            "export function einsum<D extends DType = DType>(equation: string, operands: Tensor<D>[]): Tensor<D>;",
         ] {
             assert!(f.contains(line), "missing {line}\n{f}");
         }

@@ -10,7 +10,7 @@ use skiff::nn::{
     Interpolation, Layer, Recurrent, RecurrentCell, RecurrentConfig, RecurrentKind, RecurrentState, TransformerConfig,
     TransformerDecoderLayer, TransformerEncoderLayer,
 };
-use skiff::{DType, Reduction, Result, Tensor};
+use skiff::{DType, Reduction, Result, ScatterReduce, Tensor};
 
 fn f32s(shape: &[usize]) -> Tensor {
     Tensor::ones(shape, DType::F32).unwrap()
@@ -274,6 +274,62 @@ fn indexing() -> Vec<Bad> {
         ),
         bad!(Shape, "scatter_add", [], f32s(&[2, 3]).scatter_add(1, &ints(&[0, 0], &[2, 1]), &f32s(&[1, 1]))),
         bad!(Value, "index_add", ["out of range"], f32s(&[3]).index_add(0, &ints(&[3], &[1]), &f32s(&[1]))),
+        bad!(
+            Value,
+            "scatter",
+            ["index 7 is out of range", "size 3"],
+            f32s(&[2, 3]).scatter(1, &ints(&[7, 0], &[2, 1]), &f32s(&[2, 1]))
+        ),
+        bad!(Shape, "scatter", ["src"], f32s(&[2, 3]).scatter(1, &ints(&[0, 0], &[2, 1]), &f32s(&[1, 1]))),
+        bad!(
+            DType,
+            "scatter",
+            ["dtypes differ"],
+            f32s(&[2, 3]).scatter(1, &ints(&[0, 0], &[2, 1]), &ints(&[1, 2], &[2, 1]))
+        ),
+        bad!(
+            Value,
+            "scatter_reduce",
+            ["index -1 is out of range"],
+            f32s(&[2, 3]).scatter_reduce(0, &ints(&[-1], &[1, 1]), &f32s(&[1, 1]), ScatterReduce::Amax, true)
+        ),
+        bad!(
+            DType,
+            "scatter_reduce",
+            ["float", "i32"],
+            ints(&[1, 2], &[2]).scatter_reduce(0, &ints(&[0], &[1]), &ints(&[1], &[1]), ScatterReduce::Sum, true)
+        ),
+        bad!(
+            Axis,
+            "scatter_reduce",
+            ["axis 2"],
+            f32s(&[2, 3]).scatter_reduce(2, &ints(&[0], &[1, 1]), &f32s(&[1, 1]), ScatterReduce::Mean, false)
+        ),
+        bad!(
+            Value,
+            "index_put",
+            ["index 4 is out of range", "axis 1 of size 4"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[4, 0], &[2])], &f32s(&[2]), false)
+        ),
+        bad!(
+            Shape,
+            "index_put",
+            ["values of shape [3]", "[2]"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[1, 0], &[2])], &f32s(&[3]), true)
+        ),
+        bad!(
+            Shape,
+            "index_put",
+            ["1 to 2 index tensors", "got 3"],
+            f32s(&[3, 4]).index_put(&[ints(&[0], &[1]), ints(&[0], &[1]), ints(&[0], &[1])], &f32s(&[1]), true)
+        ),
+        bad!(DType, "index_put", ["i32"], f32s(&[3, 4]).index_put(&[f32s(&[2])], &f32s(&[4]), true)),
+        bad!(
+            Shape,
+            "index_put",
+            ["[2]", "[3]"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[0, 1, 2], &[3])], &f32s(&[1]), true)
+        ),
         bad!(Value, "embedding", ["out of range"], f32s(&[4, 2]).embedding(&ints(&[4], &[1]))),
         bad!(DType, "embedding", [], f32s(&[4, 2]).embedding(&f32s(&[1]))),
         bad!(
@@ -370,6 +426,25 @@ fn layers_and_ops() -> Vec<Bad> {
         bad!(Shape, "pixel_shuffle", ["6 channels", "2^2"], f32s(&[1, 6, 2, 2]).pixel_shuffle(2)),
         bad!(Shape, "pixel_shuffle", ["upscale_factor^2 = 0^2"], f32s(&[1, 4, 2, 2]).pixel_shuffle(0)),
         bad!(Shape, "pixel_unshuffle", ["at least 3 dims", "[4, 4]"], f32s(&[4, 4]).pixel_unshuffle(2)),
+        bad!(
+            Value,
+            "einsum",
+            ["\"ij,jk\"", "operand 1", "[2, 3, 4]", "names 2 dims"],
+            Tensor::einsum("ij,jk", &[f32s(&[2, 3]), f32s(&[2, 3, 4])])
+        ),
+        bad!(
+            Value,
+            "einsum",
+            ["letter 'j'", "sizes 3 and 4"],
+            Tensor::einsum("ij,jk->ik", &[f32s(&[2, 3]), f32s(&[4, 5])])
+        ),
+        bad!(Value, "einsum", ["repeats letter 'i'"], Tensor::einsum("ij->ii", &[f32s(&[2, 3])])),
+        bad!(Value, "einsum", ["bad character '1'"], Tensor::einsum("i1->i", &[f32s(&[2, 3])])),
+        bad!(Value, "einsum", ["output letter 'k'", "no operand"], Tensor::einsum("ij->k", &[f32s(&[2, 3])])),
+        bad!(Value, "einsum", ["2 terms for 1 operands"], Tensor::einsum("ij,jk->ik", &[f32s(&[2, 3])])),
+        bad!(Value, "einsum", ["more than one `...`"], Tensor::einsum("...i...->i", &[f32s(&[2, 3])])),
+        bad!(Value, "einsum", ["at least one operand"], Tensor::einsum("->", &[])),
+        bad!(DType, "einsum", ["dtypes differ"], Tensor::einsum("i,i->", &[f32s(&[2]), f64s(&[1.0, 2.0], &[2])])),
         bad!(DType, "one_hot", ["int32", "f32"], f32s(&[3]).one_hot(4)),
         bad!(Value, "one_hot", ["class index 4", "[0, 4)", "num_classes 4"], ints(&[0, 4, 1], &[3]).one_hot(4)),
         bad!(Value, "one_hot", ["class index -1"], ints(&[-1], &[1]).one_hot(2)),

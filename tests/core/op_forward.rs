@@ -131,3 +131,31 @@ fn window_forwards_match_the_methods() {
     .unwrap();
     assert_eq!(f32s(&back), f32s(&cols.fold2d([4, 4], [2, 2], [1, 1], [0, 0], [1, 1]).unwrap()));
 }
+
+#[test]
+fn einsum_and_scatter_forwards_take_strings_and_lists() {
+    let (a, b) = (range(&[2, 3]), range(&[3, 2]));
+    let eq = |s: &str| Some(Value::Str(s.to_string()));
+    let product = call("einsum", None, vec![eq("ij,jk->ik"), Some(Value::Tensors(vec![a.clone(), b.clone()]))]);
+    assert_eq!(f32s(&product.unwrap()), f32s(&a.matmul(&b).unwrap()));
+    let bad = call("einsum", None, vec![eq("ij,jk->ik"), Some(Value::Tensors(vec![a.clone()]))]).unwrap_err();
+    assert!(bad.to_string().starts_with("einsum: equation \"ij,jk->ik\": 2 terms for 1 operands"), "{bad}");
+    // include_self defaults to True, as in PyTorch; reduce is one of five names.
+    let index = Tensor::from_vec(vec![0i32, 0, 0], &[1, 3]).unwrap();
+    let src = Tensor::from_vec(vec![-1.0f32, 9.0, 4.0], &[1, 3]).unwrap();
+    let args = |reduce: &str| {
+        vec![Some(Value::Int(0)), Some(Value::Tensor(index.clone())), Some(Value::Tensor(src.clone())), eq(reduce)]
+    };
+    let amax = call("scatter_reduce", Some(&a), args("amax")).unwrap();
+    assert_eq!(f32s(&amax), vec![0.0, 9.0, 4.0, 3.0, 4.0, 5.0]);
+    assert!(call("scatter_reduce", Some(&a), args("max")).is_err(), "'max' is not one of the reduce names");
+    let rows = Tensor::from_vec(vec![1i32, 1], &[2]).unwrap();
+    let put = call(
+        "index_put",
+        Some(&a),
+        vec![Some(Value::Tensors(vec![rows])), Some(Value::Tensor(range(&[2, 3]).mul_scalar(10.0).unwrap())), None],
+    )
+    .unwrap();
+    // Without accumulate the last of the repeated row 1 wins.
+    assert_eq!(f32s(&put), vec![0.0, 1.0, 2.0, 30.0, 40.0, 50.0]);
+}

@@ -237,3 +237,38 @@ fn norm_of_zeros_has_zero_gradient() {
     x.norm(2.0, &[1], false).unwrap().sum_all().unwrap().backward().unwrap();
     common::assert_close(&grad_of(&x), &[0.6, 0.8, 0.0, 0.0], 1e-15);
 }
+
+/// An overwrite with repeated targets keeps the last source in index order
+/// (PyTorch leaves it undefined; skiff fixes it on every backend), and only
+/// that source gets a gradient. amax's gradient is split evenly between
+/// every tied candidate, the element itself included, as PyTorch's.
+#[test]
+fn scatters_keep_the_last_duplicate_and_split_ties() {
+    let index = Tensor::from_vec(vec![1i32, 0, 1, 1], &[4]).unwrap();
+    let x = Tensor::from_vec(vec![0.0f64, 0.0, 7.0], &[3]).unwrap().requires_grad_(true).unwrap();
+    let src = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[4]).unwrap().requires_grad_(true).unwrap();
+    let y = x.scatter(0, &index, &src).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![2.0, 4.0, 7.0]);
+    y.sum_all().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), vec![0.0, 0.0, 1.0]);
+    assert_eq!(grad_of(&src), vec![0.0, 1.0, 0.0, 1.0]);
+
+    let x = Tensor::from_vec(vec![2.0f64, 5.0], &[2]).unwrap().requires_grad_(true).unwrap();
+    let src = Tensor::from_vec(vec![2.0f64, 1.0, 2.0], &[3]).unwrap().requires_grad_(true).unwrap();
+    let index = Tensor::from_vec(vec![0i32, 0, 0], &[3]).unwrap();
+    let y = x.scatter_reduce(0, &index, &src, skiff::ScatterReduce::Amax, true).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![2.0, 5.0]);
+    y.sum_all().unwrap().backward().unwrap();
+    common::assert_close(&grad_of(&x), &[1.0 / 3.0, 1.0], 1e-15);
+    common::assert_close(&grad_of(&src), &[1.0 / 3.0, 0.0, 1.0 / 3.0], 1e-15);
+
+    // index_put without accumulate: the last of the repeated (1, 0) wins.
+    let x = Tensor::zeros(&[2, 2], DType::F64).unwrap();
+    let (i, j) = (Tensor::from_vec(vec![1i32, 0, 1], &[3]).unwrap(), Tensor::from_vec(vec![0i32, 1, 0], &[3]).unwrap());
+    let v = Tensor::from_vec(vec![5.0f64, 6.0, 8.0], &[3]).unwrap();
+    assert_eq!(
+        x.index_put(&[i.clone(), j.clone()], &v, false).unwrap().to_vec::<f64>().unwrap(),
+        vec![0.0, 6.0, 8.0, 0.0]
+    );
+    assert_eq!(x.index_put(&[i, j], &v, true).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 6.0, 13.0, 0.0]);
+}

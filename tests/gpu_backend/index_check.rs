@@ -4,7 +4,7 @@
 //! device with the op and reports at the next readback or `synchronize()`:
 //!
 //! - every index op (gather, index_select, index_add, scatter_add, embedding,
-//!   cross_entropy and nll_loss labels) runs on such indices without reading
+//!   cross_entropy and nll_loss labels; scatter, scatter_reduce and index_put) runs on such indices without reading
 //!   anything back (readback counter unchanged), forward and backward, and
 //!   matches the cpu; an empty batch works too;
 //! - out-of-range values give the op's error (naming the op, the value, the
@@ -386,4 +386,63 @@ fn one_hot_of_device_made_indices_checks_them_on_the_device() {
     let e = expect_err(y.to_vec::<i32>(), Kind::Value, "one_hot", &["class index 5", "[0, 4)", "index shape [2]"]);
     assert!(e.to_string().contains("found on the device"), "{e}");
     assert_eq!(y.to_vec::<i32>().unwrap(), vec![0, 1, 0, 0, 0, 0, 0, 0]);
+}
+
+/// scatter, scatter_reduce and index_put on device-made indices: no
+/// readback during the call, the cpu's values, and an out-of-range index is
+/// the next readback's error naming the called op, its writes left out.
+#[test]
+fn scatters_and_index_put_check_device_made_indices_on_the_device() {
+    let Some((dev, g)) = common::private_gpu() else { return };
+    let x = floats(&[5, 3], 1);
+    let src = floats(&[2, 3], 2);
+    let (xd, srcd) = (x.to(&dev).unwrap(), src.to(&dev).unwrap());
+    let names = ["scatter", "scatter_reduce", "scatter_reduce"];
+    let scatter = |k: usize, x: &Tensor, i: &Tensor, s: &Tensor| match k {
+        0 => x.scatter(0, i, s),
+        1 => x.scatter_reduce(0, i, s, skiff::ScatterReduce::Amax, true),
+        _ => x.scatter_reduce(0, i, s, skiff::ScatterReduce::Prod, false),
+    };
+    let good = [0, 4, 1, 0, 4, 4];
+    // Index 7 at (0, 1): the later (1, 1) aims at row 4 of column 1 anyway,
+    // so leaving the bad write out gives the cpu's result for 4 there.
+    let (bad, fixed) = ([0, 7, 1, 0, 4, 4], [0, 4, 1, 0, 4, 4]);
+    for (k, op) in names.into_iter().enumerate() {
+        let before = readbacks(&g);
+        let y = scatter(k, &xd, &device_ints(&good, &[2, 3], &dev), &srcd).unwrap();
+        assert_eq!(readbacks(&g), before, "{op} read its indices back");
+        let want = scatter(k, &x, &host_ints(&good, &[2, 3]), &src).unwrap();
+        assert_close(&f32s(&y), &f32s(&want), op);
+        let y = scatter(k, &xd, &device_ints(&bad, &[2, 3], &dev), &srcd)
+            .unwrap_or_else(|e| panic!("{op} must not fail before its readback: {e}"));
+        let e = expect_err(y.to_vec::<f32>(), Kind::Value, op, &["index 7 is out of range for axis 0 of size 5"]);
+        assert!(e.to_string().contains("found on the device"), "{e}");
+        if op == "scatter" {
+            let want = scatter(k, &x, &host_ints(&fixed, &[2, 3]), &src).unwrap();
+            assert_close(&f32s(&y), &f32s(&want), "scatter leaves the bad write out");
+        }
+    }
+
+    let values = floats(&[3], 4);
+    let vd = values.to(&dev).unwrap();
+    for accumulate in [true, false] {
+        let put =
+            |i0: &Tensor, i1: &Tensor, x: &Tensor, v: &Tensor| x.index_put(&[i0.clone(), i1.clone()], v, accumulate);
+        let (i0, i1) = ([1, 2, 1], [0, 2, 0]);
+        let before = readbacks(&g);
+        let y = put(&device_ints(&i0, &[3], &dev), &device_ints(&i1, &[3], &dev), &xd, &vd).unwrap();
+        assert_eq!(readbacks(&g), before, "index_put read its indices back");
+        let want = put(&host_ints(&i0, &[3]), &host_ints(&i1, &[3]), &x, &values).unwrap();
+        assert_close(&f32s(&y), &f32s(&want), "index_put on device-made indices");
+        // Row 6 is out of range: that write is left out (not aliased into row 2, column 0).
+        let y = put(&device_ints(&[1, 6, 2], &[3], &dev), &device_ints(&[0, 0, 2], &[3], &dev), &xd, &vd).unwrap();
+        let e =
+            expect_err(y.to_vec::<f32>(), Kind::Value, "index_put", &["index 6 is out of range for axis 0 of size 5"]);
+        assert!(e.to_string().contains("found on the device"), "{e}");
+        let keep = |t: &Tensor, at: &[i64]| {
+            t.index_select(0, &host_ints(&at.iter().map(|&a| a as i32).collect::<Vec<_>>(), &[2])).unwrap()
+        };
+        let want = put(&host_ints(&[1, 2], &[2]), &host_ints(&[0, 2], &[2]), &x, &keep(&values, &[0, 2])).unwrap();
+        assert_close(&f32s(&y), &f32s(&want), "index_put leaves the bad write out");
+    }
 }

@@ -12,7 +12,7 @@ use skiff::nn::{
     Interpolation, Layer, Mish, PReLU, PixelShuffle, PixelUnshuffle, RMSNorm, Unflatten, Upsample, ZeroPad2d, ELU,
     SELU,
 };
-use skiff::{DType, Device, Result, Tensor};
+use skiff::{DType, Device, Result, ScatterReduce, Tensor};
 
 const FIXTURE: &[u8] = include_bytes!("../fixtures/torch/layers48.safetensors");
 
@@ -152,6 +152,46 @@ fn every_entry(device: &Device, dtype: DType, tol: f64) {
     check_exact(fx, "all_dim0", &["x"], |x| x[0].all(&[0], false));
     normalisations_convolutions_and_resampling(fx, tol, device);
     super::torch_sequence::every_entry(fx, tol, device);
+    scatters_and_einsum(fx, tol);
+}
+
+/// scatter, scatter_reduce (every reduce, with and without the element
+/// itself), index_put (accumulate, and overwrite without repeats) and einsum.
+fn scatters_and_einsum(fx: &Fixture, tol: f64) {
+    let idx = fx.get("scatter.idx");
+    check(fx, tol, "scatter", &["x", "src"], &[], |x| x[0].scatter(0, &idx, &x[1]));
+    let reduces = [
+        ("sum", ScatterReduce::Sum),
+        ("prod", ScatterReduce::Prod),
+        ("mean", ScatterReduce::Mean),
+        ("amax", ScatterReduce::Amax),
+        ("amin", ScatterReduce::Amin),
+    ];
+    for (name, reduce) in reduces {
+        for include_self in [true, false] {
+            let e = format!("scatter_reduce_{name}_{}", if include_self { "self" } else { "noself" });
+            let idx = fx.get(&format!("{e}.idx"));
+            check(fx, tol, &e, &["x", "src"], &[], |x| x[0].scatter_reduce(0, &idx, &x[1], reduce, include_self));
+        }
+    }
+    for (e, accumulate) in [("index_put_acc", true), ("index_put_set", false)] {
+        let indices = [fx.get(&format!("{e}.i0")), fx.get(&format!("{e}.i1"))];
+        check(fx, tol, e, &["x", "v"], &[], |x| x[0].index_put(&indices, &x[1], accumulate));
+    }
+    for (e, equation) in [
+        ("einsum_mm", "ij,jk->ik"),
+        ("einsum_bmm", "bij,bjk->bik"),
+        ("einsum_attention", "bhqd,bhkd->bhqk"),
+        ("einsum_dot", "i,i->"),
+        ("einsum_implicit", "ij,jk"),
+        ("einsum_ellipsis", "...ij,...jk->...ik"),
+        ("einsum_sum_one", "ijk,kl->li"),
+    ] {
+        check(fx, tol, e, &["x", "b"], &[], |x| Tensor::einsum(equation, x));
+    }
+    check(fx, tol, "einsum_diagonal", &["x"], &[], |x| Tensor::einsum("ii->i", x));
+    check(fx, tol, "einsum_trace", &["x"], &[], |x| Tensor::einsum("ii", x));
+    check(fx, tol, "einsum_three", &["x", "b", "c"], &[], |x| Tensor::einsum("ab,bc,cd->ad", x));
 }
 
 fn normalisations_convolutions_and_resampling(fx: &Fixture, tol: f64, device: &Device) {

@@ -9,10 +9,14 @@
 //! `shape.rs` has movement, joins, indexing and matmul; `nn.rs` the windows
 //! (unfold/fold/conv/pools), softmax, losses and normalisation.
 
+mod einsum;
 mod nn;
+mod scatter;
 mod shape;
 
+pub use einsum::*;
 pub use nn::*;
+pub use scatter::*;
 pub use shape::*;
 
 use crate::dtype::DType;

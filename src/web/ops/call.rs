@@ -125,6 +125,7 @@ function_callers! {
     call_function2, "callFunction2", [a, b];
     call_function3, "callFunction3", [a, b, c];
     call_function4, "callFunction4", [a, b, c, d];
+    call_function5, "callFunction5", [a, b, c, d, e];
 }
 
 callers! {
@@ -133,6 +134,7 @@ callers! {
     call_method2, "callMethod2", [a, b];
     call_method3, "callMethod3", [a, b, c];
     call_method4, "callMethod4", [a, b, c, d];
+    call_method5, "callMethod5", [a, b, c, d, e];
 }
 
 fn call(id: u32, this: Option<&JsTensor>, given: &[JsValue]) -> JsResult<JsTensor> {

@@ -31,6 +31,8 @@ enum Conversion {
     BoolLiteral(bool),
     IntLiteral(isize),
     Literals(Vec<&'static str>),
+    /// Any string (an einsum equation).
+    Str,
     DType,
     Device,
     /// No JS reader for these types (a registry error, reported at the call).
@@ -85,6 +87,8 @@ impl Reader {
             Conversion::IntLiteral(n)
         } else if !literals.is_empty() {
             Conversion::Literals(literals)
+        } else if has(&Type::Str) {
+            Conversion::Str
         } else if has(&Type::DType) {
             Conversion::DType
         } else if has(&Type::Device) {
@@ -167,6 +171,7 @@ impl Reader {
                     return Err(js_error(op, Kind::Argument, format!("{name} must be {choices}, got {}", describe(v))));
                 }
             },
+            Conversion::Str => Value::Str(args::string_arg(op, name, v)?),
             Conversion::DType => Value::DType(args::dtype(op, v)?),
             Conversion::Device => Value::Device(args::device(op, v)?),
             Conversion::None => {

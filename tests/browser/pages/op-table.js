@@ -142,6 +142,22 @@ export const OP_TABLE = {
     chain: (s, [a, b, c]) => a.matmul(b).tanh().matmul(c),
   },
 
+  // ---- einsum.rs
+  einsum: {
+    'einsum matrix product': (s, xs) => s.einsum('ij,jk->ik', xs),
+    'einsum batched product': (s, xs) => s.einsum('bij,bjk->bik', xs),
+    'einsum attention scores': (s, xs) => s.einsum('bhqd,bhkd->bhqk', xs),
+    'einsum dot product': (s, xs) => s.einsum('i,i->', xs),
+    'einsum transpose': (s, xs) => s.einsum('ij->ji', xs),
+    'einsum diagonal and trace': (s, [a, b]) => s.einsum('ii->i', [a]).sum().add(s.einsum('jj', [b])),
+    'einsum implicit output': (s, xs) => s.einsum('ij,jk', xs),
+    'einsum sums a letter of one operand': (s, xs) => s.einsum('ijk,kl->il', xs),
+    'einsum outer product': (s, xs) => s.einsum('i,j->ij', xs),
+    'einsum broadcast ellipsis': (s, xs) => s.einsum('...ij,...jk->...ik', xs),
+    'einsum sums broadcast axes': (s, xs) => s.einsum('...i,...i->', xs),
+    'einsum three operands': (s, xs) => s.einsum(' ab, bc ,cd -> ad', xs),
+  },
+
   // ---- movement.rs
   reshape: {
     reshape: (s, [x]) => x.reshape([4, -1]),
@@ -218,6 +234,35 @@ export const OP_TABLE = {
   scatter_add: {
     'scatter_add axis 0 with repeats': (s, [x, i, src]) => x.scatterAdd(0, i, src),
     'scatter_add src larger than index': (s, [x, i, src]) => x.scatterAdd(1, i, src),
+  },
+
+  // ---- scatter.rs
+  scatter: {
+    'scatter axis 0 with duplicates': (s, [x, i, src]) => x.scatter(0, i, src),
+    'scatter middle axis, src larger': (s, [x, i, src]) => x.scatter(1, i, src),
+    'scatter int32': (s, [x, i, src]) => x.scatter(-1, i, src),
+    'scatter bool': (s, [x, i, src]) => x.scatter(0, i, src),
+  },
+  scatter_reduce: {
+    'scatter_reduce sum with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'sum'),
+    'scatter_reduce sum': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'sum', { includeSelf: false }),
+    'scatter_reduce prod with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'prod', { includeSelf: true }),
+    'scatter_reduce prod': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'prod', { includeSelf: false }),
+    'scatter_reduce mean with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'mean'),
+    'scatter_reduce mean': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'mean', { includeSelf: false }),
+    'scatter_reduce amax with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax'),
+    'scatter_reduce amax': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax', { includeSelf: false }),
+    'scatter_reduce amin with self': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amin'),
+    'scatter_reduce amin': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amin', { includeSelf: false }),
+    'scatter_reduce amax tie': (s, [x, i, src]) => x.scatterReduce(0, i, src, 'amax', { includeSelf: false }),
+    'scatter_reduce prod along the last axis': (s, [x, i, src]) =>
+      x.scatterReduce(-1, i, src, 'prod', { includeSelf: false }),
+  },
+  index_put: {
+    'index_put accumulate, two indices with duplicates': (s, [x, i, j, v]) => x.indexPut([i, j], v, true),
+    'index_put overwrite, broadcast indices and values': (s, [x, i, j, v]) => x.indexPut([i, j], v, false),
+    'index_put overwrite rows with duplicates': (s, [x, i, v]) => x.indexPut([i], v),
+    'index_put int32 accumulate': (s, [x, i, v]) => x.indexPut([i], v, true),
   },
 
   // ---- conv.rs
