@@ -10,9 +10,11 @@
 //! (unfold/fold/conv/pools), softmax, losses and normalisation.
 
 mod nn;
+mod scan;
 mod shape;
 
 pub use nn::*;
+pub use scan::*;
 pub use shape::*;
 
 use crate::dtype::DType;
