@@ -1,0 +1,74 @@
+//! The scan and sort kernels at sizes the registry's small cases do not
+//! reach: rows of many 256-element chunks (the scan's carry) and a sort of
+//! 2^20 + 3 values (every merge stage of the bitonic network, in one batch),
+//! against the cpu; and sort, topk and cumprod through forward and backward
+//! with no readback (their indices are made and trusted on the device).
+
+use crate::common;
+use skiff::{Device, Tensor};
+
+/// Scrambled values in [-1, 1) with every value repeated `copies` times (ties).
+fn scrambled(n: usize, copies: usize) -> Vec<f32> {
+    (0..n).map(|i| (((i / copies) as u64 * 2_654_435_761) % 1_000_003) as f32 / 500_001.5 - 1.0).collect()
+}
+
+fn readbacks(d: &Device) -> u64 {
+    match d {
+        Device::Gpu(g) => g.counters().readbacks,
+        Device::Cpu => 0,
+    }
+}
+
+#[test]
+fn a_million_values_sort_as_on_the_cpu() {
+    let Some(dev) = common::gpu() else { return };
+    let n = (1 << 20) + 3;
+    let x = Tensor::from_vec(scrambled(n, 3), &[n]).unwrap();
+    for descending in [false, true] {
+        let cpu = x.argsort(0, descending).unwrap().to_vec::<i32>().unwrap();
+        let gpu = x.to(&dev).unwrap().argsort(0, descending).unwrap().to_vec::<i32>().unwrap();
+        // Ties in threes: the same stable order, position for position.
+        assert!(cpu == gpu, "descending {descending}: the GPU's order differs from the cpu's");
+    }
+}
+
+#[test]
+fn long_rows_scan_as_on_the_cpu() {
+    let Some(dev) = common::gpu() else { return };
+    // 3 rows of 70,001 (274 chunks each), scanned along a strided axis too.
+    let x = Tensor::from_vec(scrambled(3 * 70_001, 1), &[3, 70_001]).unwrap();
+    for (t, dim) in [(x.clone(), 1), (x.transpose(0, 1).unwrap(), 0)] {
+        let cpu = t.cumsum(dim).unwrap().to_vec::<f32>().unwrap();
+        let gpu = t.to(&dev).unwrap().cumsum(dim).unwrap().to_vec::<f32>().unwrap();
+        // Sums of up to 70,001 terms of |x| < 1 in two orders: f32 rounding grows with the row.
+        let worst = cpu.iter().zip(&gpu).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(worst < 2e-2, "dim {dim}: largest difference {worst}");
+    }
+    let near_one = x.mul_scalar(1e-5).unwrap().add_scalar(1.0).unwrap();
+    let cpu = near_one.cumprod(1).unwrap().to_vec::<f32>().unwrap();
+    let gpu = near_one.to(&dev).unwrap().cumprod(1).unwrap().to_vec::<f32>().unwrap();
+    let worst = cpu.iter().zip(&gpu).map(|(a, b)| ((a - b) / a).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 1e-3, "cumprod: largest relative difference {worst}");
+}
+
+#[test]
+fn sort_topk_and_cumprod_train_without_readbacks() {
+    let Some((dev, _)) = common::private_gpu() else { return };
+    let x = Tensor::from_vec(scrambled(4 * 300, 2), &[4, 300]).unwrap();
+    let run = |d: &Device| {
+        let xd = x.to(d).unwrap().requires_grad_(true).unwrap();
+        let (values, _) = xd.sort(1, true, true).unwrap();
+        let (top, _) = xd.topk(5, -1, false, true).unwrap();
+        let loss = values.cumprod(1).unwrap().sum_all().unwrap().add(&top.prod(&[], false).unwrap()).unwrap();
+        loss.backward().unwrap();
+        (values, xd.grad().unwrap())
+    };
+    let before = readbacks(&dev);
+    let (v_gpu, g_gpu) = run(&dev);
+    assert_eq!(readbacks(&dev), before, "sort, topk or cumprod read back from the GPU");
+    let (v_cpu, g_cpu) = run(&Device::Cpu);
+    assert_eq!(v_gpu.to_vec::<f32>().unwrap(), v_cpu.to_vec::<f32>().unwrap());
+    let (a, b) = (g_gpu.to_vec::<f32>().unwrap(), g_cpu.to_vec::<f32>().unwrap());
+    let worst = a.iter().zip(&b).map(|(a, b)| (a - b).abs() / (1.0 + b.abs())).fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "gradients differ by up to {worst}");
+}
