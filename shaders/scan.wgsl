@@ -63,3 +63,29 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
 }
+
+// ==== kernel: scan_rows
+// Short rows (the host picks this kernel for rows of at most 32 elements):
+// one invocation per row, accumulating in index order, so that a scan over
+// many short rows does not occupy a 256-wide workgroup per row.
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read_write> OUT: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let row = gid(wid, lid, nwg);
+    if (row >= pm(31u)) { return; }
+    let n = pm(30u);
+    let prod = pm(33u) == 1u;
+    var acc = 0.0;
+    if (prod) { acc = 1.0; }
+    for (var k = 0u; k < n; k = k + 1u) {
+        var i = k;
+        if (pm(32u) == 1u) { i = n - 1u - k; }
+        let at = row * n + i;
+        let v = X[operand_index(at, 0u)];
+        if (prod) { acc = acc * v; } else { acc = acc + v; }
+        OUT[operand_index(at, 1u)] = acc;
+    }
+}

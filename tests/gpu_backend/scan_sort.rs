@@ -1,5 +1,6 @@
 //! The scan and sort kernels at sizes the registry's small cases do not
-//! reach: rows of many 256-element chunks (the scan's carry) and a sort of
+//! reach: rows of many 256-element chunks (the scan's carry), many short
+//! rows (one invocation each, in the cpu's order) and a sort of
 //! 2^20 + 3 values (every merge stage of the bitonic network, in one batch),
 //! against the cpu; and sort, topk and cumprod through forward and backward
 //! with no readback (their indices are made and trusted on the device).
@@ -49,6 +50,19 @@ fn long_rows_scan_as_on_the_cpu() {
     let gpu = near_one.to(&dev).unwrap().cumprod(1).unwrap().to_vec::<f32>().unwrap();
     let worst = cpu.iter().zip(&gpu).map(|(a, b)| ((a - b) / a).abs()).fold(0.0f32, f32::max);
     assert!(worst < 1e-3, "cumprod: largest relative difference {worst}");
+}
+
+#[test]
+fn short_rows_scan_in_the_cpus_order() {
+    let Some(dev) = common::gpu() else { return };
+    // 20,000 rows of 7: one invocation per row, adding in index order as the cpu does.
+    let x = Tensor::from_vec(scrambled(7 * 20_000, 1), &[7, 20_000]).unwrap().transpose(0, 1).unwrap();
+    for prod in [false, true] {
+        let scan = |t: &Tensor| if prod { t.cumprod(1) } else { t.cumsum(-1) };
+        let cpu = scan(&x).unwrap().to_vec::<f32>().unwrap();
+        let gpu = scan(&x.to(&dev).unwrap()).unwrap().to_vec::<f32>().unwrap();
+        assert!(cpu == gpu, "prod {prod}: the GPU's short-row scan differs from the cpu's");
+    }
 }
 
 #[test]

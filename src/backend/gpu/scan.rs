@@ -1,11 +1,12 @@
 //! Scans along one axis on the GPU (`shaders/scan.wgsl`): a parallel prefix
-//! scan per row in workgroup memory with a carry across 256-element chunks.
+//! scan per row in workgroup memory with a carry across 256-element chunks;
+//! rows of at most `SHORT_ROW` elements one per invocation instead.
 //! The input is read through its strides (no copy), viewed with the scanned
 //! axis last; the output is contiguous in the input's order. f32 only: f16
 //! operands are widened and the result rounded once (`backend::half`).
 
 use super::index::kernel_source;
-use super::kernels::elementwise_params;
+use super::kernels::{elementwise_params, workgroups};
 use super::GpuBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -14,9 +15,13 @@ use crate::shape::{contiguous_strides, Layout};
 
 pub const SCAN: &str = include_str!("../../../shaders/scan.wgsl");
 
+/// The longest rows scanned one per invocation: a workgroup per row would
+/// leave most of its 256 invocations idle through 8 barrier steps.
+const SHORT_ROW: usize = 32;
+
 /// Every source this module builds, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
-    vec![("scan:f32".to_string(), kernel_source(SCAN, "scan", DType::F32))]
+    ["scan", "scan_rows"].iter().map(|k| (format!("{k}:f32"), kernel_source(SCAN, k, DType::F32))).collect()
 }
 
 /// `layout` with `axis` moved last (a view: only shape and strides move).
@@ -67,7 +72,8 @@ pub fn scan(
     let view = axis_last(layout, axis);
     let scalars = [n as u32, rows as u32, reverse as u32, (kind == ScanKind::Prod) as u32];
     let params = elementwise_params(op, &view.shape, &[&view, &output_axis_last(&layout.shape, axis)], &scalars)?;
-    let pipeline = ctx.pipeline("scan:f32", || kernel_source(SCAN, "scan", DType::F32))?;
-    ctx.dispatch(&pipeline, &params, &[x.raw(), out.raw()], rows as u32);
+    let (kernel, groups) = if n <= SHORT_ROW { ("scan_rows", workgroups(rows)) } else { ("scan", rows as u32) };
+    let pipeline = ctx.pipeline(&format!("{kernel}:f32"), || kernel_source(SCAN, kernel, DType::F32))?;
+    ctx.dispatch(&pipeline, &params, &[x.raw(), out.raw()], groups);
     Ok(out)
 }
