@@ -71,7 +71,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let k = pm(24u);
     let j = pm(25u);
     let i = lower(t, j);
-    let up = ((i % pm(21u)) & k) == 0u;
+    let up = ((i & (pm(21u) - 1u)) & k) == 0u;
     let a = S[i];
     let b = S[i + j];
     if (less(b, a) == up) {
@@ -108,7 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var k = pm(26u); k <= pm(24u); k = k << 1u) {
         for (var j = min(k >> 1u, pm(25u)); j > 0u; j = j >> 1u) {
             let i = lower(lid, j);
-            let up = (((base + i) % p) & k) == 0u;
+            let up = (((base + i) & (p - 1u)) & k) == 0u;
             let a = L[i];
             let b = L[i + j];
             if (less(b, a) == up) {

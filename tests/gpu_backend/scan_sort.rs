@@ -6,7 +6,7 @@
 //! with no readback (their indices are made and trusted on the device).
 
 use crate::common;
-use skiff::{Device, Tensor};
+use skiff::{jit, Device, Result, Tensor};
 
 /// Scrambled values in [-1, 1) with every value repeated `copies` times (ties).
 fn scrambled(n: usize, copies: usize) -> Vec<f32> {
@@ -85,4 +85,30 @@ fn sort_topk_and_cumprod_train_without_readbacks() {
     let (a, b) = (g_gpu.to_vec::<f32>().unwrap(), g_cpu.to_vec::<f32>().unwrap());
     let worst = a.iter().zip(&b).map(|(a, b)| (a - b).abs() / (1.0 + b.abs())).fold(0.0f32, f32::max);
     assert!(worst < 1e-4, "gradients differ by up to {worst}");
+}
+
+#[test]
+fn compiled_sorts_and_scans_replay_as_eager_code_runs() {
+    let Some(dev) = common::gpu() else { return };
+    // Sorting, gathering at the sorted positions (trusted in the program:
+    // its own kernel made them), scanning and their gradients, replayed.
+    let f = |x: &Tensor| -> Result<Vec<Tensor>> {
+        let x = x.requires_grad_(true)?;
+        let (values, indices) = x.sort(1, true, true)?;
+        let (top, _) = x.topk(3, 0, false, true)?;
+        let loss = values.cumsum(1)?.mul(&values.cumprod(0)?)?.sum_all()?.add(&top.prod(&[], false)?)?;
+        let g = skiff::autograd::grad(&[loss.clone()], &[x], None, Default::default())?;
+        Ok(vec![loss, indices, g[0].clone().expect("x takes part")])
+    };
+    let mut compiled = jit::compile(|i: &[Tensor]| f(&i[0]));
+    for call in 0..4 {
+        let x = Tensor::from_vec(scrambled(6 * 700, 2 + call), &[6, 700]).unwrap();
+        let x = x.mul_scalar(0.5 + 0.1 * call as f64).unwrap().to(&dev).unwrap();
+        let got = compiled.call(std::slice::from_ref(&x)).unwrap();
+        let want = f(&x).unwrap();
+        for (k, (a, b)) in got.iter().zip(&want).enumerate() {
+            let bits = |t: &Tensor| t.to_dtype(skiff::DType::F32).unwrap().to_vec::<f32>().unwrap();
+            assert!(bits(a) == bits(b), "call {call}, output {k}: the replay differs from eager");
+        }
+    }
 }
