@@ -1,5 +1,6 @@
 //! The scan and sort kernels at sizes the registry's small cases do not
-//! reach: rows of many 256-element chunks (the scan's carry), many short
+//! reach: long rows (split over workgroups, and the carry across 256-element
+//! chunks), many short
 //! rows (one invocation each, in the cpu's order) and a sort of
 //! 2^20 + 3 values (every merge stage of the bitonic network, in one batch),
 //! against the cpu; and sort, topk and cumprod through forward and backward
@@ -45,6 +46,16 @@ fn long_rows_scan_as_on_the_cpu() {
         let worst = cpu.iter().zip(&gpu).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
         assert!(worst < 2e-2, "dim {dim}: largest difference {worst}");
     }
+    // The gradient: the same scan backwards over the split rows.
+    let w = Tensor::from_vec(scrambled(3 * 70_001, 4), &[3, 70_001]).unwrap();
+    let grad = |d: &Device| {
+        let xd = x.to(d).unwrap().detach().requires_grad_(true).unwrap();
+        xd.cumsum(1).unwrap().mul(&w.to(d).unwrap()).unwrap().sum_all().unwrap().backward().unwrap();
+        xd.grad().unwrap().to_vec::<f32>().unwrap()
+    };
+    let (cpu, gpu) = (grad(&Device::Cpu), grad(&dev));
+    let worst = cpu.iter().zip(&gpu).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst < 2e-2, "reversed: largest difference {worst}");
     let near_one = x.mul_scalar(1e-5).unwrap().add_scalar(1.0).unwrap();
     let cpu = near_one.cumprod(1).unwrap().to_vec::<f32>().unwrap();
     let gpu = near_one.to(&dev).unwrap().cumprod(1).unwrap().to_vec::<f32>().unwrap();
@@ -96,8 +107,10 @@ fn compiled_sorts_and_scans_replay_as_eager_code_runs() {
         let x = x.requires_grad_(true)?;
         let (values, indices) = x.sort(1, true, true)?;
         let (top, _) = x.topk(3, 0, false, true)?;
-        let loss = values.cumsum(1)?.mul(&values.cumprod(0)?)?.sum_all()?.add(&top.prod(&[], false)?)?;
-        let g = skiff::autograd::grad(&[loss.clone()], &[x], None, Default::default())?;
+        // One long row: the split scan (blocks, their totals, the carries).
+        let long = x.reshape(&[1, 4200])?.cumsum(1)?.sum_all()?;
+        let loss = values.cumsum(1)?.mul(&values.cumprod(0)?)?.sum_all()?.add(&top.prod(&[], false)?)?.add(&long)?;
+        let g = skiff::autograd::grad(std::slice::from_ref(&loss), &[x], None, Default::default())?;
         Ok(vec![loss, indices, g[0].clone().expect("x takes part")])
     };
     let mut compiled = jit::compile(|i: &[Tensor]| f(&i[0]));
