@@ -188,6 +188,18 @@ declare module '../pkg/skiff.js' {
     amin(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
     /** The vector p-norm over `axes` (all when omitted); p may be inf, -inf or 0. */
     norm(p?: number, axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
+    /** Product over `axes` (all when omitted); its gradient is exact at zeros. */
+    prod(axes?: number | number[] | null, options?: { keepdim?: boolean }): Tensor<D>;
+    /** The running sum along `dim`. */
+    cumsum(dim: number): Tensor<D>;
+    /** The running product along `dim` (its gradient is exact at zeros). */
+    cumprod(dim: number): Tensor<D>;
+    /** The positions that sort the tensor along `dim` (stable; NaN is the largest value). */
+    argsort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<'int32'>;
+    /** The values sorted along `dim` (stable; NaN largest). Rust returns (values, indices); the indices alone: `argsort`. */
+    sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<D>;
+    /** The `k` largest (or smallest) values along `dim`, in order. Rust returns (values, indices). */
+    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): Tensor<D>;
     /** Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted. */
     matmul(other: Tensor<D>): Tensor<D>;
     /** A copy on `device` (the same tensor when already there); recorded by autodiff. */

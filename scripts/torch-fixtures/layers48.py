@@ -325,6 +325,37 @@ grad_entry("einsum_sum_one", lambda x, b: torch.einsum("ijk,kl->li", x, b),
            {"x": torch.randn(3, 4, 2), "b": torch.randn(2, 5)})
 grad_entry("einsum_three", lambda x, b, c: torch.einsum("ab,bc,cd->ad", x, b, c),
            {"x": torch.randn(2, 3), "b": torch.randn(3, 4), "c": torch.randn(4, 2)})
+# ==== issue 48, scans and sorting (cumsum, cumprod, prod, sort, argsort, topk) ====
+grad_entry("cumsum", lambda x: torch.cumsum(x, dim=1), {"x": torch.randn(3, 5)})
+grad_entry("cumsum_neg_dim", lambda x: torch.cumsum(x, dim=-3), {"x": torch.randn(3, 2, 4)})
+# Zeros on purpose: one in the first row, two in the second, none in the third;
+# torch's gradient is exact there (no division by the input).
+with_zeros = torch.tensor([[0.5, 0.0, 2.0, -1.5, 0.8],
+                           [0.0, 1.5, 0.0, 0.7, -1.2],
+                           [1.2, -0.8, 0.9, 1.1, 0.6]])
+grad_entry("cumprod_zeros", lambda x: torch.cumprod(x, dim=1), {"x": with_zeros.clone()})
+grad_entry("cumprod_dim0", lambda x: torch.cumprod(x, dim=0), {"x": torch.randn(4, 3)})
+grad_entry("prod_zeros", lambda x: torch.prod(x, dim=1), {"x": with_zeros.clone()})
+grad_entry("prod_zeros_keepdim", lambda x: torch.prod(x, dim=0, keepdim=True), {"x": with_zeros.clone()})
+grad_entry("prod_all", lambda x: torch.prod(x), {"x": uniform(0.5, 1.5, 2, 3)})
+# Ties on purpose, and NaN: the stable order keeps tied elements in index order
+# in both directions, and NaN sorts as the largest value.
+ties = torch.tensor([[2.0, -1.0, 2.0, 0.5, -1.0, 2.0],
+                     [1.0, float("nan"), 1.0, -3.0, float("nan"), 0.0]])
+values, indices = torch.sort(ties, dim=1, stable=True)
+plain_entry("sort_ties_stable", x=ties, y=values, indices=indices)
+values, indices = torch.sort(ties, dim=-1, descending=True, stable=True)
+plain_entry("sort_ties_descending", x=ties, y=values, indices=indices)
+plain_entry("argsort_ties", x=ties.t(), y=torch.argsort(ties.t(), dim=0, descending=True, stable=True))
+grad_entry("sort_descending", lambda x: torch.sort(x, dim=0, descending=True).values,
+           {"x": torch.randn(5, 3)})
+grad_entry("topk", lambda x: torch.topk(x, 3, dim=1).values, {"x": torch.randn(3, 6)})
+grad_entry("topk_smallest", lambda x: torch.topk(x, 2, dim=0, largest=False).values,
+           {"x": torch.randn(4, 3)})
+# With ties torch.topk's choice among tied positions is its own: only the values are compared.
+values, indices = torch.topk(ties[:1], 4, dim=1)
+plain_entry("topk_ties", x=ties[:1], y=values, indices=indices)
+# ==== end of scans and sorting ====
 
 path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
 save_file(OUT, path, metadata={

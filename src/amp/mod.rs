@@ -5,9 +5,10 @@
 //! - **f16 ops** (`matmul`, `conv2d`, `conv_transpose2d`, and `Linear`'s
 //!   bias add): f32 inputs are cast to f16 first, so the product reads and
 //!   writes half the bytes (it still accumulates in f32, `backend::half`);
-//! - **f32 ops** (reductions, `exp`, `log`, `pow`, softmax and log-softmax,
-//!   the losses, normalisation): f16 inputs are cast to f32 first, where f16's
-//!   range (65504) and precision would not do;
+//! - **f32 ops** (reductions, the scans `cumsum`, `cumprod` and `prod`, `exp`,
+//!   `log`, `pow`, softmax and log-softmax, the losses, normalisation): f16
+//!   inputs are cast to f32 first, where f16's range (65504) and precision
+//!   would not do;
 //! - **promoting ops** (binary arithmetic): mixed f16 and f32 operands are
 //!   computed in f32, as PyTorch promotes (outside autocast skiff has no
 //!   implicit promotion: mixing dtypes is an error);

@@ -12,7 +12,8 @@
 //!
 //! On a GPU the kernel families (elementwise, matmul, reductions,
 //! unfold/fold/window argmax, gather and the scatters; all but Adam's fused
-//! update) do the same inside one kernel: they load f16 elements as f32,
+//! update, the scans and the argsort, which take this module's path) do the
+//! same inside one kernel: they load f16 elements as f32,
 //! accumulate in f32 and round at the store, giving the bits this module's
 //! path would. So one rounding per op, and the cpu and the GPU agree up to
 //! the f32 kernels' own differences.

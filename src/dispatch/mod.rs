@@ -13,6 +13,7 @@ pub mod movement;
 pub mod optim;
 pub(crate) mod record;
 pub mod reduce;
+pub mod scan;
 
 use crate::backend::{self, CpuBuffer, View};
 #[cfg(feature = "gpu")]

@@ -39,6 +39,13 @@ pub enum ReduceKind {
     Min,
 }
 
+/// What a scan (`KernelSpec::Scan`) accumulates along its axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ScanKind {
+    Sum,
+    Prod,
+}
+
 /// The geometry of one unfold/fold: input [n, c, h, w], kernel, stride,
 /// padding, dilation, and the resulting grid of out_h x out_w windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -5,7 +5,7 @@
 
 use super::{
     BinaryKernel, CompareKernel, CustomKernel, Distribution, Epilogue, FusedElementwise, IndexCheck, PoolWindows,
-    ReduceKind, Sequence, UnaryKernel, Window2d,
+    ReduceKind, ScanKind, Sequence, UnaryKernel, Window2d,
 };
 use crate::dtype::DType;
 use crate::shape::Dims;
@@ -63,6 +63,13 @@ pub enum KernelSpec {
     Reduce { kind: ReduceKind, axes: Dims },
     /// The i32 position of the max (or min) along `axis`. Inputs: `[x]`.
     ArgReduce { axis: usize, max: bool },
+    /// The inclusive running sum or product along `axis` (from the last
+    /// element backwards when `reverse`), same shape. Inputs: `[x]`.
+    Scan { axis: usize, kind: ScanKind, reverse: bool },
+    /// The i32 positions that sort each line along `axis` (ascending, or
+    /// `descending`), stable: equal values keep their order; NaN is the
+    /// largest value. Inputs: `[x]`; the output has x's shape.
+    Argsort { axis: usize, descending: bool },
     /// `a [..., m, k] x b [..., k, n]`, same rank, batch dims broadcast to
     /// `batch`. Inputs: `[a, b]`.
     Matmul { batch: Dims },
@@ -149,6 +156,12 @@ impl KernelSpec {
             KernelSpec::CopyInto => "copy_into".into(),
             KernelSpec::Reduce { kind, .. } => format!("reduce:{kind:?}"),
             KernelSpec::ArgReduce { max, .. } => format!("arg_reduce:{}", if *max { "max" } else { "min" }),
+            KernelSpec::Scan { kind, reverse, .. } => {
+                format!("scan:{kind:?}{}", if *reverse { ":reverse" } else { "" })
+            }
+            KernelSpec::Argsort { descending, .. } => {
+                format!("argsort:{}", if *descending { "descending" } else { "ascending" })
+            }
             KernelSpec::Matmul { .. } => "matmul".into(),
             KernelSpec::Fill { dtype, .. } => format!("fill:{}", dtype.name()),
             KernelSpec::Sequence { seq, dtype } => format!("sequence:{}:{}", seq.name(), dtype.name()),

@@ -28,9 +28,11 @@ pub mod reference;
 pub mod resample;
 #[cfg(feature = "testing")]
 pub mod sample;
+pub mod scan;
 pub mod scatter;
 pub mod signature;
 pub mod slice;
+pub mod sort;
 pub mod surface;
 pub mod unary;
 
@@ -249,6 +251,11 @@ pub enum Attrs {
     },
     /// A single axis (index_select, gather, concat, argmax, ...).
     Axis(usize),
+    /// A scan's axis and direction (`reverse`: from the last element).
+    Scan {
+        axis: usize,
+        reverse: bool,
+    },
     /// A target shape (reshape, expand) or a source shape (sum_to).
     Shape(Dims),
     /// A permutation of the axes.
@@ -296,7 +303,8 @@ pub fn families() -> Vec<(&'static str, Vec<&'static OpDef>)> {
         ("Binary elementwise (broadcast, no implicit dtype promotion)", binary::ops()),
         ("Comparison and selection", compare::ops()),
         ("Tests of values and masks", logical::ops()),
-        ("Reductions", [reduce::ops(), norm::ops()].concat()),
+        ("Reductions", [reduce::ops(), norm::ops(), scan::reductions()].concat()),
+        ("Scans and sorting", [scan::ops(), sort::ops()].concat()),
         ("Linear algebra", [matmul::ops(), einsum::ops()].concat()),
         ("Movement (views where strides allow)", movement::ops()),
         ("Rearrangement (copies)", arrange::ops()),

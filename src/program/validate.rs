@@ -192,7 +192,9 @@ fn needs_check(spec: &KernelSpec) -> bool {
 /// The bound an index kernel's own values keep (`dispatch::index`).
 fn bound_by_kernel(spec: &KernelSpec, inputs: &[Arg]) -> Option<usize> {
     match spec {
-        KernelSpec::ArgReduce { axis, .. } => inputs.first()?.layout.shape.get(*axis).copied(),
+        KernelSpec::ArgReduce { axis, .. } | KernelSpec::Argsort { axis, .. } => {
+            inputs.first()?.layout.shape.get(*axis).copied()
+        }
         KernelSpec::WindowArgmax(g) => g.h.checked_mul(g.w),
         _ => None,
     }
@@ -286,6 +288,18 @@ fn run_type(at: usize, spec: &KernelSpec, ins: &[(DType, &[usize])], shape: &[us
                 return Err(bad(at, format!("arg reduce along {axis} of {x:?} into {shape:?}")));
             }
             DType::I32
+        }
+        KernelSpec::Scan { axis, .. } | KernelSpec::Argsort { axis, .. } => {
+            float(at, spec, ins[0].0)?;
+            if *axis >= ins[0].1.len() {
+                return Err(bad(at, format!("{} along {axis} of {:?}", spec.name(), ins[0].1)));
+            }
+            same(at, spec, ins[0].1, shape)?;
+            if matches!(spec, KernelSpec::Scan { .. }) {
+                ins[0].0
+            } else {
+                DType::I32
+            }
         }
         KernelSpec::Matmul { batch } => {
             let (a, b) = (ins[0].1, ins[1].1);

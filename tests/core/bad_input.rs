@@ -622,6 +622,25 @@ fn sequences() -> Vec<Bad> {
     ]
 }
 
+/// Scans and sorting (issue 48).
+fn scans_and_sorting() -> Vec<Bad> {
+    vec![
+        bad!(Axis, "cumsum", ["axis 2", "[2, 2]"], f32s(&[2, 2]).cumsum(2)),
+        bad!(Axis, "cumprod", ["axis -3", "[2, 2]"], f32s(&[2, 2]).cumprod(-3)),
+        bad!(DType, "cumsum", ["i32", "[2]"], ints(&[1, 2], &[2]).cumsum(0)),
+        bad!(DType, "cumprod", ["bool"], Tensor::from_bools(&[true], &[1])?.cumprod(0)),
+        bad!(Axis, "prod", ["axis 3", "[2, 3]"], f32s(&[2, 3]).prod(&[0, 3], false)),
+        bad!(DType, "prod", ["i32"], ints(&[1, 2], &[2]).prod(&[], false)),
+        bad!(Axis, "argsort", ["axis 1", "[4]"], f32s(&[4]).argsort(1, false)),
+        bad!(DType, "argsort", ["i32", "[2]"], ints(&[2, 1], &[2]).argsort(-1, false)),
+        bad!(Axis, "sort", ["axis -3", "[2, 2]"], f32s(&[2, 2]).sort(-3, false, false)),
+        bad!(DType, "sort", ["i32"], ints(&[2, 1], &[2]).sort(0, true, true)),
+        bad!(Value, "topk", ["k = 4", "3 elements", "[2, 3]"], f32s(&[2, 3]).topk(4, -1, true, true)),
+        bad!(Axis, "topk", ["axis 2", "[2, 3]"], f32s(&[2, 3]).topk(1, 2, true, true)),
+        bad!(DType, "topk", ["i32"], ints(&[2, 1], &[2]).topk(1, 0, false, true)),
+    ]
+}
+
 fn autograd() -> Vec<Bad> {
     vec![
         bad!(Autograd, "backward", [], f32s(&[2]).sum_all()?.backward()),
@@ -691,6 +710,14 @@ fn edge_results() -> Result<usize> {
         &[1.0, 2.0, 3.0, 4.0],
     )?;
     check("view of a transposed tensor as itself", f32s(&[2, 3]).transpose(0, 1)?.view(&[3, 2])?, &[3, 2], &[1.0; 6])?;
+    check("prod of empty", f32s(&[2, 0]).prod(&[1], false)?, &[2], &[1.0, 1.0])?;
+    check("prod with a zero", f64s(&[2.0, 0.0, 3.0], &[3]).prod(&[], false)?, &[], &[0.0])?;
+    check("cumsum of empty", f32s(&[0, 3]).cumsum(0)?, &[0, 3], &[])?;
+    check("cumprod of a 0-d tensor", f64s(&[3.0], &[]).cumprod(-1)?, &[], &[3.0])?;
+    check("topk k = 0", f32s(&[2, 3]).topk(0, 1, true, true)?.0, &[2, 0], &[])?;
+    let (values, indices) = f64s(&[1.0, f64::NAN, 1.0, -1.0], &[4]).sort(0, true, true)?;
+    check("sort descending: NaN first, ties in order", values, &[4], &[f64::NAN, 1.0, 1.0, -1.0])?;
+    check("sort's indices", indices.to_dtype(DType::F64)?, &[4], &[1.0, 0.0, 2.0, 3.0])?;
     let pieces = f32s(&[0, 2]).split(2, 0)?;
     assert_eq!(pieces.len(), 1, "PyTorch splits an empty axis into one empty piece");
     check("split of an empty axis", pieces[0].clone(), &[0, 2], &[])?;
@@ -732,6 +759,7 @@ fn the_rust_corpus_returns_errors_naming_the_called_op() {
         + run_corpus("windows", windows())
         + run_corpus("layers and ops", layers_and_ops())
         + run_corpus("sequences", sequences())
+        + run_corpus("scans and sorting", scans_and_sorting())
         + run_corpus("autograd", autograd());
     let edges = edge_results().expect("legal edge calls succeed");
     eprintln!("bad-input corpus (Rust): {total} rejected calls, {edges} legal edge calls");

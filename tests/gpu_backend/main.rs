@@ -30,4 +30,5 @@ mod options;
 mod parity;
 mod readback;
 mod reduce;
+mod scan_sort;
 mod wgsl;

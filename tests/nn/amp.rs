@@ -30,6 +30,10 @@ fn check_op_lists(device: &Device, half: DType) {
         assert_eq!(y.exp().unwrap().dtype(), DType::F32, "exp is an f32 op");
         assert_eq!(y.sum_all().unwrap().dtype(), DType::F32, "sum is an f32 op");
         assert_eq!(y.max(&[1], false).unwrap().dtype(), half, "max is exact in f16");
+        assert_eq!(y.cumsum(1).unwrap().dtype(), DType::F32, "cumsum is an f32 op");
+        assert_eq!(y.cumprod(0).unwrap().dtype(), DType::F32, "cumprod is an f32 op");
+        assert_eq!(y.prod(&[1], false).unwrap().dtype(), DType::F32, "prod is an f32 op");
+        assert_eq!(y.sort(1, false, true).unwrap().0.dtype(), half, "sort is exact in f16");
         let b = ramp(&[3], 3).to(device).unwrap();
         assert_eq!(y.add(&b).unwrap().dtype(), DType::F32, "mixed f16 and f32 promote to f32");
         let labels = Tensor::from_vec(vec![0i32, 1, 2, 0], &[4]).unwrap().to(device).unwrap();

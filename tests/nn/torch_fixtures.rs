@@ -153,6 +153,7 @@ fn every_entry(device: &Device, dtype: DType, tol: f64) {
     normalisations_convolutions_and_resampling(fx, tol, device);
     super::torch_sequence::every_entry(fx, tol, device);
     scatters_and_einsum(fx, tol);
+    scans_and_sorting(fx, tol);
 }
 
 /// scatter, scatter_reduce (every reduce, with and without the element
@@ -192,6 +193,39 @@ fn scatters_and_einsum(fx: &Fixture, tol: f64) {
     check(fx, tol, "einsum_diagonal", &["x"], &[], |x| Tensor::einsum("ii->i", x));
     check(fx, tol, "einsum_trace", &["x"], &[], |x| Tensor::einsum("ii", x));
     check(fx, tol, "einsum_three", &["x", "b", "c"], &[], |x| Tensor::einsum("ab,bc,cd->ad", x));
+}
+
+/// The values of `t` with NaN as one fixed value, so equal outputs compare equal.
+fn exact(t: &Tensor) -> Vec<f64> {
+    host(t).into_iter().map(|v| if v.is_nan() { f64::MAX } else { v }).collect()
+}
+
+/// cumsum, cumprod and prod (zeros in the inputs: the gradients are exact
+/// there), and sort, argsort and topk: PyTorch's stable order with ties and
+/// NaN, and the values' gradients.
+fn scans_and_sorting(fx: &Fixture, tol: f64) {
+    check(fx, tol, "cumsum", &["x"], &[], |x| x[0].cumsum(1));
+    check(fx, tol, "cumsum_neg_dim", &["x"], &[], |x| x[0].cumsum(-3));
+    check(fx, tol, "cumprod_zeros", &["x"], &[], |x| x[0].cumprod(1));
+    check(fx, tol, "cumprod_dim0", &["x"], &[], |x| x[0].cumprod(0));
+    check(fx, tol, "prod_zeros", &["x"], &[], |x| x[0].prod(&[1], false));
+    check(fx, tol, "prod_zeros_keepdim", &["x"], &[], |x| x[0].prod(&[0], true));
+    check(fx, tol, "prod_all", &["x"], &[], |x| x[0].prod(&[], false));
+    check(fx, tol, "sort_descending", &["x"], &[], |x| Ok(x[0].sort(0, true, false)?.0));
+    check(fx, tol, "topk", &["x"], &[], |x| Ok(x[0].topk(3, 1, true, true)?.0));
+    check(fx, tol, "topk_smallest", &["x"], &[], |x| Ok(x[0].topk(2, 0, false, true)?.0));
+    for (e, descending) in [("sort_ties_stable", false), ("sort_ties_descending", true)] {
+        let (values, indices) = fx.get(&format!("{e}.x")).sort(1, descending, true).unwrap();
+        assert_eq!(exact(&values), exact(&fx.get(&format!("{e}.y"))), "{e}: values");
+        assert_eq!(host(&indices), host(&fx.get(&format!("{e}.indices"))), "{e}: indices");
+    }
+    check_exact(fx, "argsort_ties", &["x"], |x| x[0].argsort(0, true));
+    // Among ties torch.topk picks its own positions: the values must agree,
+    // and skiff's positions must hold those values.
+    let x = fx.get("topk_ties.x");
+    let (values, indices) = x.topk(4, 1, true, true).unwrap();
+    assert_eq!(exact(&values), exact(&fx.get("topk_ties.y")), "topk_ties: values");
+    assert_eq!(exact(&x.gather(1, &indices).unwrap()), exact(&values), "topk_ties: indices");
 }
 
 fn normalisations_convolutions_and_resampling(fx: &Fixture, tol: f64, device: &Device) {

@@ -18,5 +18,6 @@ pub mod reduce;
 pub mod room;
 mod run;
 mod run_index;
+pub mod scan;
 #[cfg(any(target_arch = "wasm32", test))]
 mod sgemm;

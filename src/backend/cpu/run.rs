@@ -110,6 +110,16 @@ fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]
             [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(reduce::arg_reduce(v, l, *axis, *max)),
             _ => return Err(float_only()),
         },
+        KernelSpec::Scan { axis, kind, reverse } => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::F32(super::scan::scan(v, l, *axis, *kind, *reverse)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::F64(super::scan::scan(v, l, *axis, *kind, *reverse)),
+            _ => return Err(float_only()),
+        },
+        KernelSpec::Argsort { axis, descending } => match cpu_inputs::<1>(op, spec, inputs)? {
+            [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(super::scan::argsort(v, l, *axis, *descending)),
+            [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(super::scan::argsort(v, l, *axis, *descending)),
+            _ => return Err(float_only()),
+        },
         KernelSpec::Matmul { batch } => match cpu_inputs::<2>(op, spec, inputs)? {
             [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => CpuBuffer::F32(matmul::matmul(x, la, y, lb, batch)),
             [(CpuBuffer::F64(x), la), (CpuBuffer::F64(y), lb)] => CpuBuffer::F64(matmul::matmul(x, la, y, lb, batch)),

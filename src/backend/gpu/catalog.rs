@@ -84,6 +84,8 @@ pub fn all_kernel_sources(rows: &Rows) -> Vec<(String, String)> {
     all.push(("optim:adam4:f32".to_string(), super::optim::adam_source("vec4<f32>")));
     all.extend(index::sources());
     all.extend(conv::sources());
+    all.extend(super::scan::sources());
+    all.extend(super::sort::sources());
     all.extend(fused_sources(rows));
     all
 }

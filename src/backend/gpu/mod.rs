@@ -28,6 +28,8 @@ pub mod replay;
 mod run;
 mod run_index;
 pub mod runtime;
+pub mod scan;
+pub mod sort;
 pub mod timing;
 
 pub use options::{GpuOptions, MatmulKernel};

@@ -88,6 +88,14 @@ fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]
             float_only(x)?;
             reduce::arg_reduce(op, x, l, *axis, *max)
         }
+        KernelSpec::Scan { axis, kind, reverse } => {
+            let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
+            super::scan::scan(op, x, l, *axis, *kind, *reverse)
+        }
+        KernelSpec::Argsort { axis, descending } => {
+            let [(x, l)] = gpu_inputs::<1>(op, spec, inputs)?;
+            super::sort::argsort(op, x, l, *axis, *descending)
+        }
         KernelSpec::Matmul { batch } => {
             let [(x, la), (y, lb)] = gpu_inputs::<2>(op, spec, inputs)?;
             matmul::matmul(x, la, y, lb, batch)

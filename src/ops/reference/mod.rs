@@ -11,11 +11,13 @@
 
 mod einsum;
 mod nn;
+mod scan;
 mod scatter;
 mod shape;
 
 pub use einsum::*;
 pub use nn::*;
+pub use scan::*;
 pub use scatter::*;
 pub use shape::*;
 

@@ -453,4 +453,45 @@ export const OP_TABLE = {
     'attention, bool mask': (s, [q, k, v, mask]) => s.scaledDotProductAttention(q, k, v, { attnMask: mask }),
     'attention, float mask': (s, [q, k, v, bias]) => s.scaledDotProductAttention(q, k, v, { attnMask: bias, dropoutP: 0 }),
   },
+
+  // ---- scans and sorting of issue 48
+  cumsum: {
+    'cumsum axis 1': (s, [x]) => x.cumsum(1),
+    'cumsum first axis by a negative dim': (s, [x]) => x.cumsum(-3),
+    'cumsum last axis': (s, [x]) => x.cumsum(-1),
+    'cumsum a row of 300': (s, [x]) => x.cumsum(1),
+  },
+  cumprod: {
+    'cumprod axis 1': (s, [x]) => x.cumprod(1),
+    'cumprod last axis with zeros': (s, [x]) => x.cumprod(-1),
+    'cumprod first axis with zeros': (s, [x]) => x.cumprod(0),
+    'cumprod a row of 300': (s, [x]) => x.cumprod(1),
+  },
+  prod: {
+    'prod axis 1': (s, [x]) => x.prod(1),
+    'prod all': (s, [x]) => x.prod(),
+    'prod axes 0,2 keepdim with zeros': (s, [x]) => x.prod([0, -1], { keepdim: true }),
+    'prod last axis with zeros': (s, [x]) => x.prod(-1),
+  },
+  argsort: {
+    'argsort last axis, ties stable': (s, [x]) => x.argsort(),
+    'argsort axis 0 descending, ties stable': (s, [x]) => x.argsort(0, true),
+    'argsort with NaN and -inf': (s, [x]) => x.log().argsort(1),
+    'argsort descending with NaN': (s, [x]) => x.log().argsort(-1, true, { stable: true }),
+    'argsort rows of 1': (s, [x]) => x.argsort(1),
+    'argsort rows of 1500': (s, [x]) => x.argsort(1, true),
+  },
+  sort: {
+    'sort last axis': (s, [x]) => x.sort(-1, false, { stable: true }),
+    'sort axis 1 descending': (s, [x]) => x.sort(1, true),
+    'sort with ties': (s, [x]) => x.sort(1),
+    'sort with NaN': (s, [x]) => x.log().sort(-1, true, { stable: true }),
+  },
+  topk: {
+    'topk 2 largest of the last axis': (s, [x]) => x.topk(2),
+    'topk 3 smallest along axis 0': (s, [x]) => x.topk(3, 0, false),
+    // The registry's `topk` gives the values; the indices are argsort's first k.
+    'topk indices with ties': (s, [x]) => x.argsort(1, true).narrow(1, 0, 4),
+    'topk of a scalar': (s, [x]) => x.topk(1, 0, true, true),
+  },
 };

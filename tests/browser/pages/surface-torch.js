@@ -72,6 +72,16 @@ const OPS = [
   ['amin_ties', ['x'], ([x]) => x.amin(1, { keepdim: true })],
   ['clamp_tensor', ['x', 'lo', 'hi'], ([x, lo, hi]) => x.clamp(lo, hi)],
   ['masked_fill', ['x'], ([x], fx) => x.maskedFill(fx.get('masked_fill.mask'), -1.5)],
+  ['cumsum', ['x'], ([x]) => x.cumsum(1)],
+  ['cumsum_neg_dim', ['x'], ([x]) => x.cumsum(-3)],
+  ['cumprod_zeros', ['x'], ([x]) => x.cumprod(1)],
+  ['cumprod_dim0', ['x'], ([x]) => x.cumprod(0)],
+  ['prod_zeros', ['x'], ([x]) => x.prod(1)],
+  ['prod_zeros_keepdim', ['x'], ([x]) => x.prod(0, { keepdim: true })],
+  ['prod_all', ['x'], ([x]) => x.prod()],
+  ['sort_descending', ['x'], ([x]) => x.sort(0, true)],
+  ['topk', ['x'], ([x]) => x.topk(3, 1)],
+  ['topk_smallest', ['x'], ([x]) => x.topk(2, 0, false)],
 ];
 
 // The PReLU entries again through Tensor.prelu, in the fixture's dtype: the
@@ -99,6 +109,7 @@ const EXACT = [
   ['isfinite', ['x'], ([x]) => x.isfinite()],
   ['any_dim1', ['x'], ([x]) => x.any(1)],
   ['all_dim0', ['x'], ([x]) => x.all(0)],
+  ['argsort_ties', ['x'], ([x]) => x.argsort(0, true, { stable: true })],
 ];
 
 /**
@@ -240,6 +251,22 @@ export const torchScenarios = {
       const want = fx.get(`${e}.y`);
       c.equal(`${e}: shape and dtype`, [Array.from(y.shape), y.dtype], [Array.from(want.shape), want.dtype]);
       c.equal(`${e}: values`, await y.array(), await want.array());
+    }
+    // Sorts with ties and NaN: PyTorch's stable order, values and positions
+    // exactly (the JS `sort` gives the values, `argsort` the positions).
+    for (const [e, descending] of [['sort_ties_stable', false], ['sort_ties_descending', true]]) {
+      const x = fx.get(`${e}.x`);
+      c.equal(`${e}: values`, await arr(x.sort(1, descending, { stable: true })), await arr(fx.get(`${e}.y`)));
+      c.equal(`${e}: indices`, await arr(x.argsort(1, descending, { stable: true })), await arr(fx.get(`${e}.indices`)));
+    }
+    {
+      // Among ties torch.topk picks its own positions: the values agree, and
+      // both sets of positions hold them.
+      const x = fx.get('topk_ties.x');
+      const want = await arr(fx.get('topk_ties.y'));
+      c.equal('topk_ties: values', await arr(x.topk(4, 1)), want);
+      c.equal('topk_ties: skiff positions', await arr(x.gather(1, x.argsort(1, true).narrow(1, 0, 4))), want);
+      c.equal('topk_ties: torch positions', await arr(x.gather(1, fx.get('topk_ties.indices'))), want);
     }
     // A tensor of the fixture no check read is an entry (or part) left unchecked.
     c.equal('every fixture tensor was read by a check', Object.keys(all).filter((k) => !read.has(k)), []);
