@@ -5,7 +5,7 @@
 # round's medians is printed. PyTorch comes from the venv that
 # scripts/torch-fixtures/run.sh makes (SKIFF_TORCH_VENV). Not part of npm test.
 #
-#   bash benches/layers.sh [lstm|convt ...] [--gpu]   # --gpu: skiff on the first adapter
+#   bash benches/layers.sh [lstm|convt|sort ...] [--gpu]   # --gpu: skiff on the first adapter
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${SKIFF_TORCH_VENV:-$HOME/.cache/skiff-torch-venv}"
@@ -15,7 +15,7 @@ benches=()
 for a in "$@"; do
   if [ "$a" = --gpu ]; then device=gpu; else benches+=("$a"); fi
 done
-[ ${#benches[@]} -gt 0 ] || benches=(lstm convt)
+[ ${#benches[@]} -gt 0 ] || benches=(lstm convt sort)
 cargo build --release --example layer_steps
 for b in "${benches[@]}"; do
   for r in $(seq "$ROUNDS"); do
