@@ -6,10 +6,12 @@
 //!   forward and backward of sum(output);
 //! - `convt`: a DCGAN-style ConvTranspose2d (128 -> 64 channels, kernel 4,
 //!   stride 2, padding 1) of [64, 128, 16, 16], forward and backward;
-//! - `sort`: a sort of 2^20 floats (values and indices), forward only;
+//! - `sort`: a sort of 2^20 floats (values and indices), forward only.
 //!
-//!     cargo build --release --example layer_steps
-//!     target/release/examples/layer_steps lstm 10 [cpu|gpu]
+//! ```text
+//! cargo build --release --example layer_steps
+//! target/release/examples/layer_steps lstm 10 [cpu|gpu]
+//! ```
 //!
 //! Prints the ms per call (after 2 warm-up calls), the median of the calls.
 
