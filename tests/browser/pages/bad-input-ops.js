@@ -157,12 +157,12 @@ export const OPS = [
 
   // ---- scans and sorting
   T('cumsum(2) of a 1-D tensor', (s, f) => f.v.cumsum(2), 'cumsum', /axis 2/, 'axis'),
-  T('cumprod of an int32 tensor', (s, f) => f.i.cumprod(0), 'cumprod', /i32/, 'dtype'),
+  T('cumprod of an int32 tensor', (s, f) => f.i.cumprod(0), 'cumprod', /int32/, 'dtype'),
   T('prod(3) of a 2-D tensor', (s, f) => f.x.prod(3), 'prod', /axis 3/, 'axis'),
   T('argsort of a bool tensor', (s, f) => f.b.argsort(), 'argsort', /bool/, 'dtype'),
   T('sort(-2) of a 1-D tensor', (s, f) => f.v.sort(-2), 'sort', /axis -2/, 'axis'),
   T('topk(4) of 3 elements', (s, f) => f.v.topk(4), 'topk', /k = 4/, /3 elements/, 'value'),
-  G('prod of an empty tensor is 1', (s) => s.ones([0]).prod(), { values: [1] }),
+  G('prod of an empty tensor is 1', (s) => s.ones([0]).prod(), { shape: [], values: 1 }),
   G('argsort: NaN is the largest, ties keep their order', (s) => s.tensor([1, NaN, -1, 1]).argsort(), { values: [2, 0, 3, 1] }),
   G('sort descending: NaN first', (s) => s.tensor([1, NaN, -1]).sort(0, true), { values: [NaN, 1, -1] }),
 

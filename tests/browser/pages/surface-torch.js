@@ -82,6 +82,18 @@ const OPS = [
   ['sort_descending', ['x'], ([x]) => x.sort(0, true)],
   ['topk', ['x'], ([x]) => x.topk(3, 1)],
   ['topk_smallest', ['x'], ([x]) => x.topk(2, 0, false)],
+  ['scatter', ['x', 'src'], ([x, src], fx) => x.scatter(0, fx.get('scatter.idx'), src)],
+  ...['sum', 'prod', 'mean', 'amax', 'amin'].flatMap((reduce) =>
+    [true, false].map((includeSelf) => {
+      const e = `scatter_reduce_${reduce}_${includeSelf ? 'self' : 'noself'}`;
+      return [e, ['x', 'src'], ([x, src], fx) => x.scatterReduce(0, fx.get(`${e}.idx`), src, reduce, { includeSelf })];
+    }),
+  ),
+  ...[['index_put_acc', true], ['index_put_set', false]].map(([e, accumulate]) => [
+    e,
+    ['x', 'v'],
+    ([x, v], fx) => x.indexPut([fx.get(`${e}.i0`), fx.get(`${e}.i1`)], v, accumulate),
+  ]),
 ];
 
 // The PReLU entries again through Tensor.prelu, in the fixture's dtype: the
@@ -200,11 +212,22 @@ function sequenceLayers(skiff, fx) {
   ];
 }
 
-/** scaled_dot_product_attention's entries, as OPS. */
-function attentionOps(skiff, fx) {
+/** The entries of module functions (attention, einsum), as OPS. */
+function functionOps(skiff, fx) {
   const sdpa = skiff.scaledDotProductAttention;
   const qkv = ['q', 'k', 'v'];
+  const einsum = (e, equation, inputs = ['x', 'b']) => [e, inputs, (xs) => skiff.einsum(equation, xs)];
   return [
+    einsum('einsum_mm', 'ij,jk->ik'),
+    einsum('einsum_bmm', 'bij,bjk->bik'),
+    einsum('einsum_attention', 'bhqd,bhkd->bhqk'),
+    einsum('einsum_dot', 'i,i->'),
+    einsum('einsum_implicit', 'ij,jk'),
+    einsum('einsum_ellipsis', '...ij,...jk->...ik'),
+    einsum('einsum_sum_one', 'ijk,kl->li'),
+    einsum('einsum_diagonal', 'ii->i', ['x']),
+    einsum('einsum_trace', 'ii', ['x']),
+    einsum('einsum_three', 'ab,bc,cd->ad', ['x', 'b', 'c']),
     ['sdpa', qkv, ([q, k, v]) => sdpa(q, k, v)],
     ['sdpa_causal', qkv, ([q, k, v]) => sdpa(q, k, v, { isCausal: true })],
     ['sdpa_scale', qkv, ([q, k, v]) => sdpa(q, k, v, { scale: 0.3 })],
@@ -245,7 +268,7 @@ export const torchScenarios = {
       layer.eval();
       await checkLayer(c, fx32, Math.max(tol, F32_TOL), e, layer, inputs, (xs) => f(layer, xs));
     }
-    for (const [e, inputs, f] of [...OPS, ...PARAM_OPS, ...attentionOps(skiff, fx)]) await check(c, fx, tol, e, inputs, f);
+    for (const [e, inputs, f] of [...OPS, ...PARAM_OPS, ...functionOps(skiff, fx)]) await check(c, fx, tol, e, inputs, f);
     for (const [e, inputs, f] of EXACT) {
       const y = f(inputs.map((p) => fx.get(`${e}.${p}`)));
       const want = fx.get(`${e}.y`);

@@ -32,7 +32,8 @@ function firstMismatch(got, want, atol, rtol) {
   let bad = 0;
   let first = -1;
   for (let i = 0; i < want.length; i++) {
-    const ok = Number.isNaN(want[i]) ? Number.isNaN(got[i]) : Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]);
+    // Equal infinities are equal (their difference is NaN).
+    const ok = Number.isNaN(want[i]) ? Number.isNaN(got[i]) : got[i] === want[i] || Math.abs(got[i] - want[i]) <= atol + rtol * Math.abs(want[i]);
     if (!ok) {
       bad++;
       if (first < 0) first = i;
