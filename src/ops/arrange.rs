@@ -5,9 +5,9 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
+use super::{composite_op, OpDef};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
-use super::{OpDef, OpKind};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{check_size, normalize_axes, normalize_axis};
@@ -198,65 +198,49 @@ fn triangle(op: &'static str, x: &Tensor, diagonal: isize, lower: bool) -> Resul
     })
 }
 
-macro_rules! arrange {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef {
-            name: $name,
-            signature: $sig,
-            doc: $doc,
-            forward: Some($fw),
-            kind: OpKind::Composite,
-            backward: None,
-            second_order: true,
-            #[cfg(feature = "testing")]
-            cases: $cases,
-        };
-    };
-}
-
 #[cfg(feature = "testing")]
 fn u(shape: &[usize]) -> Input {
     Input::Uniform(shape.to_vec(), -1.0, 1.0)
 }
 
-arrange!(FLIP, "flip", sig: "flip(self, dims: int | int[]) -> Tensor", doc: "Reverses the order of elements along `dims`.", fwd: |a| a.this()?.flip(&a.ints("dims")?), cases: || vec![
+composite_op!(FLIP, "flip", sig: "flip(self, dims: int | int[]) -> Tensor", doc: "Reverses the order of elements along `dims`.", fwd: |a| a.this()?.flip(&a.ints("dims")?), cases: || vec![
     Case::new("flip axes 0 and 2", vec![u(&[2, 3, 4])], |x| x[0].flip(&[0, -1])).also(Sample::Empty, &[&[2, 0, 4]])
         .reference(|h| r::flip(&h[0], &[0, 2])),
     Case::new("flip a 1-D tensor", vec![u(&[5])], |x| x[0].flip(&[0])).reference(|h| r::flip(&h[0], &[0])),
     Case::new("flip no axes", vec![u(&[2, 3])], |x| x[0].flip(&[])).also(Sample::Scalar, &[&[]]).reference(|h| h[0].clone()),
 ]);
-arrange!(ROLL, "roll", sig: "roll(self, shifts: int | int[], dims: int | int[] | None = None) -> Tensor", doc: "Shifts elements along `dims` by `shifts`, wrapping around (flattened when `dims` is omitted).", fwd: |a| a.this()?.roll(&a.ints("shifts")?, &a.ints("dims")?), cases: || vec![
+composite_op!(ROLL, "roll", sig: "roll(self, shifts: int | int[], dims: int | int[] | None = None) -> Tensor", doc: "Shifts elements along `dims` by `shifts`, wrapping around (flattened when `dims` is omitted).", fwd: |a| a.this()?.roll(&a.ints("shifts")?, &a.ints("dims")?), cases: || vec![
     Case::new("roll two axes", vec![u(&[3, 4, 5])], |x| x[0].roll(&[1, -2], &[0, 2])).also(Sample::Empty, &[&[3, 0, 5]])
         .reference(|h| r::roll(&h[0], &[1, -2], &[0, 2])),
     Case::new("roll flattened", vec![u(&[2, 5])], |x| x[0].roll(&[3], &[])).also(Sample::Scalar, &[&[]])
         .reference(|h| r::roll(&h[0], &[3], &[])),
     Case::new("roll by more than the size", vec![u(&[4])], |x| x[0].roll(&[-9], &[0])).reference(|h| r::roll(&h[0], &[-9], &[0])),
 ]);
-arrange!(REPEAT, "repeat", sig: "repeat(self, repeats: size[]) -> Tensor", doc: "Repeats the tensor `repeats[k]` times along axis k (extra counts add leading axes).", fwd: |a| a.this()?.repeat(&a.sizes("repeats")?), cases: || vec![
+composite_op!(REPEAT, "repeat", sig: "repeat(self, repeats: size[]) -> Tensor", doc: "Repeats the tensor `repeats[k]` times along axis k (extra counts add leading axes).", fwd: |a| a.this()?.repeat(&a.sizes("repeats")?), cases: || vec![
     Case::new("repeat with a new leading axis", vec![u(&[3, 2])], |x| x[0].repeat(&[2, 1, 3])).also(Sample::Empty, &[&[0, 2]])
         .reference(|h| r::repeat(&h[0], &[2, 1, 3])),
     Case::new("repeat a scalar", vec![u(&[])], |x| x[0].repeat(&[2, 3])).reference(|h| r::repeat(&h[0], &[2, 3])),
     Case::new("repeat zero times", vec![u(&[2, 3])], |x| x[0].repeat(&[0, 2])).reference(|h| r::repeat(&h[0], &[0, 2])),
 ]);
-arrange!(TILE, "tile", sig: "tile(self, dims: size[]) -> Tensor", doc: "`repeat` where missing leading counts are 1.", fwd: |a| a.this()?.tile(&a.sizes("dims")?), cases: || vec![
+composite_op!(TILE, "tile", sig: "tile(self, dims: size[]) -> Tensor", doc: "`repeat` where missing leading counts are 1.", fwd: |a| a.this()?.tile(&a.sizes("dims")?), cases: || vec![
     Case::new("tile the last axis", vec![u(&[2, 3])], |x| x[0].tile(&[2])).also(Sample::Scalar, &[&[]])
         .reference(|h| r::repeat(&h[0], &[[1].repeat(h[0].rank().saturating_sub(1)), vec![2]].concat())),
 ]);
-arrange!(TRIL, "tril", sig: "tril(self, diagonal: int = 0) -> Tensor", doc: "The lower triangle of the last two axes (j - i <= diagonal), zeros above.", fwd: |a| a.this()?.tril(a.int("diagonal")?), cases: || vec![
+composite_op!(TRIL, "tril", sig: "tril(self, diagonal: int = 0) -> Tensor", doc: "The lower triangle of the last two axes (j - i <= diagonal), zeros above.", fwd: |a| a.this()?.tril(a.int("diagonal")?), cases: || vec![
     Case::new("tril below the diagonal", vec![u(&[4, 5])], |x| x[0].tril(-1)).also(Sample::Empty, &[&[0, 5]])
         .reference(|h| r::triangle(&h[0], -1, true)),
     Case::new("tril batched, main diagonal", vec![u(&[2, 3, 3])], |x| x[0].tril(0)).reference(|h| r::triangle(&h[0], 0, true)),
 ]);
-arrange!(TRIU, "triu", sig: "triu(self, diagonal: int = 0) -> Tensor", doc: "The upper triangle of the last two axes (j - i >= diagonal), zeros below.", fwd: |a| a.this()?.triu(a.int("diagonal")?), cases: || vec![
+composite_op!(TRIU, "triu", sig: "triu(self, diagonal: int = 0) -> Tensor", doc: "The upper triangle of the last two axes (j - i >= diagonal), zeros below.", fwd: |a| a.this()?.triu(a.int("diagonal")?), cases: || vec![
     Case::new("triu above the diagonal, batched", vec![u(&[2, 3, 4])], |x| x[0].triu(1)).also(Sample::Empty, &[&[2, 0, 4]])
         .reference(|h| r::triangle(&h[0], 1, false)),
     Case::new("triu tall", vec![u(&[5, 3])], |x| x[0].triu(-2)).reference(|h| r::triangle(&h[0], -2, false)),
 ]);
-arrange!(PIXEL_SHUFFLE, "pixel_shuffle", sig: "pixel_shuffle(self, upscale_factor: int) -> Tensor", doc: "[*, C r^2, H, W] to [*, C, H r, W r].", fwd: |a| a.this()?.pixel_shuffle(a.size("upscale_factor")?), cases: || vec![
+composite_op!(PIXEL_SHUFFLE, "pixel_shuffle", sig: "pixel_shuffle(self, upscale_factor: int) -> Tensor", doc: "[*, C r^2, H, W] to [*, C, H r, W r].", fwd: |a| a.this()?.pixel_shuffle(a.size("upscale_factor")?), cases: || vec![
     Case::new("pixel_shuffle by 2", vec![u(&[2, 8, 2, 3])], |x| x[0].pixel_shuffle(2)).also(Sample::Empty, &[&[0, 8, 2, 3]])
         .reference(|h| r::pixel_shuffle(&h[0], 2)),
 ]);
-arrange!(PIXEL_UNSHUFFLE, "pixel_unshuffle", sig: "pixel_unshuffle(self, downscale_factor: int) -> Tensor", doc: "[*, C, H r, W r] to [*, C r^2, H, W] (the inverse of pixel_shuffle).", fwd: |a| a.this()?.pixel_unshuffle(a.size("downscale_factor")?), cases: || vec![
+composite_op!(PIXEL_UNSHUFFLE, "pixel_unshuffle", sig: "pixel_unshuffle(self, downscale_factor: int) -> Tensor", doc: "[*, C, H r, W r] to [*, C r^2, H, W] (the inverse of pixel_shuffle).", fwd: |a| a.this()?.pixel_unshuffle(a.size("downscale_factor")?), cases: || vec![
     Case::new("pixel_unshuffle by 2", vec![u(&[2, 4, 6])], |x| x[0].pixel_unshuffle(2)).also(Sample::Empty, &[&[0, 4, 6]])
         .reference(|h| r::pixel_unshuffle(&h[0], 2)),
 ]);

@@ -6,7 +6,7 @@
 use super::args::Args;
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Reduce};
-use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+use super::{composite_op, expect_float, same_device, same_dtype, OpDef};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dtype::DType;
@@ -328,40 +328,24 @@ impl Tensor {
     }
 }
 
-macro_rules! composite {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, second_order: $so:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef {
-            name: $name,
-            signature: $sig,
-            doc: $doc,
-            forward: Some($fw),
-            kind: OpKind::Composite,
-            backward: None,
-            second_order: $so,
-            #[cfg(feature = "testing")]
-            cases: $cases,
-        };
-    };
-}
-
 #[cfg(feature = "testing")]
 fn u(shape: &[usize], lo: f64, hi: f64) -> Input {
     Input::Uniform(shape.to_vec(), lo, hi)
 }
 
-composite!(SOFTMAX, "softmax", sig: "softmax(self, dim: int) -> Tensor", doc: "exp(x) / sum(exp(x)) along `dim`, computed stably.", fwd: |a| a.this()?.softmax(a.int("dim")?), second_order: true, cases: || vec![
+composite_op!(SOFTMAX, "softmax", sig: "softmax(self, dim: int) -> Tensor", doc: "exp(x) / sum(exp(x)) along `dim`, computed stably.", fwd: |a| a.this()?.softmax(a.int("dim")?), second_order: true, cases: || vec![
     Case::new("softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].softmax(-1))
         .also(Sample::Empty, &[&[0, 5]])
         .reference(|h| r::softmax(&h[0], -1)),
     Case::new("softmax axis 0", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].softmax(0)).reference(|h| r::softmax(&h[0], 0)),
 ]);
-composite!(LOG_SOFTMAX, "log_softmax", sig: "log_softmax(self, dim: int) -> Tensor", doc: "log(softmax(x)) along `dim`, computed stably.", fwd: |a| a.this()?.log_softmax(a.int("dim")?), second_order: true, cases: || vec![
+composite_op!(LOG_SOFTMAX, "log_softmax", sig: "log_softmax(self, dim: int) -> Tensor", doc: "log(softmax(x)) along `dim`, computed stably.", fwd: |a| a.this()?.log_softmax(a.int("dim")?), second_order: true, cases: || vec![
     Case::new("log_softmax last axis", vec![u(&[3, 5], -3.0, 3.0)], |x| x[0].log_softmax(-1)).also(Sample::Empty, &[&[0, 5]])
         .reference(|h| r::log_softmax(&h[0], -1)),
     Case::new("log_softmax axis 1 of 3-D", vec![u(&[2, 3, 4], -3.0, 3.0)], |x| x[0].log_softmax(1))
         .reference(|h| r::log_softmax(&h[0], 1)),
 ]);
-composite!(CROSS_ENTROPY, "cross_entropy", sig: "cross_entropy(self, target: Tensor<int32>, *, reduction: 'mean' | 'sum' | 'none' = 'mean', label_smoothing: float = 0) -> Tensor", doc: "Cross-entropy of [N, C] logits against [N] class labels, with optional label smoothing.", fwd: |a| a.this()?.cross_entropy(a.tensor("target")?, reduction(a)?, a.finite("label_smoothing")?), second_order: true, cases: || {
+composite_op!(CROSS_ENTROPY, "cross_entropy", sig: "cross_entropy(self, target: Tensor<int32>, *, reduction: 'mean' | 'sum' | 'none' = 'mean', label_smoothing: float = 0) -> Tensor", doc: "Cross-entropy of [N, C] logits against [N] class labels, with optional label smoothing.", fwd: |a| a.this()?.cross_entropy(a.tensor("target")?, reduction(a)?, a.finite("label_smoothing")?), second_order: true, cases: || {
     let ins = || vec![u(&[4, 5], -2.0, 2.0), Input::Int(vec![4], 0, 5)];
     vec![
         Case::new("cross_entropy mean", ins(), |x| x[0].cross_entropy(&x[1], Reduction::Mean, 0.0))
@@ -373,7 +357,7 @@ composite!(CROSS_ENTROPY, "cross_entropy", sig: "cross_entropy(self, target: Ten
             .reference(|h| r::cross_entropy(&h[0], &h[1], Reduce::None, 0.0)),
     ]
 });
-composite!(NLL_LOSS, "nll_loss", sig: "nll_loss(self, target: Tensor<int32>, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Negative log-likelihood of [N, C] log-probabilities against [N] labels.", fwd: |a| a.this()?.nll_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
+composite_op!(NLL_LOSS, "nll_loss", sig: "nll_loss(self, target: Tensor<int32>, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Negative log-likelihood of [N, C] log-probabilities against [N] labels.", fwd: |a| a.this()?.nll_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
     let ins = || vec![u(&[4, 3], -2.0, 2.0), Input::Int(vec![4], 0, 3)];
     vec![
         Case::new("nll_loss of log_softmax mean", ins(), |x| x[0].log_softmax(1)?.nll_loss(&x[1], Reduction::Mean))
@@ -381,7 +365,7 @@ composite!(NLL_LOSS, "nll_loss", sig: "nll_loss(self, target: Tensor<int32>, *, 
         Case::new("nll_loss none", ins(), |x| x[0].nll_loss(&x[1], Reduction::None)).also(Sample::Empty, &[&[0, 3], &[0]]).reference(|h| r::nll_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
-composite!(MSE_LOSS, "mse_loss", sig: "mse_loss(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Mean squared error against `target` (same shape).", fwd: |a| a.this()?.mse_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
+composite_op!(MSE_LOSS, "mse_loss", sig: "mse_loss(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Mean squared error against `target` (same shape).", fwd: |a| a.this()?.mse_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
     let ins = || vec![u(&[3, 4], -2.0, 2.0), u(&[3, 4], -2.0, 2.0)];
     vec![
         Case::new("mse_loss mean", ins(), |x| x[0].mse_loss(&x[1], Reduction::Mean))
@@ -393,7 +377,7 @@ composite!(MSE_LOSS, "mse_loss", sig: "mse_loss(self, target: Tensor, *, reducti
             .reference(|h| r::mse_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
-composite!(L1_LOSS, "l1_loss", sig: "l1_loss(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Mean absolute error against `target` (same shape).", fwd: |a| a.this()?.l1_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
+composite_op!(L1_LOSS, "l1_loss", sig: "l1_loss(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Mean absolute error against `target` (same shape).", fwd: |a| a.this()?.l1_loss(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
     // Inputs and targets drawn from disjoint ranges keep |x - t| away from its kink.
     let ins = || vec![u(&[3, 4], 0.5, 2.0), u(&[3, 4], -2.0, -0.5)];
     vec![
@@ -403,7 +387,7 @@ composite!(L1_LOSS, "l1_loss", sig: "l1_loss(self, target: Tensor, *, reduction:
             .reference(|h| r::l1_loss(&h[0], &h[1], Reduce::None)),
     ]
 });
-composite!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", sig: "binary_cross_entropy_with_logits(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Binary cross-entropy of logits against probabilities (same shape), computed stably.", fwd: |a| a.this()?.binary_cross_entropy_with_logits(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
+composite_op!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", sig: "binary_cross_entropy_with_logits(self, target: Tensor, *, reduction: 'mean' | 'sum' | 'none' = 'mean') -> Tensor", doc: "Binary cross-entropy of logits against probabilities (same shape), computed stably.", fwd: |a| a.this()?.binary_cross_entropy_with_logits(a.tensor("target")?, reduction(a)?), second_order: true, cases: || {
     let ins = || vec![u(&[3, 4], -4.0, 4.0), u(&[3, 4], 0.0, 1.0)];
     vec![
         Case::new("bce_with_logits mean", ins(), |x| x[0].binary_cross_entropy_with_logits(&x[1], Reduction::Mean)).also(Sample::Scalar, &[&[], &[]])
@@ -412,7 +396,7 @@ composite!(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", sig: "binary_cro
             .reference(|h| r::bce_with_logits(&h[0], &h[1], Reduce::None)),
     ]
 });
-composite!(LAYER_NORM, "layer_norm", sig: "layer_norm(self, normalized_shape: shape, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises over the trailing dims (biased variance), then the optional affine.", fwd: |a| a.this()?.layer_norm(&a.sizes("normalized_shape")?, a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), second_order: true, cases: || vec![
+composite_op!(LAYER_NORM, "layer_norm", sig: "layer_norm(self, normalized_shape: shape, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises over the trailing dims (biased variance), then the optional affine.", fwd: |a| a.this()?.layer_norm(&a.sizes("normalized_shape")?, a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), second_order: true, cases: || vec![
     Case::new("layer_norm affine", vec![u(&[3, 4], -2.0, 2.0), u(&[4], 0.5, 1.5), u(&[4], -1.0, 1.0)], |x| {
         x[0].layer_norm(&[4], Some(&x[1]), Some(&x[2]), 1e-5)
     })
@@ -421,7 +405,7 @@ composite!(LAYER_NORM, "layer_norm", sig: "layer_norm(self, normalized_shape: sh
     Case::new("layer_norm over two dims, no affine", vec![u(&[2, 3, 4], -2.0, 2.0)], |x| x[0].layer_norm(&[3, 4], None, None, 1e-5))
         .reference(|h| r::layer_norm(&h[0], 2, None, None, 1e-5)),
 ]);
-composite!(DROPOUT, "dropout", sig: "dropout(self, p: float = 0.5, *, training: bool = True) -> Tensor", doc: "Zeroes elements with probability p and scales the rest by 1/(1-p) while training.", fwd: |a| a.this()?.dropout(a.finite("p")?, a.bool("training")?), second_order: true, cases: || vec![
+composite_op!(DROPOUT, "dropout", sig: "dropout(self, p: float = 0.5, *, training: bool = True) -> Tensor", doc: "Zeroes elements with probability p and scales the rest by 1/(1-p) while training.", fwd: |a| a.this()?.dropout(a.finite("p")?, a.bool("training")?), second_order: true, cases: || vec![
     // Re-seeding inside the case draws the same mask at every evaluation, so
     // finite differences see one fixed (linear) function.
     Case::new("dropout train p=0.3", vec![u(&[4, 5], -1.0, 1.0)], |x| {
@@ -431,7 +415,7 @@ composite!(DROPOUT, "dropout", sig: "dropout(self, p: float = 0.5, *, training: 
     .property(|h, out| r::dropout_property(&h[0], out, 0.3)),
     Case::new("dropout eval", vec![u(&[3, 4], -1.0, 1.0)], |x| x[0].dropout(0.5, false)).also(Sample::Scalar, &[&[]]).reference(|h| h[0].clone()),
 ]);
-composite!(EMBEDDING, "embedding", sig: "embedding(self, weight: Tensor<any>) -> Tensor", doc: "Rows of `weight` [num_embeddings, dim] picked by this int32 index tensor.", fwd: |a| a.tensor("weight")?.embedding(a.this()?), second_order: true, cases: || vec![
+composite_op!(EMBEDDING, "embedding", sig: "embedding(self, weight: Tensor<any>) -> Tensor", doc: "Rows of `weight` [num_embeddings, dim] picked by this int32 index tensor.", fwd: |a| a.tensor("weight")?.embedding(a.this()?), second_order: true, cases: || vec![
     Case::new("embedding 2-D indices with repeats", vec![u(&[5, 3], -1.0, 1.0), Input::Int(vec![2, 4], 0, 5)], |x| {
         x[0].embedding(&x[1])
     })
@@ -439,7 +423,7 @@ composite!(EMBEDDING, "embedding", sig: "embedding(self, weight: Tensor<any>) ->
     .reference(|h| r::embedding(&h[0], &h[1])),
 ]);
 
-composite!(PRELU, "prelu", sig: "prelu(self, weight: Tensor) -> Tensor", doc: "x where positive, weight * x elsewhere; weight has 1 element or one per channel (axis 1).", fwd: |a| a.this()?.prelu(a.tensor("weight")?), second_order: true, cases: || vec![
+composite_op!(PRELU, "prelu", sig: "prelu(self, weight: Tensor) -> Tensor", doc: "x where positive, weight * x elsewhere; weight has 1 element or one per channel (axis 1).", fwd: |a| a.this()?.prelu(a.tensor("weight")?), second_order: true, cases: || vec![
     Case::new("prelu per channel", vec![Input::AwayFromZero(vec![2, 3, 4], 0.1, 2.0), u(&[3], 0.1, 0.5)], |x| x[0].prelu(&x[1]))
         .also(Sample::Empty, &[&[0, 3, 4], &[3]])
         .reference(|h| r::prelu(&h[0], &h[1])),

@@ -5,7 +5,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Host, Kind};
-use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+use super::{composite_op, expect_float, same_device, same_dtype, OpDef};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::error::{Error, Result};
@@ -228,35 +228,19 @@ fn conv_transpose2d_ref(
     }
 }
 
-macro_rules! conv {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef {
-            name: $name,
-            signature: $sig,
-            doc: $doc,
-            forward: Some($fw),
-            kind: OpKind::Composite,
-            backward: None,
-            second_order: true,
-            #[cfg(feature = "testing")]
-            cases: $cases,
-        };
-    };
-}
-
 #[cfg(feature = "testing")]
 fn u(shape: &[usize]) -> Input {
     Input::Uniform(shape.to_vec(), -1.0, 1.0)
 }
 
-conv!(CONV1D, "conv1d", sig: "conv1d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1) -> Tensor", doc: "1-D cross-correlation of [N, C, L] with weight [O, C/groups, k].", fwd: |a| a.this()?.conv1d(a.tensor("weight")?, a.opt_tensor("bias")?, a.size("stride")?, a.size("padding")?, a.size("dilation")?, a.size("groups")?), cases: || vec![
+composite_op!(CONV1D, "conv1d", sig: "conv1d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1) -> Tensor", doc: "1-D cross-correlation of [N, C, L] with weight [O, C/groups, k].", fwd: |a| a.this()?.conv1d(a.tensor("weight")?, a.opt_tensor("bias")?, a.size("stride")?, a.size("padding")?, a.size("dilation")?, a.size("groups")?), cases: || vec![
     Case::new("conv1d with bias, padded", vec![u(&[2, 3, 7]), u(&[4, 3, 3]), u(&[4])], |x| x[0].conv1d(&x[1], Some(&x[2]), 1, 1, 1, 1))
         .reference(|h| conv1d_ref(&h[0], &h[1], Some(&h[2]), 1, 1, 1, 1)),
     Case::new("conv1d strided, dilated, grouped", vec![u(&[1, 4, 9]), u(&[2, 2, 2])], |x| x[0].conv1d(&x[1], None, 2, 0, 2, 2))
         .also(Sample::Empty, &[&[0, 4, 9], &[2, 2, 2]])
         .reference(|h| conv1d_ref(&h[0], &h[1], None, 2, 0, 2, 2)),
 ]);
-conv!(CONV_TRANSPOSE2D, "conv_transpose2d", sig: "conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, output_padding: int | (int, int) = 0, groups: int = 1, dilation: int | (int, int) = 1) -> Tensor", doc: "Transposed 2-D convolution of [N, Cin, H, W] with weight [Cin, Cout/groups, kh, kw] (the gradient of conv2d).", fwd: |a| a.this()?.conv_transpose2d(a.tensor("weight")?, a.opt_tensor("bias")?, a.pair("stride")?, a.pair("padding")?, a.pair("output_padding")?, a.size("groups")?, a.pair("dilation")?), cases: || vec![
+composite_op!(CONV_TRANSPOSE2D, "conv_transpose2d", sig: "conv_transpose2d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, output_padding: int | (int, int) = 0, groups: int = 1, dilation: int | (int, int) = 1) -> Tensor", doc: "Transposed 2-D convolution of [N, Cin, H, W] with weight [Cin, Cout/groups, kh, kw] (the gradient of conv2d).", fwd: |a| a.this()?.conv_transpose2d(a.tensor("weight")?, a.opt_tensor("bias")?, a.pair("stride")?, a.pair("padding")?, a.pair("output_padding")?, a.size("groups")?, a.pair("dilation")?), cases: || vec![
     Case::new("conv_transpose2d stride 2 with bias", vec![u(&[2, 3, 3, 2]), u(&[3, 2, 3, 3]), u(&[2])], |x| x[0].conv_transpose2d(&x[1], Some(&x[2]), [2, 2], [1, 1], [1, 0], 1, [1, 1]))
         .reference(|h| conv_transpose2d_ref(&h[0], &h[1], Some(&h[2]), [2, 2], [1, 1], [1, 0], 1, [1, 1])),
     Case::new("conv_transpose2d grouped, dilated", vec![u(&[1, 4, 2, 3]), u(&[4, 1, 2, 2])], |x| x[0].conv_transpose2d(&x[1], None, [1, 2], [0, 0], [0, 1], 2, [2, 1]))

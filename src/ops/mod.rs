@@ -398,3 +398,26 @@ pub(crate) fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()>
     }
     Ok(())
 }
+
+/// A registry entry with no kernel and no backward rule of its own: its
+/// forward composes other ops, which give both backends, every derivative
+/// order (`second_order` defaults to true) and capture.
+macro_rules! composite_op {
+    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, cases: $cases:expr) => {
+        $crate::ops::composite_op!($NAME, $name, sig: $sig, doc: $doc, fwd: $fw, second_order: true, cases: $cases);
+    };
+    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, second_order: $so:expr, cases: $cases:expr) => {
+        static $NAME: $crate::ops::OpDef = $crate::ops::OpDef {
+            name: $name,
+            signature: $sig,
+            doc: $doc,
+            forward: Some($fw),
+            kind: $crate::ops::OpKind::Composite,
+            backward: None,
+            second_order: $so,
+            #[cfg(feature = "testing")]
+            cases: $cases,
+        };
+    };
+}
+pub(crate) use composite_op;

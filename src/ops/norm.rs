@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Host, Kind};
-use super::{expect_float, OpDef, OpKind};
+use super::{composite_op, expect_float, OpDef};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::error::{Error, Result};
@@ -68,22 +68,6 @@ fn pow_or_zero(a: &Tensor, p: f64) -> Result<Tensor> {
     Tensor::where_(&zero, &a.zeros_scalar()?, &safe.pow_scalar(p)?)
 }
 
-macro_rules! reduction {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef {
-            name: $name,
-            signature: $sig,
-            doc: $doc,
-            forward: Some($fw),
-            kind: OpKind::Composite,
-            backward: None,
-            second_order: true,
-            #[cfg(feature = "testing")]
-            cases: $cases,
-        };
-    };
-}
-
 /// `(sum |x|^p)^(1/p)` of each reduced set, from the definition (and its limits).
 #[cfg(feature = "testing")]
 fn vector_norm(x: &Host, p: f64, axes: &[isize], keepdim: bool) -> Host {
@@ -98,21 +82,21 @@ fn vector_norm(x: &Host, p: f64, axes: &[isize], keepdim: bool) -> Host {
     })
 }
 
-reduction!(AMAX, "amax", sig: "amax(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "Maximum over `axes` (all when omitted); ties share the gradient evenly.", fwd: |a| a.this()?.amax(&a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
+composite_op!(AMAX, "amax", sig: "amax(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "Maximum over `axes` (all when omitted); ties share the gradient evenly.", fwd: |a| a.this()?.amax(&a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
     Case::new("amax axis 1", vec![Input::Distinct(vec![2, 3, 4])], |x| x[0].amax(&[1], false)).also(Sample::Empty, &[&[2, 3, 0]])
         .reference(|h| r::max(&h[0], &[1], false)),
     Case::new("amax axis 2 with ties", vec![Input::Pairs(vec![2, 3, 4])], |x| x[0].amax(&[2], true))
         .reference(|h| r::max(&h[0], &[2], true))
         .first_order_only(),
 ]);
-reduction!(AMIN, "amin", sig: "amin(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "Minimum over `axes` (all when omitted); ties share the gradient evenly.", fwd: |a| a.this()?.amin(&a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
+composite_op!(AMIN, "amin", sig: "amin(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "Minimum over `axes` (all when omitted); ties share the gradient evenly.", fwd: |a| a.this()?.amin(&a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
     Case::new("amin axes 0, 2", vec![Input::Distinct(vec![2, 3, 4])], |x| x[0].amin(&[0, 2], false))
         .reference(|h| r::min(&h[0], &[0, 2], false)),
     Case::new("amin all with ties", vec![Input::Pairs(vec![2, 4])], |x| x[0].amin(&[], false))
         .reference(|h| r::min(&h[0], &[], false))
         .first_order_only(),
 ]);
-reduction!(NORM, "norm", sig: "norm(self, p: scalar = 2, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "The vector p-norm over `axes` (all when omitted); p may be inf, -inf or 0.", fwd: |a| a.this()?.norm(a.float("p")?, &a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
+composite_op!(NORM, "norm", sig: "norm(self, p: scalar = 2, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor", doc: "The vector p-norm over `axes` (all when omitted); p may be inf, -inf or 0.", fwd: |a| a.this()?.norm(a.float("p")?, &a.ints("axes")?, a.bool("keepdim")?), cases: || vec![
     Case::new("norm 2 of all", vec![Input::Uniform(vec![3, 4], -1.0, 1.0)], |x| x[0].norm(2.0, &[], false))
         .also(Sample::Scalar, &[&[]])
         .reference(|h| vector_norm(&h[0], 2.0, &[], false)),

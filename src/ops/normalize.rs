@@ -5,7 +5,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Host, Kind};
-use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+use super::{composite_op, expect_float, same_device, same_dtype, OpDef};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dtype::DType;
@@ -213,42 +213,26 @@ fn rms_norm_ref(x: &Host, k: usize, w: Option<&Host>, eps: f64) -> Host {
     })
 }
 
-macro_rules! normalisation {
-    ($NAME:ident, $name:literal, sig: $sig:literal, doc: $doc:literal, fwd: $fw:expr, cases: $cases:expr) => {
-        static $NAME: OpDef = OpDef {
-            name: $name,
-            signature: $sig,
-            doc: $doc,
-            forward: Some($fw),
-            kind: OpKind::Composite,
-            backward: None,
-            second_order: true,
-            #[cfg(feature = "testing")]
-            cases: $cases,
-        };
-    };
-}
-
 #[cfg(feature = "testing")]
 fn u(shape: &[usize], lo: f64, hi: f64) -> Input {
     Input::Uniform(shape.to_vec(), lo, hi)
 }
 
-normalisation!(GROUP_NORM, "group_norm", sig: "group_norm(self, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises [N, C, *] over groups of channels and every position, then the optional per-channel affine.", fwd: |a| a.this()?.group_norm(a.size("num_groups")?, a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), cases: || vec![
+composite_op!(GROUP_NORM, "group_norm", sig: "group_norm(self, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises [N, C, *] over groups of channels and every position, then the optional per-channel affine.", fwd: |a| a.this()?.group_norm(a.size("num_groups")?, a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), cases: || vec![
     Case::new("group_norm 2 groups, affine", vec![u(&[2, 4, 3], -2.0, 2.0), u(&[4], 0.5, 1.5), u(&[4], -1.0, 1.0)], |x| x[0].group_norm(2, Some(&x[1]), Some(&x[2]), 1e-5))
         .reference(|h| group_norm_ref(&h[0], 2, Some(&h[1]), Some(&h[2]), 1e-5)),
     Case::new("group_norm of images, no affine", vec![u(&[2, 6, 2, 3], -2.0, 2.0)], |x| x[0].group_norm(3, None, None, 1e-3))
         .also(Sample::Empty, &[&[0, 6, 2, 3]])
         .reference(|h| group_norm_ref(&h[0], 3, None, None, 1e-3)),
 ]);
-normalisation!(INSTANCE_NORM, "instance_norm", sig: "instance_norm(self, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises each (sample, channel) of [N, C, *spatial] over its positions, then the optional per-channel affine.", fwd: |a| a.this()?.instance_norm(a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), cases: || vec![
+composite_op!(INSTANCE_NORM, "instance_norm", sig: "instance_norm(self, weight: Tensor | None = None, bias: Tensor | None = None, *, eps: float = 1e-05) -> Tensor", doc: "Normalises each (sample, channel) of [N, C, *spatial] over its positions, then the optional per-channel affine.", fwd: |a| a.this()?.instance_norm(a.opt_tensor("weight")?, a.opt_tensor("bias")?, a.finite("eps")?), cases: || vec![
     Case::new("instance_norm of images, affine", vec![u(&[2, 3, 2, 3], -2.0, 2.0), u(&[3], 0.5, 1.5), u(&[3], -1.0, 1.0)], |x| x[0].instance_norm(Some(&x[1]), Some(&x[2]), 1e-5))
         .also(Sample::Empty, &[&[0, 3, 2, 3], &[3], &[3]])
         .reference(|h| instance_norm_ref(&h[0], Some(&h[1]), Some(&h[2]), 1e-5)),
     Case::new("instance_norm of sequences", vec![u(&[2, 3, 5], -2.0, 2.0)], |x| x[0].instance_norm(None, None, 1e-5))
         .reference(|h| instance_norm_ref(&h[0], None, None, 1e-5)),
 ]);
-normalisation!(RMS_NORM, "rms_norm", sig: "rms_norm(self, normalized_shape: shape, weight: Tensor | None = None, *, eps: float | None = None) -> Tensor", doc: "x / sqrt(mean(x^2) + eps) over the trailing dims, times the optional weight (eps: the dtype's epsilon by default).", fwd: |a| a.this()?.rms_norm(&a.sizes("normalized_shape")?, a.opt_tensor("weight")?, a.opt_float("eps")?), cases: || vec![
+composite_op!(RMS_NORM, "rms_norm", sig: "rms_norm(self, normalized_shape: shape, weight: Tensor | None = None, *, eps: float | None = None) -> Tensor", doc: "x / sqrt(mean(x^2) + eps) over the trailing dims, times the optional weight (eps: the dtype's epsilon by default).", fwd: |a| a.this()?.rms_norm(&a.sizes("normalized_shape")?, a.opt_tensor("weight")?, a.opt_float("eps")?), cases: || vec![
     Case::new("rms_norm with weight", vec![u(&[3, 4], -2.0, 2.0), u(&[4], 0.5, 1.5)], |x| x[0].rms_norm(&[4], Some(&x[1]), Some(1e-6)))
         .also(Sample::Empty, &[&[0, 4], &[4]])
         .reference(|h| rms_norm_ref(&h[0], 1, Some(&h[1]), 1e-6)),
