@@ -11,9 +11,47 @@
 //! *after* its bias: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 
 use super::{init, py_bool, py_float, Core, Layer, Param};
+use crate::autograd::{apply_function, Function, FunctionCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// `x` cut into pieces of `size` along `axis`, as one graph node whose
+/// gradient is the concatenation of the pieces' gradients. Slicing piece by
+/// piece would give each piece's gradient the whole of `x`'s shape (zeros
+/// around the slice), summed piece after piece: for the steps of a sequence,
+/// traffic quadratic in its length.
+struct Pieces {
+    axis: usize,
+    size: usize,
+}
+
+impl Function for Pieces {
+    fn name(&self) -> String {
+        "Split".into()
+    }
+    fn forward(&self, _ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        inputs[0].split(self.size, self.axis as isize)
+    }
+    fn backward(&self, _ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some(Tensor::concat(grads, self.axis as isize)?)])
+    }
+}
+
+/// `x` `[L, ...]` as its L steps (L >= 1).
+fn steps(x: &Tensor) -> Result<Vec<Tensor>> {
+    apply_function(Arc::new(Pieces { axis: 0, size: 1 }), std::slice::from_ref(x))?
+        .into_iter()
+        .map(|t| t.squeeze(Some(0)))
+        .collect()
+}
+
+/// The `n` gates of `[N, n * H]`, as one node (see `Pieces`).
+fn gates(x: &Tensor, n: usize) -> Result<Vec<Tensor>> {
+    let last = x.ndim() - 1;
+    apply_function(Arc::new(Pieces { axis: last, size: x.shape()[last] / n }), std::slice::from_ref(x))
+}
 
 /// Which recurrence a layer or cell computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +99,14 @@ fn step(
         RecurrentKind::RnnTanh => Ok((xw.add(&hw)?.tanh()?, None)),
         RecurrentKind::RnnRelu => Ok((xw.add(&hw)?.relu()?, None)),
         RecurrentKind::Lstm => {
-            let g = xw.add(&hw)?.chunk(4, -1)?;
+            let g = gates(&xw.add(&hw)?, 4)?;
             let (i, f, cell, o) = (g[0].sigmoid()?, g[1].sigmoid()?, g[2].tanh()?, g[3].sigmoid()?);
             let c = c.ok_or_else(|| Error::value("LSTM", "an LSTM step needs the cell state"))?;
             let c = f.mul(c)?.add(&i.mul(&cell)?)?;
             Ok((o.mul(&c.tanh()?)?, Some(c)))
         }
         RecurrentKind::Gru => {
-            let (gx, gh) = (xw.chunk(3, -1)?, hw.chunk(3, -1)?);
+            let (gx, gh) = (gates(xw, 3)?, gates(&hw, 3)?);
             let r = gx[0].add(&gh[0])?.sigmoid()?;
             let z = gx[1].add(&gh[1])?.sigmoid()?;
             let n = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
@@ -274,12 +312,13 @@ impl Recurrent {
                 let mut c =
                     c0.as_ref().map(|c| c.narrow(0, k as usize, 1).and_then(|t| t.squeeze(Some(0)))).transpose()?;
                 let xw = w.project_input(&layer_input)?;
+                let xw = if len == 0 { Vec::new() } else { steps(&xw)? };
                 // The reverse direction reads the sequence from its end; its
                 // outputs are put back in time order.
                 let mut steps = Vec::with_capacity(len);
                 let order: Vec<usize> = if d == 0 { (0..len).collect() } else { (0..len).rev().collect() };
                 for t in order {
-                    let (h2, c2) = w.step(self.kind, &xw.narrow(0, t, 1)?.squeeze(Some(0))?, &h, c.as_ref())?;
+                    let (h2, c2) = w.step(self.kind, &xw[t], &h, c.as_ref())?;
                     steps.push(h2.clone());
                     h = h2;
                     c = c2;
