@@ -193,31 +193,8 @@ impl Tensor {
         super::as_op("layer_norm", || {
             let op = "layer_norm";
             expect_float(op, self)?;
-            let k = normalized_shape.len();
-            if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
-                        self.shape()
-                    ),
-                ));
-            }
-            if eps.is_nan() || eps < 0.0 {
-                return Err(Error::value(op, format!("eps must be non-negative, got {eps}")));
-            }
-            for (what, p) in [("weight", weight), ("bias", bias)] {
-                let Some(p) = p else { continue };
-                same_device(op, &[self, p])?;
-                same_dtype(op, self, p)?;
-                if p.shape() != normalized_shape {
-                    return Err(Error::shape(
-                        op,
-                        format!("{what} must have shape {normalized_shape:?}, got {:?}", p.shape()),
-                    ));
-                }
-            }
-            let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
+            let params = [("weight", weight), ("bias", bias)];
+            let axes = super::normalize::check_trailing_norm(op, self, normalized_shape, eps, &params)?;
             let d = self.sub(&self.mean(&axes, true)?)?;
             let var = d.mul(&d)?.mean(&axes, true)?;
             let mut y = d.mul(&var.add_scalar(eps)?.rsqrt()?)?;

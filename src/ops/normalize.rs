@@ -13,6 +13,34 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// Checks an optional affine parameter against `want` and `x`.
+/// The checks of the norms over trailing axes (layer_norm, rms_norm): a
+/// non-empty suffix `normalized_shape` of `x`'s shape, a non-negative eps,
+/// and affine parameters of that shape on `x`'s device and dtype. The axes
+/// to normalise over.
+pub(super) fn check_trailing_norm(
+    op: &'static str,
+    x: &Tensor,
+    normalized_shape: &[usize],
+    eps: f64,
+    params: &[(&str, Option<&Tensor>)],
+) -> Result<Vec<isize>> {
+    let k = normalized_shape.len();
+    if k == 0 || k > x.ndim() || &x.shape()[x.ndim() - k..] != normalized_shape {
+        return Err(Error::shape(
+            op,
+            format!(
+                "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    check_eps(op, eps)?;
+    for (what, p) in params {
+        check_param(op, what, x, *p, normalized_shape)?;
+    }
+    Ok(((x.ndim() - k) as isize..x.ndim() as isize).collect())
+}
+
 fn check_param(op: &'static str, what: &str, x: &Tensor, p: Option<&Tensor>, want: &[usize]) -> Result<()> {
     let Some(p) = p else { return Ok(()) };
     same_device(op, &[x, p])?;
@@ -20,7 +48,7 @@ fn check_param(op: &'static str, what: &str, x: &Tensor, p: Option<&Tensor>, wan
     if p.shape() != want {
         return Err(Error::shape(
             op,
-            format!("{what} must have shape {want:?} for input {:?}, got {:?}", x.shape(), p.shape()),
+            format!("{what} must have shape {want:?}, got {:?} (input {:?})", p.shape(), x.shape()),
         ));
     }
     Ok(())
@@ -127,24 +155,12 @@ impl Tensor {
         let op = "rms_norm";
         super::as_op(op, || {
             expect_float(op, self)?;
-            let k = normalized_shape.len();
-            if k == 0 || k > self.ndim() || &self.shape()[self.ndim() - k..] != normalized_shape {
-                return Err(Error::shape(
-                    op,
-                    format!(
-                        "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
-                        self.shape()
-                    ),
-                ));
-            }
             let eps = eps.unwrap_or(match self.dtype() {
                 DType::F64 => f64::EPSILON,
                 DType::F16 => half::f16::EPSILON.to_f64(),
                 _ => f32::EPSILON as f64,
             });
-            check_eps(op, eps)?;
-            check_param(op, "weight", self, weight, normalized_shape)?;
-            let axes: Vec<isize> = ((self.ndim() - k) as isize..self.ndim() as isize).collect();
+            let axes = check_trailing_norm(op, self, normalized_shape, eps, &[("weight", weight)])?;
             let y = self.mul(&self.mul(self)?.mean(&axes, true)?.add_scalar(eps)?.rsqrt()?)?;
             match weight {
                 Some(w) => y.mul(w),
