@@ -51,7 +51,8 @@ build
 # replace .cargo/config.toml's) would otherwise rebuild every crate each time.
 relaxed_target="${CARGO_TARGET_DIR:-target}/relaxed-simd"
 relaxed_wasm="$relaxed_target/wasm32-unknown-unknown/$dir/skiff.wasm"
-CARGO_TARGET_DIR="$relaxed_target" RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" build
+# The inliner's threshold is .cargo/config.toml's (why: there).
+CARGO_TARGET_DIR="$relaxed_target" RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd -C llvm-args=-inline-threshold=5" build
 rm -rf "$out"
 # --weak-refs: wasm-bindgen registers every Tensor handle with a
 # FinalizationRegistry, the safety net that frees forgotten tensors.

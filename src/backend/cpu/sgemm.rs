@@ -60,10 +60,19 @@ struct Line([f32; 16]);
 /// an odd 8, a quarter of the micro-kernel's vector loads would straddle
 /// two cache lines.
 fn zeroed_lines(buf: &mut Vec<Line>, len: usize) -> &mut [f32] {
+    let lines = len.div_ceil(16);
     buf.clear();
-    buf.resize(len.div_ceil(16), Line([0.0; 16]));
-    // SAFETY: the Lines are plain f32s without padding, at least `len` of them.
-    unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<f32>(), len) }
+    buf.reserve(lines);
+    // One memset: `resize` with a Line value is a loop of 64-byte stores
+    // wherever the inliner does not see through it (the package's wasm is
+    // built with a low inlining threshold, .cargo/config.toml).
+    // SAFETY: `reserve` made room for `lines` Lines, and all-zero bytes are
+    // a valid Line (sixteen 0.0s); the Lines are plain f32s without padding.
+    unsafe {
+        buf.as_mut_ptr().write_bytes(0, lines);
+        buf.set_len(lines);
+        std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<f32>(), len)
+    }
 }
 
 thread_local! {
@@ -178,29 +187,44 @@ fn micro_kernel(kc: usize, a: &[f32], b: &[f32], out: &mut [f32], rs: usize, acc
         return f32x4_add(f32x4_mul(x, y), acc);
     }
 
-    const NV: usize = NR / 4;
+    const { assert!(MR == 3 && NR == 12, "the kernel below is written out for 3 x 12") };
     assert!(a.len() >= kc * MR && b.len() >= kc * NR && out.len() >= (MR - 1) * rs + NR);
-    let mut acc = [[f32x4_splat(0.0); NV]; MR];
+    // The 3 x 3 accumulators are written out by name, not as arrays walked by
+    // iterators: those stay in registers only if LLVM inlines the adapters and
+    // unrolls their loops, which opt-level "z" does not (the kernel ran 30x
+    // slower there) and the package's low inlining threshold
+    // (.cargo/config.toml) need not. Written out, the kernel is the same code
+    // at any setting.
+    let zero = f32x4_splat(0.0);
+    let (mut c00, mut c01, mut c02) = (zero, zero, zero);
+    let (mut c10, mut c11, mut c12) = (zero, zero, zero);
+    let (mut c20, mut c21, mut c22) = (zero, zero, zero);
     let (mut pa, mut pb) = (a.as_ptr(), b.as_ptr());
     // SAFETY: the loop reads kc * MR values of `a` and kc * NR of `b`, and
     // the stores write MR rows of NR values of `out`, all checked above;
     // v128 loads and stores need no alignment in WebAssembly.
     unsafe {
         for _ in 0..kc {
-            let bv: [v128; NV] = core::array::from_fn(|v| v128_load(pb.add(4 * v) as *const v128));
-            for (r, row) in acc.iter_mut().enumerate() {
-                let av = v128_load32_splat(pa.add(r) as *const u32);
-                for (sum, bv) in row.iter_mut().zip(bv) {
-                    *sum = madd(av, bv, *sum);
-                }
-            }
+            let b0 = v128_load(pb as *const v128);
+            let b1 = v128_load(pb.add(4) as *const v128);
+            let b2 = v128_load(pb.add(8) as *const v128);
+            let a0 = v128_load32_splat(pa as *const u32);
+            (c00, c01, c02) = (madd(a0, b0, c00), madd(a0, b1, c01), madd(a0, b2, c02));
+            let a1 = v128_load32_splat(pa.add(1) as *const u32);
+            (c10, c11, c12) = (madd(a1, b0, c10), madd(a1, b1, c11), madd(a1, b2, c12));
+            let a2 = v128_load32_splat(pa.add(2) as *const u32);
+            (c20, c21, c22) = (madd(a2, b0, c20), madd(a2, b1, c21), madd(a2, b2, c22));
             pa = pa.add(MR);
             pb = pb.add(NR);
         }
-        for (r, row) in acc.iter().enumerate() {
-            for (v, sum) in row.iter().enumerate() {
-                let p = out.as_mut_ptr().add(r * rs + 4 * v) as *mut v128;
-                v128_store(p, if accumulate { f32x4_add(v128_load(p), *sum) } else { *sum });
+        let o = out.as_mut_ptr();
+        let store = |p: *mut f32, sum: v128| {
+            let p = p as *mut v128;
+            v128_store(p, if accumulate { f32x4_add(v128_load(p), sum) } else { sum });
+        };
+        for (r, row) in [[c00, c01, c02], [c10, c11, c12], [c20, c21, c22]].into_iter().enumerate() {
+            for (v, sum) in row.into_iter().enumerate() {
+                store(o.add(r * rs + 4 * v), sum);
             }
         }
     }
