@@ -5,6 +5,7 @@
 import * as sk from '/web/index.js';
 
 export { determinismStep, jitStep } from './jit.js';
+export { layerStep } from './layers.js';
 
 /** init() on `device`; `relaxedSimd` picks the .wasm build (undefined: the engine's best). */
 export async function setup(device, relaxedSimd) {

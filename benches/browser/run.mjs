@@ -12,10 +12,13 @@
 //   determinism  the MLP and CNN Adam steps (batch 64, eager) in the default mode
 //        against deterministic mode (skiff.setDeterministic), on the cpu
 //        fallback's two builds
+//   layers  the layers of issue 48 (benches/browser/layers.js): an LSTM (256,
+//        64 steps, batch 32) and a ConvTranspose2d forward + backward, a sort
+//        of 2^20 floats; native and PyTorch figures: benches/layers.sh
 //   npm run bench:browser -- jit
 import { PASSES, assertBuilt, loadSuite, openSession } from '../../tests/browser/lib/browser.mjs';
 
-const GROUPS = ['ops', 'jit', 'determinism'];
+const GROUPS = ['ops', 'jit', 'determinism', 'layers'];
 const asked = process.argv.slice(2);
 for (const g of asked) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}: expected some of ${GROUPS.join(', ')}`);
 const groups = asked.length ? asked : GROUPS;
@@ -31,6 +34,7 @@ assertBuilt({ wrapper: true });
 const rows = [];
 const jitRows = [];
 const determinismRows = [];
+const layerRows = [];
 // The cpu fallback twice: the relaxed-SIMD build Chromium loads by default, and the
 // SIMD128 baseline other engines load (init({ relaxedSimd: false })).
 for (const [pass, relaxedSimd] of [[PASSES.cpu, undefined], [PASSES.cpu, false], [PASSES.webgpu, undefined]]) {
@@ -63,6 +67,14 @@ for (const [pass, relaxedSimd] of [[PASSES.cpu, undefined], [PASSES.cpu, false],
         console.log(JSON.stringify(determinismRows.at(-1)));
       }
     }
+    if (groups.includes('layers')) {
+      // SwiftShader runs the GPU work in software on the VM's cores: fewer calls.
+      for (const kind of ['lstm', 'convt', 'sort']) {
+        const r = await s.call('layerStep', kind, pass.gpu ? { runs: 3, warmup: 1 } : { runs: 5, warmup: 2 });
+        layerRows.push({ backend: name, ...r });
+        console.log(JSON.stringify(layerRows.at(-1)));
+      }
+    }
   } finally {
     await s.close();
   }
@@ -91,4 +103,10 @@ if (determinismRows.length) {
   for (const r of determinismRows) {
     console.log(`| ${r.backend} | ${r.kind.toUpperCase()} | ${f(r.fastMs)} | ${f(r.deterministicMs)} | ${f(r.pairedRatio)} |`);
   }
+}
+if (layerRows.length) {
+  const label = { lstm: 'LSTM 256, 64 steps, b32, fwd+bwd', convt: 'ConvTranspose2d 128->64 k4 s2 p1, [64,128,16,16], fwd+bwd', sort: 'sort of 2^20 floats (values, indices)' };
+  console.log('\n| backend | layer | ms per call (median) | calls |');
+  console.log('| --- | --- | --- | --- |');
+  for (const r of layerRows) console.log(`| ${r.backend} | ${label[r.kind]} | ${f(r.ms, 1)} | ${r.runs.map((v) => f(v, 0)).join(', ')} |`);
 }
