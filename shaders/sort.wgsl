@@ -1,7 +1,7 @@
 // A stable argsort along one axis by a bitonic network (src/backend/gpu/sort.rs).
 // Rows are padded to P, a power of two, in a scratch buffer of (key, index)
-// pairs, [rows, P]: the key is the f32 value mapped to a u32 whose unsigned
-// order is the sort's (NaN largest, -0 equal to 0; inverted when
+// pairs, [rows, P]: the key is the value (f32 or i32) mapped to a u32 whose
+// unsigned order is the sort's (NaN largest, -0 equal to 0; inverted when
 // descending), the index its position in the row. Pairs compare by key, then
 // by index, so every pair is distinct and the network's result is the
 // stable order whatever its schedule; padding pairs (key and index
@@ -24,10 +24,18 @@ fn lower(t: u32, j: u32) -> u32 {
 }
 
 // ==== kernel: init
-@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read> X: array<{T}>;
 @group(0) @binding(2) var<storage, read_write> S: array<vec2<u32>>;
 
-fn to_key(v: f32) -> u32 {
+// Each build calls the one for its element type ({T}); the other is unused.
+fn to_key_i32(v: i32) -> u32 {
+    // Flipping the sign bit orders two's complement as unsigned.
+    let key = bitcast<u32>(v) ^ 0x80000000u;
+    if (pm(23u) == 1u) { return ~key; }
+    return key;
+}
+
+fn to_key_f32(v: f32) -> u32 {
     var b = bitcast<u32>(v);
     let desc = pm(23u) == 1u;
     if ((b & 0x7fffffffu) > 0x7f800000u) {
@@ -52,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let pos = f % p;
     let n = pm(20u);
     if (pos < n) {
-        S[f] = vec2<u32>(to_key(X[operand_index(row * n + pos, 0u)]), pos);
+        S[f] = vec2<u32>(to_key_{T}(X[operand_index(row * n + pos, 0u)]), pos);
     } else {
         S[f] = vec2<u32>(0xffffffffu, 0xffffffffu);
     }

@@ -194,7 +194,7 @@ declare module '../pkg/skiff.js' {
     cumsum(dim: number): Tensor<D>;
     /** The running product along `dim` (its gradient is exact at zeros). */
     cumprod(dim: number): Tensor<D>;
-    /** The positions that sort the tensor along `dim` (stable; NaN is the largest value). */
+    /** The positions that sort the tensor along `dim` (stable; NaN is the largest value; float, int32 or bool). */
     argsort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<'int32'>;
     /** The values sorted along `dim` (stable; NaN largest). Rust returns (values, indices); the indices alone: `argsort`. */
     sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<D>;

@@ -15,16 +15,22 @@ use super::{expect_float, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dispatch::scan as be;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 impl Tensor {
     /// The i32 positions that sort the tensor along `dim` (PyTorch's
     /// `argsort` with `stable=True`: equal values keep their order; NaN is
-    /// the largest value).
+    /// the largest value). Float, int32 and bool tensors (false first).
     pub fn argsort(&self, dim: isize, descending: bool) -> Result<Tensor> {
         let op = ARGSORT.name;
-        expect_float(op, self)?;
+        match self.dtype() {
+            DType::I32 => {}
+            // false before true, as PyTorch orders bools.
+            DType::Bool => return self.to_dtype(DType::I32)?.argsort(dim, descending),
+            _ => expect_float(op, self)?,
+        }
         let axis = super::scan::dim_of(op, dim, self.shape())?;
         if self.ndim() == 0 {
             return be::argsort(op, &self.reshape_dims(&[1])?, 0, descending)?.reshape_dims(&[]);
@@ -101,7 +107,7 @@ fn quotient_host(h: &[r::Host]) -> r::Host {
 static ARGSORT: OpDef = OpDef {
     name: "argsort",
     signature: "argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor<int32>",
-    doc: "The positions that sort the tensor along `dim` (stable; NaN is the largest value).",
+    doc: "The positions that sort the tensor along `dim` (stable; NaN is the largest value; float, int32 or bool).",
     forward: Some(|a| a.this()?.argsort(a.int("dim")?, a.bool("descending")?)),
     kind: OpKind::NoGrad,
     backward: None,
@@ -127,6 +133,18 @@ static ARGSORT: OpDef = OpDef {
                 x[0].argsort(1, true)
             })
             .reference(|h| r::argsort(&h[0], 1, true)),
+            // Negative and positive integers with ties, both ways, and rows
+            // past one GPU block; bools through int32.
+            Case::new("argsort int32, ties stable", vec![Input::Int(vec![4, 9], -3, 3)], |x| x[0].argsort(-1, false))
+                .reference(|h| r::argsort(&h[0], -1, false)),
+            Case::new("argsort int32 descending, rows of 700", vec![Input::Int(vec![2, 700], -50, 50)], |x| {
+                x[0].argsort(1, true)
+            })
+            .reference(|h| r::argsort(&h[0], 1, true)),
+            Case::new("argsort bool", vec![Input::Int(vec![3, 5], 0, 2)], |x| {
+                x[0].to_dtype(DType::Bool)?.argsort(1, false)
+            })
+            .reference(|h| r::argsort(&h[0], 1, false)),
         ]
     },
 };
@@ -161,6 +179,8 @@ static SORT: OpDef = OpDef {
                 .reference(|h| r::sort(&quotient_host(h), -1, true))
                 .nonfinite()
                 .forward_only(),
+            Case::new("sort int32 descending", vec![Input::Int(vec![3, 8], -9, 9)], |x| Ok(x[0].sort(1, true, true)?.0))
+                .reference(|h| r::sort(&h[0], 1, true)),
         ]
     },
 };
@@ -190,6 +210,10 @@ static TOPK: OpDef = OpDef {
             .reference(|h| r::topk(&h[0], 3, 0, false)),
             Case::new("topk indices with ties", vec![ties(&[3, 6])], |x| Ok(x[0].topk(4, 1, true, true)?.1))
                 .reference(|h| r::topk_indices(&h[0], 4, 1, true)),
+            Case::new("topk int32 indices with ties", vec![Input::Int(vec![4, 7], -2, 2)], |x| {
+                Ok(x[0].topk(3, -1, true, true)?.1)
+            })
+            .reference(|h| r::topk_indices(&h[0], 3, -1, true)),
             Case::new("topk of a scalar", vec![Input::Uniform(vec![], -1.0, 1.0)], |x| {
                 Ok(x[0].topk(1, 0, true, true)?.0)
             })

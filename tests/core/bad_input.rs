@@ -632,12 +632,9 @@ fn scans_and_sorting() -> Vec<Bad> {
         bad!(Axis, "prod", ["axis 3", "[2, 3]"], f32s(&[2, 3]).prod(&[0, 3], false)),
         bad!(DType, "prod", ["i32"], ints(&[1, 2], &[2]).prod(&[], false)),
         bad!(Axis, "argsort", ["axis 1", "[4]"], f32s(&[4]).argsort(1, false)),
-        bad!(DType, "argsort", ["i32", "[2]"], ints(&[2, 1], &[2]).argsort(-1, false)),
         bad!(Axis, "sort", ["axis -3", "[2, 2]"], f32s(&[2, 2]).sort(-3, false, false)),
-        bad!(DType, "sort", ["i32"], ints(&[2, 1], &[2]).sort(0, true, true)),
         bad!(Value, "topk", ["k = 4", "3 elements", "[2, 3]"], f32s(&[2, 3]).topk(4, -1, true, true)),
         bad!(Axis, "topk", ["axis 2", "[2, 3]"], f32s(&[2, 3]).topk(1, 2, true, true)),
-        bad!(DType, "topk", ["i32"], ints(&[2, 1], &[2]).topk(1, 0, false, true)),
     ]
 }
 
@@ -718,6 +715,14 @@ fn edge_results() -> Result<usize> {
     let (values, indices) = f64s(&[1.0, f64::NAN, 1.0, -1.0], &[4]).sort(0, true, true)?;
     check("sort descending: NaN first, ties in order", values, &[4], &[f64::NAN, 1.0, 1.0, -1.0])?;
     check("sort's indices", indices.to_dtype(DType::F64)?, &[4], &[1.0, 0.0, 2.0, 3.0])?;
+    // Integers and bools sort as PyTorch sorts them (bools false first).
+    let (values, indices) = ints(&[2, -7, 2, 0], &[4]).sort(0, true, true)?;
+    check("sort of int32 descending", values.to_dtype(DType::F64)?, &[4], &[2.0, 2.0, 0.0, -7.0])?;
+    check("its indices, ties in order", indices.to_dtype(DType::F64)?, &[4], &[0.0, 2.0, 3.0, 1.0])?;
+    let (_, indices) = ints(&[5, i32::MIN, i32::MAX], &[3]).topk(2, 0, false, true)?;
+    check("topk smallest of int32 extremes", indices.to_dtype(DType::F64)?, &[2], &[1.0, 0.0])?;
+    let bools = Tensor::from_bools(&[true, false, true, false], &[4])?;
+    check("argsort of bools", bools.argsort(0, false)?.to_dtype(DType::F64)?, &[4], &[1.0, 3.0, 0.0, 2.0])?;
     let pieces = f32s(&[0, 2]).split(2, 0)?;
     assert_eq!(pieces.len(), 1, "PyTorch splits an empty axis into one empty piece");
     check("split of an empty axis", pieces[0].clone(), &[0, 2], &[])?;

@@ -118,7 +118,8 @@ fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]
         KernelSpec::Argsort { axis, descending } => match cpu_inputs::<1>(op, spec, inputs)? {
             [(CpuBuffer::F32(v), l)] => CpuBuffer::I32(super::scan::argsort(v, l, *axis, *descending)),
             [(CpuBuffer::F64(v), l)] => CpuBuffer::I32(super::scan::argsort(v, l, *axis, *descending)),
-            _ => return Err(float_only()),
+            [(CpuBuffer::I32(v), l)] => CpuBuffer::I32(super::scan::argsort(v, l, *axis, *descending)),
+            [(b, _)] => return Err(Error::dtype(op, format!("expected a float or int32 tensor, got {}", b.dtype()))),
         },
         KernelSpec::Matmul { batch } => match cpu_inputs::<2>(op, spec, inputs)? {
             [(CpuBuffer::F32(x), la), (CpuBuffer::F32(y), lb)] => CpuBuffer::F32(matmul::matmul(x, la, y, lb, batch)),

@@ -47,10 +47,30 @@ pub fn sort_order<T: Float>(a: T, b: T) -> Ordering {
     }
 }
 
+/// Element types argsort orders: floats by `sort_order`, integers as integers.
+pub trait SortKey: Copy {
+    fn order(a: Self, b: Self) -> Ordering;
+}
+impl SortKey for f32 {
+    fn order(a: f32, b: f32) -> Ordering {
+        sort_order(a, b)
+    }
+}
+impl SortKey for f64 {
+    fn order(a: f64, b: f64) -> Ordering {
+        sort_order(a, b)
+    }
+}
+impl SortKey for i32 {
+    fn order(a: i32, b: i32) -> Ordering {
+        a.cmp(&b)
+    }
+}
+
 /// The i32 positions that sort each line along `axis`: a stable sort, so
 /// equal values keep their order in both directions (PyTorch's
 /// `stable=True`).
-pub fn argsort<T: Float + super::Elem>(x: &[T], layout: &Layout, axis: usize, descending: bool) -> Vec<i32> {
+pub fn argsort<T: SortKey + super::Elem>(x: &[T], layout: &Layout, axis: usize, descending: bool) -> Vec<i32> {
     let mut out = super::pool::take::<i32>(layout.numel());
     let v = view(x, layout);
     let mut o = view_mut(&mut out, &Layout::contiguous(&layout.shape));
@@ -61,7 +81,7 @@ pub fn argsort<T: Float + super::Elem>(x: &[T], layout: &Layout, axis: usize, de
         // `sort_by` is stable; reversing the comparison (not the result)
         // keeps equal values in index order when descending.
         order.sort_by(|&i, &j| {
-            let c = sort_order(r[i], r[j]);
+            let c = T::order(r[i], r[j]);
             if descending {
                 c.reverse()
             } else {
@@ -94,5 +114,8 @@ mod tests {
         let x = [1.0f32, f32::NAN, -0.0, 0.0, 1.0];
         assert_eq!(argsort(&x, &l, 0, false), [2, 3, 0, 4, 1]);
         assert_eq!(argsort(&x, &l, 0, true), [1, 0, 4, 2, 3]);
+        let ints = [3, i32::MIN, 3, -1, i32::MAX];
+        assert_eq!(argsort(&ints, &l, 0, false), [1, 3, 0, 2, 4]);
+        assert_eq!(argsort(&ints, &l, 0, true), [4, 0, 2, 3, 1]);
     }
 }

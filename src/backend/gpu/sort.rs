@@ -5,8 +5,9 @@
 //! each later merge stage k (1024 .. P) takes one dispatch per distance of
 //! 512 or more and one local dispatch for the distances below; a last
 //! dispatch writes the positions. A 2^20-element row takes about 80
-//! dispatches. f32 only: f16 operands are widened first (`backend::half`),
-//! which keeps the order (every f16 is an f32).
+//! dispatches. f32 and i32 (the fill kernel maps either to ordered keys);
+//! f16 operands are widened first (`backend::half`), which keeps the order
+//! (every f16 is an f32).
 
 use super::index::kernel_source;
 use super::kernels::{elementwise_params, workgroups};
@@ -26,14 +27,16 @@ const BLOCK: usize = 512;
 
 /// Every source this module builds, keyed like its pipelines (for naga validation).
 pub fn sources() -> Vec<(String, String)> {
-    KERNELS.iter().map(|k| (format!("sort:{k}"), kernel_source(SORT, k, DType::F32))).collect()
+    let mut all: Vec<_> = KERNELS.iter().map(|k| (format!("sort:{k}"), kernel_source(SORT, k, DType::F32))).collect();
+    all.push(("sort:init:i32".to_string(), kernel_source(SORT, "init", DType::I32)));
+    all
 }
 
 /// The i32 positions that sort each line along `axis` of the view `layout`
 /// of `x` (stable; NaN largest), contiguous in x's shape.
 pub fn argsort(op: &'static str, x: &GpuBuffer, layout: &Layout, axis: usize, descending: bool) -> Result<GpuBuffer> {
-    if x.dtype != DType::F32 {
-        return Err(Error::dtype(op, format!("expected a float tensor, got {}", x.dtype)));
+    if !matches!(x.dtype, DType::F32 | DType::I32) {
+        return Err(Error::dtype(op, format!("expected a float or int32 tensor, got {}", x.dtype)));
     }
     let ctx = x.ctx().clone();
     let numel = layout.numel();
@@ -58,7 +61,11 @@ pub fn argsort(op: &'static str, x: &GpuBuffer, layout: &Layout, axis: usize, de
         elementwise_params(op, &view.shape, &[view], &scalars)
     };
     let input = axis_last(layout, axis);
-    let init = pipeline("init")?;
+    // The fill kernel reads the values, so it is built per element type.
+    let init = match x.dtype {
+        DType::I32 => ctx.pipeline("sort:init:i32", || kernel_source(SORT, "init", DType::I32))?,
+        _ => pipeline("init")?,
+    };
     ctx.dispatch(&init, &params(&input, 0, 0, 0)?, &[x.raw(), pairs.raw()], workgroups(slots));
     if p > 1 {
         let local = pipeline("local")?;

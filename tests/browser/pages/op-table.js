@@ -480,18 +480,23 @@ export const OP_TABLE = {
     'argsort descending with NaN': (s, [x, y]) => x.div(y).argsort(-1, true, { stable: true }),
     'argsort rows of 1': (s, [x]) => x.argsort(1),
     'argsort rows of 1500': (s, [x]) => x.argsort(1, true),
+    'argsort int32, ties stable': (s, [x]) => x.argsort(),
+    'argsort int32 descending, rows of 700': (s, [x]) => x.argsort(1, true),
+    'argsort bool': (s, [x]) => x.toDtype('bool').argsort(1),
   },
   sort: {
     'sort last axis': (s, [x]) => x.sort(-1, false, { stable: true }),
     'sort axis 1 descending': (s, [x]) => x.sort(1, true),
     'sort with ties': (s, [x]) => x.sort(1),
     'sort with NaN': (s, [x, y]) => x.div(y).sort(-1, true, { stable: true }),
+    'sort int32 descending': (s, [x]) => x.sort(1, true),
   },
   topk: {
     'topk 2 largest of the last axis': (s, [x]) => x.topk(2),
     'topk 3 smallest along axis 0': (s, [x]) => x.topk(3, 0, false),
     // The registry's `topk` gives the values; the indices are argsort's first k.
     'topk indices with ties': (s, [x]) => x.argsort(1, true).narrow(1, 0, 4),
+    'topk int32 indices with ties': (s, [x]) => x.argsort(-1, true).narrow(-1, 0, 3),
     'topk of a scalar': (s, [x]) => x.topk(1, 0, true, true),
   },
 };
