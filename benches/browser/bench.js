@@ -3,6 +3,7 @@
 // step (784-256-128-10, Adam) on the backend init() chose, in plain eager mode;
 // and the jit group (jit.js): eager against compiled steps.
 import * as sk from '/web/index.js';
+import { time } from './timing.js';
 
 export { determinismStep, jitStep } from './jit.js';
 export { layerStep } from './layers.js';
@@ -10,24 +11,6 @@ export { layerStep } from './layers.js';
 /** init() on `device`; `relaxedSimd` picks the .wasm build (undefined: the engine's best). */
 export async function setup(device, relaxedSimd) {
   return sk.init({ device, relaxedSimd });
-}
-
-/**
- * Median over `runs` of the time per call of `fn` (ms), each run timing
- * `inner` calls back to back (browsers coarsen performance.now()) and ending
- * with `sync` (a readback), after `warmup` calls.
- */
-async function time(fn, { runs, warmup, sync, inner = 1 }) {
-  for (let i = 0; i < warmup; i++) await sync(fn());
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t0 = performance.now();
-    for (let i = 0; i < inner - 1; i++) await sync(fn());
-    await sync(fn());
-    ts.push((performance.now() - t0) / inner);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
 }
 
 /** Microseconds per op for a chain of 1-element adds (one readback at the end), with and without autograd. */

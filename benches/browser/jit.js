@@ -5,6 +5,7 @@
 // through the compiled function, timed in alternating rounds so that load on
 // the machine falls on both alike.
 import * as sk from '/web/index.js';
+import { median } from './timing.js';
 
 const { nn, optim } = sk;
 
@@ -62,12 +63,6 @@ async function timeSteps(step, x, y, inner) {
   loss.dispose();
   return (performance.now() - t0) / inner;
 }
-
-const median = (a) => {
-  const s = [...a].sort((p, q) => p - q);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 /**
  * Eager against compiled for `kind` ('mlp', 'cnn' or 'tiny') at `batch`: after

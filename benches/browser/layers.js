@@ -2,10 +2,9 @@
 // work of examples/layer_steps.rs, in the browser, on the backend init()
 // chose. Native figures and PyTorch's are from benches/layers.sh.
 import * as sk from '/web/index.js';
+import { median, samples } from './timing.js';
 
 const { nn } = sk;
-
-const median = (a) => [...a].sort((p, q) => p - q)[a.length >> 1];
 
 /** A layer's forward and backward of sum(output) on an input of `shape`: the gradients of the input and of every parameter. */
 async function layerCall(layer, shape) {
@@ -48,12 +47,6 @@ const WORK = {
 export async function layerStep(kind, { runs = 5, warmup = 2 } = {}) {
   sk.manualSeed(0);
   const call = await WORK[kind]();
-  for (let i = 0; i < warmup; i++) await call();
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t0 = performance.now();
-    await call();
-    ts.push(performance.now() - t0);
-  }
+  const ts = await samples(call, { runs, warmup });
   return { kind, ms: median(ts), runs: ts };
 }
