@@ -1,57 +1,27 @@
 //! Recurrent layers with PyTorch's options, parameter names and layouts:
 //! `RNN`, `LSTM`, `GRU` (`num_layers`, `bidirectional`, `batch_first`,
 //! dropout between layers, initial states in and final states out) and
-//! their cells. A sequence is unrolled step by step in skiff's own ops (one
-//! product with the input weights for all steps of a layer, then one
-//! product with the hidden weights per step), so autograd, both backends
-//! and `jit` (which records the unrolled steps) work as for any model.
+//! their cells. Everything is skiff's own ops, so both backends and `jit`
+//! (which records the unrolled steps) work as for any model: one product
+//! with the input weights for all steps of a layer, then one product with
+//! the hidden weights per step. A layer's sequence is one autograd node with
+//! a hand-written backward through time (`sequence.rs`); a cell records its
+//! step op by op (`cell.rs`).
 //!
 //! Gates as PyTorch stacks them: LSTM (input, forget, cell, output), GRU
 //! (reset, update, new) with the reset gate applied to the hidden product
 //! *after* its bias: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 
+mod cell;
+mod sequence;
+
 use super::{init, py_bool, py_float, Core, Layer, Param};
-use crate::autograd::{apply_function, Function, FunctionCtx};
+use crate::autograd::apply_function;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use sequence::Sequence;
 use std::sync::Arc;
-
-/// `x` cut into pieces of `size` along `axis`, as one graph node whose
-/// gradient is the concatenation of the pieces' gradients. Slicing piece by
-/// piece would give each piece's gradient the whole of `x`'s shape (zeros
-/// around the slice), summed piece after piece: for the steps of a sequence,
-/// traffic quadratic in its length.
-struct Pieces {
-    axis: usize,
-    size: usize,
-}
-
-impl Function for Pieces {
-    fn name(&self) -> String {
-        "Split".into()
-    }
-    fn forward(&self, _ctx: &mut FunctionCtx, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        inputs[0].split(self.size, self.axis as isize)
-    }
-    fn backward(&self, _ctx: &FunctionCtx, grads: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
-        Ok(vec![Some(Tensor::concat(grads, self.axis as isize)?)])
-    }
-}
-
-/// `x` `[L, ...]` as its L steps (L >= 1).
-fn steps(x: &Tensor) -> Result<Vec<Tensor>> {
-    apply_function(Arc::new(Pieces { axis: 0, size: 1 }), std::slice::from_ref(x))?
-        .into_iter()
-        .map(|t| t.squeeze(Some(0)))
-        .collect()
-}
-
-/// The `n` gates of `[N, n * H]`, as one node (see `Pieces`).
-fn gates(x: &Tensor, n: usize) -> Result<Vec<Tensor>> {
-    let last = x.ndim() - 1;
-    apply_function(Arc::new(Pieces { axis: last, size: x.shape()[last] / n }), std::slice::from_ref(x))
-}
 
 /// Which recurrence a layer or cell computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,41 +47,6 @@ impl RecurrentKind {
             RecurrentKind::RnnTanh | RecurrentKind::RnnRelu => "RNN",
             RecurrentKind::Lstm => "LSTM",
             RecurrentKind::Gru => "GRU",
-        }
-    }
-}
-
-/// One step: the input's projection `xw` (x W_ih^T + b_ih, `[N, G*H]`), the
-/// state `h` (and `c` for an LSTM), the hidden weights; the new state.
-fn step(
-    kind: RecurrentKind,
-    xw: &Tensor,
-    h: &Tensor,
-    c: Option<&Tensor>,
-    w_hh: &Tensor,
-    b_hh: Option<&Tensor>,
-) -> Result<(Tensor, Option<Tensor>)> {
-    let mut hw = h.matmul(&w_hh.transpose(0, 1)?)?;
-    if let Some(b) = b_hh {
-        hw = hw.add(b)?;
-    }
-    match kind {
-        RecurrentKind::RnnTanh => Ok((xw.add(&hw)?.tanh()?, None)),
-        RecurrentKind::RnnRelu => Ok((xw.add(&hw)?.relu()?, None)),
-        RecurrentKind::Lstm => {
-            let g = gates(&xw.add(&hw)?, 4)?;
-            let (i, f, cell, o) = (g[0].sigmoid()?, g[1].sigmoid()?, g[2].tanh()?, g[3].sigmoid()?);
-            let c = c.ok_or_else(|| Error::value("LSTM", "an LSTM step needs the cell state"))?;
-            let c = f.mul(c)?.add(&i.mul(&cell)?)?;
-            Ok((o.mul(&c.tanh()?)?, Some(c)))
-        }
-        RecurrentKind::Gru => {
-            let (gx, gh) = (gates(xw, 3)?, gates(&hw, 3)?);
-            let r = gx[0].add(&gh[0])?.sigmoid()?;
-            let z = gx[1].add(&gh[1])?.sigmoid()?;
-            let n = gx[2].add(&r.mul(&gh[2])?)?.tanh()?;
-            // (1 - z) * n + z * h, as n + z * (h - n).
-            Ok((n.add(&z.mul(&h.sub(&n)?)?)?, None))
         }
     }
 }
@@ -159,6 +94,7 @@ impl Weights {
         }
     }
 
+    /// One step (a cell's): the new h and c.
     fn step(
         &self,
         kind: RecurrentKind,
@@ -167,7 +103,29 @@ impl Weights {
         c: Option<&Tensor>,
     ) -> Result<(Tensor, Option<Tensor>)> {
         let b_hh = self.b_hh.as_ref().map(|b| b.get());
-        step(kind, xw, h, c, &self.w_hh.get(), b_hh.as_ref())
+        let s = cell::step(kind, xw, h, c, &self.w_hh.get().transpose(0, 1)?, b_hh.as_ref())?;
+        Ok((s.h, s.c))
+    }
+
+    /// Every step of a sequence from its input projection `xw` `[L, N, G*H]`
+    /// (L >= 1), in time order or from the end: the outputs `[L, N, H]` and
+    /// the final h and c.
+    fn sequence(
+        &self,
+        kind: RecurrentKind,
+        reverse: bool,
+        xw: &Tensor,
+        h: &Tensor,
+        c: Option<&Tensor>,
+    ) -> Result<(Tensor, Tensor, Option<Tensor>)> {
+        let mut inputs = vec![xw.clone(), h.clone()];
+        inputs.extend(c.cloned());
+        inputs.push(self.w_hh.get());
+        inputs.extend(self.b_hh.as_ref().map(|b| b.get()));
+        let f = Sequence { kind, reverse, bias: self.b_hh.is_some() };
+        let mut out = apply_function(Arc::new(f), &inputs)?.into_iter();
+        let (y, h) = (out.next().expect("the outputs"), out.next().expect("the final h"));
+        Ok((y, h, out.next()))
     }
 }
 
@@ -308,29 +266,16 @@ impl Recurrent {
             let mut outputs = Vec::with_capacity(dirs);
             for (d, w) in layer.iter().enumerate() {
                 let k = (l * dirs + d) as isize;
-                let mut h = h0.narrow(0, k as usize, 1)?.squeeze(Some(0))?;
-                let mut c =
-                    c0.as_ref().map(|c| c.narrow(0, k as usize, 1).and_then(|t| t.squeeze(Some(0)))).transpose()?;
+                let h = h0.narrow(0, k as usize, 1)?.squeeze(Some(0))?;
+                let c = c0.as_ref().map(|c| c.narrow(0, k as usize, 1).and_then(|t| t.squeeze(Some(0)))).transpose()?;
                 let xw = w.project_input(&layer_input)?;
-                let xw = if len == 0 { Vec::new() } else { steps(&xw)? };
-                // The reverse direction reads the sequence from its end; its
-                // outputs are put back in time order.
-                let mut steps = Vec::with_capacity(len);
-                let order: Vec<usize> = if d == 0 { (0..len).collect() } else { (0..len).rev().collect() };
-                for t in order {
-                    let (h2, c2) = w.step(self.kind, &xw[t], &h, c.as_ref())?;
-                    steps.push(h2.clone());
-                    h = h2;
-                    c = c2;
-                }
-                if d == 1 {
-                    steps.reverse();
-                }
-                outputs.push(if len == 0 {
-                    Tensor::zeros_on(&[0, n, hidden], h.dtype(), &h.device())?
+                // The reverse direction reads the sequence from its end.
+                let (out, h, c) = if len == 0 {
+                    (Tensor::zeros_on(&[0, n, hidden], h.dtype(), &h.device())?, h, c)
                 } else {
-                    Tensor::stack(&steps, 0)?
-                });
+                    w.sequence(self.kind, d == 1, &xw, &h, c.as_ref())?
+                };
+                outputs.push(out);
                 h_n.push(h);
                 c_n.extend(c);
             }
