@@ -94,7 +94,19 @@ fn matmul_entry(this: &Tensor, other: &Tensor) -> Result<Tensor> {
     if a.shape()[a.ndim() - 1] != b.shape()[b.ndim() - 2] {
         return Err(mismatch(this, other));
     }
-    let out = matmul_nd(&a, &b)?;
+    // [..., m, k] x [k, n]: the batch folds into the rows (as PyTorch folds
+    // it), one product instead of a broadcast batch of small ones, and one
+    // for b's gradient instead of a batch of them summed. Only where the
+    // rows are a view of `a`: a copy would cost more than the batch saves.
+    let lead = &a.shape()[..a.ndim() - 1];
+    let rows = [lead.iter().product(), a.shape()[a.ndim() - 1]];
+    let out = if a.ndim() > 2 && b.ndim() == 2 && a.layout().reshaped(&rows).is_some() {
+        let mut shape: Dims = lead.into();
+        shape.push(b.shape()[1]);
+        matmul_nd(&a.reshape_dims(&rows)?, &b)?.reshape_dims(&shape)?
+    } else {
+        matmul_nd(&a, &b)?
+    };
     match (this.ndim(), other.ndim()) {
         (1, 1) => out.reshape_dims(&[]),
         (1, _) => out.squeeze(Some(-2)),
