@@ -1,7 +1,8 @@
 //! Deterministic mode: the cpu backend computes the same bits on every target.
 //!
 //! By default each target takes its fastest route: natively the platform's
-//! libm and matrixmultiply's or gemm's fused multiply-add kernels, in wasm
+//! libm (f32 `exp` and `tanh` in skiff's own vectorisable code, see
+//! `kernel::math`) and matrixmultiply's or gemm's fused multiply-add kernels, in wasm
 //! the `libm` crate (wasm has no math of its own) and skiff's SIMD128 (or
 //! relaxed-SIMD) GEMM. Each is accurate, but they round differently, so a
 //! seeded run trained natively and the same run in a browser part ways after

@@ -200,7 +200,7 @@ unary_row!(COS, "cos", sig: "cos(self) -> Tensor", doc: "Cosine, elementwise.", 
 unary_row!(TANH, "tanh", sig: "tanh(self) -> Tensor", doc: "Hyperbolic tangent, elementwise.", fwd: |a| a.this()?.tanh(), |x, p| tanh(x), wgsl: "tanh(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(y)?.neg()?.add_scalar(1.0)?)) },
     cases: cases!("tanh", Input::Uniform(shape(), -2.0, 2.0), |xs| xs[0].tanh(), ref: |x| { let e = (2.0 * x).exp(); (e - 1.0) / (e + 1.0) }));
-unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", fwd: |a| a.this()?.sigmoid(), |x, p| if x >= 0.0 { 1.0 / (1.0 + exp(-x)) } else { let e = exp(x); e / (1.0 + e) }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
+unary_row!(SIGMOID, "sigmoid", sig: "sigmoid(self) -> Tensor", doc: "1 / (1 + e^-x), elementwise.", fwd: |a| a.this()?.sigmoid(), |x, p| { let e = exp(-x.abs()); if x >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) } }, wgsl: "sigmoid_(x)", saves: Output, second_order: true,
     backward: |c, g| { let y = c.saved(0); one(g[0].mul(&y.mul(&y.neg()?.add_scalar(1.0)?)?)) },
     cases: cases!("sigmoid", Input::Uniform(shape(), -4.0, 4.0), |xs| xs[0].sigmoid(), ref: |x| 1.0 / (1.0 + (-x).exp())));
 unary_row!(RELU, "relu", sig: "relu(self) -> Tensor", doc: "max(x, 0), elementwise.", fwd: |a| a.this()?.relu(), |x, p| if x > 0.0 { x } else { 0.0 }, wgsl: "max(x, 0.0)", saves: Output, second_order: true,
