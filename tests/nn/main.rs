@@ -22,6 +22,7 @@ mod io;
 mod layers;
 mod module;
 mod optim;
+mod recurrent_cost;
 mod repr;
 mod schedule;
 mod torch_fixtures;
