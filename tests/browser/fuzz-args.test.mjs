@@ -175,8 +175,8 @@ function targets(s) {
       out.push({ name: `${t}.${m}`, call: (s_, f, a) => f[t][m](...a), ops: [m] });
     }
   }
-  on('Module', (f) => f.lin, (m) => ({ forward: ['Linear.forward'], get: ['Module.get'], to: ['Module.to'] })[m] ?? [m]);
-  on('Module', (f) => f.relu, (m) => ({ forward: ['ReLU.forward'], get: ['Module.get'], to: ['Module.to'] })[m] ?? [m]);
+  on('Module', (f) => f.lin, (m) => ({ forward: ['Linear.forward'], get: ['Module.get'], to: ['Module.to'], toDtype: ['Module.toDtype'] })[m] ?? [m]);
+  on('Module', (f) => f.relu, (m) => ({ forward: ['ReLU.forward'], get: ['Module.get'], to: ['Module.to'], toDtype: ['Module.toDtype'] })[m] ?? [m]);
   on('Loss', (f) => f.mse, (m) => (m === 'forward' ? ['MSELoss.forward'] : [m]));
   const optOps = { step: ['SGD.step'], stateDict: ['Optimizer.stateDict'], loadStateDict: ['Optimizer.loadStateDict'] };
   on('Optimizer', (f) => f.sgd, (m) => optOps[m] ?? [m]);

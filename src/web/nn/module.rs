@@ -306,6 +306,17 @@ impl JsModule {
         self.entry.layer.to(&d).named(OP)
     }
 
+    /// Converts every float parameter and buffer to `dtype` ('float32',
+    /// 'float16', or 'float64' on the cpu) in place, as PyTorch's
+    /// `module.to(dtype)`; integer buffers keep theirs. The parameters become
+    /// new tensors: create optimizers after `toDtype`.
+    #[wasm_bindgen(js_name = toDtype)]
+    pub fn to_dtype(&self, #[wasm_bindgen(unchecked_param_type = "DType")] dtype: JsValue) -> JsResult<()> {
+        const OP: &str = "Module.toDtype";
+        let d = args::dtype(OP, &dtype)?;
+        self.entry.layer.to_dtype(d).named(OP)
+    }
+
     /// Number of parameter elements (shared parameters counted once).
     /// Summed as integers: an empty f64 sum is -0.0, which JS shows as -0.
     #[wasm_bindgen(getter, js_name = numParameters)]

@@ -99,6 +99,33 @@ export const moduleScenarios = {
     c.equal('ModuleDict get(key)', dict.get('dec').numParameters, 8);
     c.equal('ModuleDict children()', dict.children().map(([k]) => k), ['enc', 'dec']);
     await c.throws('ModuleDict get of a missing key', () => dict.get('nope'), /Module\.get/, /nope/);
+    {
+      // toDtype: every float parameter converted in place, still trainable,
+      // and the forward in that dtype gives the f32 forward's values rounded.
+      // Modules live on the pass's device; float16 is a cpu dtype in both
+      // passes (WebGPU without shader-f16 refuses it), float64 too.
+      const m = new nn.Linear(3, 2);
+      const dtypes = () => m.parameters().map((p) => [p.dtype, p.requiresGrad]);
+      if (m.parameters()[0].device === 'cpu') {
+        const x = tensor([[0.5, -1.25, 2]]);
+        const want = await arr(m.forward(x));
+        m.toDtype('float16');
+        c.equal('toDtype: the parameters are float16', dtypes(), [
+          ['float16', true],
+          ['float16', true],
+        ]);
+        const got = m.forward(x.toDtype('float16'));
+        c.equal('toDtype: the forward runs in float16', got.dtype, 'float16');
+        c.close('toDtype: the f32 outputs, rounded', await arr(got), want, { atol: 1e-2, rtol: 1e-2 });
+        m.toDtype('float32');
+      } else {
+        await c.throws('toDtype: float64 on the GPU', () => m.toDtype('float64'), /Module\.toDtype/);
+      }
+      c.equal('toDtype: float32 parameters, still trainable', dtypes(), [
+        ['float32', true],
+        ['float32', true],
+      ]);
+    }
     return c.report();
   },
 
