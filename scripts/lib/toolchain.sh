@@ -127,8 +127,11 @@ has_vulkan_icd() {
 # mpi.h.
 has_mpi() {
   command -v mpirun >/dev/null 2>&1 && command -v mpicc >/dev/null 2>&1 || return 1
-  # The mpi crate's build script asks mpicc for its flags and bindgen for libclang.
-  ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1 ||
+  # The mpi crate's build script asks mpicc for its flags and bindgen for
+  # libclang itself (libclang.so or libclang-<version>.so): libclang-cpp,
+  # which Mesa's drivers bring along, is another library and does not serve.
+  ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+    /usr/lib/*/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1 ||
     [ -n "${LIBCLANG_PATH:-}" ]
 }
 
