@@ -47,6 +47,8 @@ fn main() -> Result<()> {
     let x = Tensor::randn(&shape, DType::F32)?.to(&device)?.requires_grad_(true)?;
     time(what, &device, calls, &|| {
         layer.zero_grad();
+        // As the PyTorch side's `x.grad = None`: no accumulation into the last call's gradient.
+        x.zero_grad();
         let y = layer.forward(&x)?.sum_all()?;
         y.backward()?;
         // Wait for the device: read one element of the input's gradient.

@@ -135,9 +135,18 @@ impl Tensor {
             let cin_g = cin / groups;
             let rows = cout_g * kernel[0] * kernel[1];
             let mut parts = Vec::with_capacity(groups);
+            // One group takes the whole input and weight: a narrow over all of
+            // one would cost its backward a zero-filled copy.
+            let group = |t: &Tensor, axis: isize, g: usize| {
+                if groups == 1 {
+                    Ok(t.clone())
+                } else {
+                    t.narrow(axis, g * cin_g, cin_g)
+                }
+            };
             for g in 0..groups {
-                let xg = x.narrow(1, g * cin_g, cin_g)?.reshape_dims(&[n, cin_g, h * w])?;
-                let wg = weight.narrow(0, g * cin_g, cin_g)?.reshape_dims(&[cin_g, rows])?;
+                let xg = group(x, 1, g)?.reshape_dims(&[n, cin_g, h * w])?;
+                let wg = group(weight, 0, g)?.reshape_dims(&[cin_g, rows])?;
                 let cols = wg.transpose(0, 1)?.matmul(&xg)?;
                 parts.push(cols.fold2d(out, kernel, stride, padding, dilation)?);
             }

@@ -72,7 +72,8 @@ pub fn fixed_gemm<T: LinalgScalar + Send + Sync>(
     }
     let packed_b = &*scratch;
     let (a_src, b_src) = (Strided::of(a), Strided::of(b));
-    for_row_blocks(m, n * k, c, n, |rows, c_rows| {
+    // About 4 MFLOP per thread before a thread is worth its start.
+    super::parallel::for_blocks(c, m, n, MR, n * k, 1 << 21, |rows, c_rows| {
         // Only for a transposed `a` or a partial sliver; pack_a writes every
         // element it reads (zeroing all of it first was a memset per product).
         let mut sliver = [const { MaybeUninit::<T>::uninit() }; KC * MR];
@@ -160,48 +161,6 @@ fn store<T: Copy>(row: &[T; NR], c: &mut [T], nr: usize) {
             }
         }
     }
-}
-
-/// Runs `f(rows, c_rows)` over blocks of whole `MR`-row groups of the m x n
-/// output: natively on two or more threads when the product is large enough
-/// to repay them, else once over all rows.
-fn for_row_blocks<T: Send, F>(m: usize, work_per_row: usize, c: &mut [T], n: usize, f: F)
-where
-    F: Fn(std::ops::Range<usize>, &mut [T]) + Sync,
-{
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        // About 4 MFLOP per thread before a thread is worth its start.
-        const MIN_WORK_PER_THREAD: usize = 1 << 21;
-        // Asked once: on Linux the answer reads cgroup files (tens of us).
-        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let by_work = (m * work_per_row / MIN_WORK_PER_THREAD).max(1);
-        let threads = if by_work == 1 {
-            1
-        } else {
-            let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |t| t.get()));
-            cores.min(m.div_ceil(MR)).min(by_work)
-        };
-        if threads > 1 {
-            let rows_per = m.div_ceil(MR).div_ceil(threads) * MR;
-            std::thread::scope(|s| {
-                let f = &f;
-                let mut chunks = c.chunks_mut(rows_per * n).enumerate();
-                let first = chunks.next();
-                for (t, chunk) in chunks {
-                    let start = t * rows_per;
-                    s.spawn(move || f(start..(start + rows_per).min(m), chunk));
-                }
-                // The calling thread takes the first block itself.
-                if let Some((_, chunk)) = first {
-                    f(0..rows_per.min(m), chunk);
-                }
-            });
-            return;
-        }
-    }
-    let _ = (work_per_row, n);
-    f(0..m, c)
 }
 
 /// A 2-d view's elements by raw offsets: packing touches every element of

@@ -43,6 +43,10 @@ impl Gemm for f32 {
     }
 }
 
+/// Multiply-adds a thread takes at least when a batch of `gemm` products is
+/// split over the cores (about 50 us of work: several times a thread's start).
+const BATCH_SPLIT: usize = 1 << 23;
+
 /// Which GEMM multiplies an (m x k) by (k x n) product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Engine {
@@ -68,22 +72,34 @@ impl Engine {
     /// - not with a transposed operand from 16 up, where matrixmultiply on
     ///   all cores stays faster.
     ///
+    /// - a batch of two or more products with `BATCH_SPLIT` multiply-adds
+    ///   for each of two cores: the batch is split over the cores
+    ///   (`parallel::for_blocks`), each product on one, which beat
+    ///   matrixmultiply's threads inside each product (a transposed
+    ///   convolution's three batched products: 90 -> 55 ms). Smaller batches
+    ///   lost more to the threads' start than they gained (a CNN step's
+    ///   convolution products: 6% slower).
+    ///
     /// `row_major` says both operands have unit-stride rows.
     ///
     /// On wasm32, skiff's own GEMM from 16 rows and 64 columns: it packs `b`
     /// whole, which fewer rows do not repay, and pads `n` to 12s, which
     /// narrower products waste; below those bounds `gemm` is faster.
     /// (The measurements behind both bounds: benches/HISTORY.md.)
-    fn for_product(m: usize, k: usize, n: usize, row_major: bool) -> Engine {
+    fn for_product(batch: usize, m: usize, k: usize, n: usize, row_major: bool) -> Engine {
         if crate::determinism::is_deterministic() {
             return Engine::Fixed;
         }
         #[cfg(target_arch = "wasm32")]
         {
-            let _ = (k, row_major);
+            let _ = (batch, k, row_major);
             if m >= 16 && n >= 64 {
                 return Engine::Own;
             }
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if batch >= 2 && batch * m * k * n >= 2 * BATCH_SPLIT {
+            return Engine::Gemm;
         }
         #[cfg(not(target_arch = "wasm32"))]
         if m.min(n) >= 10 && !(row_major && m * k * n < 1 << 24) {
@@ -158,34 +174,41 @@ pub fn matmul<T: Gemm>(a: &[T], la: &Layout, b: &[T], lb: &Layout, batch: &[usiz
         return out;
     }
     // Each operand as [batch..., rows, cols], stride 0 on broadcast batch
-    // dims; one fixed-rank (Ix2) view per product, located by an odometer
-    // over the batch index: dynamic-rank views and chunk iterators cost
-    // more than a small product itself (a 2x2 matmul in wasm).
+    // dims; one fixed-rank (Ix2) view per product, located from its batch
+    // index: dynamic-rank views and chunk iterators cost more than a small
+    // product itself (a 2x2 matmul in wasm).
     let full = |rows: usize, cols: usize| -> Dims { batch.iter().copied().chain([rows, cols]).collect() };
     let (sa, sb) = (la.broadcast_strides(&full(m, k)), lb.broadcast_strides(&full(k, n)));
     let nd = batch.len();
-    let mut index: Dims = batch.iter().map(|_| 0).collect();
-    let (mut oa, mut ob) = (la.offset, lb.offset);
-    let engine = Engine::for_product(m, k, n, sa[nd + 1] == 1 && sb[nd + 1] == 1);
-    let mut scratch = Vec::new();
-    for c in out.chunks_exact_mut(m * n) {
-        let av =
-            ArrayView2::from_shape((m, k).strides((sa[nd], sa[nd + 1])), &a[oa..]).expect("a's layout fits its buffer");
-        let bv =
-            ArrayView2::from_shape((k, n).strides((sb[nd], sb[nd + 1])), &b[ob..]).expect("b's layout fits its buffer");
-        gemm(engine, av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"), &mut scratch);
-        // Next batch index, last dim fastest; the offsets follow.
+    // The operands' offsets of product `i` of the batch (row-major order).
+    let offsets = |mut i: usize| -> (usize, usize) {
+        let (mut oa, mut ob) = (la.offset, lb.offset);
         for d in (0..nd).rev() {
-            index[d] += 1;
-            oa += sa[d];
-            ob += sb[d];
-            if index[d] < batch[d] {
-                break;
-            }
-            oa -= sa[d] * batch[d];
-            ob -= sb[d] * batch[d];
-            index[d] = 0;
+            let at = i % batch[d];
+            i /= batch[d];
+            (oa, ob) = (oa + at * sa[d], ob + at * sb[d]);
         }
+        (oa, ob)
+    };
+    let engine = Engine::for_product(nb, m, k, n, sa[nd + 1] == 1 && sb[nd + 1] == 1);
+    let products = |range: std::ops::Range<usize>, part: &mut [T]| {
+        let mut scratch = Vec::new();
+        for (i, c) in range.zip(part.chunks_exact_mut(m * n)) {
+            let (oa, ob) = offsets(i);
+            let av = ArrayView2::from_shape((m, k).strides((sa[nd], sa[nd + 1])), &a[oa..])
+                .expect("a's layout fits its buffer");
+            let bv = ArrayView2::from_shape((k, n).strides((sb[nd], sb[nd + 1])), &b[ob..])
+                .expect("b's layout fits its buffer");
+            gemm(engine, av, bv, ArrayViewMut2::from_shape((m, n), c).expect("a chunk of m * n"), &mut scratch);
+        }
+    };
+    if engine == Engine::Gemm {
+        // `gemm` runs on one core: a large batch of products goes to all of
+        // them, a block of whole products each (the other GEMMs split each
+        // product themselves).
+        super::parallel::for_blocks(&mut out, nb, m * n, 1, m * k * n, BATCH_SPLIT, products);
+    } else {
+        products(0..nb, &mut out);
     }
     out
 }
@@ -225,14 +248,37 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_split_over_threads_equals_each_product_alone() {
+        // [2, 2] products of 64 x 256 x 256, the left operand broadcast over
+        // the first batch dim: 2^24 multiply-adds, split over the cores.
+        let (m, k, n) = (64, 256, 256);
+        let a: Vec<f64> = (0..2 * m * k).map(|i| ((i * 31) % 23) as f64 / 8.0 - 1.3).collect();
+        let b: Vec<f64> = (0..4 * k * n).map(|i| ((i * 17) % 19) as f64 / 8.0 - 1.1).collect();
+        let (la, lb) = (Layout::contiguous(&[1, 2, m, k]), Layout::contiguous(&[2, 2, k, n]));
+        assert_eq!(Engine::for_product(4, m, k, n, true), Engine::Gemm);
+        let c = matmul(&a, &la, &b, &lb, &[2, 2]);
+        for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            let av = ArrayView2::from_shape((m, k), &a[j * m * k..][..m * k]).unwrap();
+            let bv = ArrayView2::from_shape((k, n), &b[(2 * i + j) * k * n..][..k * n]).unwrap();
+            let want = reference(av, bv);
+            let got = ArrayView2::from_shape((m, n), &c[(2 * i + j) * m * n..][..m * n]).unwrap();
+            let err = (&got - &want).iter().fold(0.0f64, |e, d| e.max(d.abs()));
+            assert!(err < 1e-9, "product ({i}, {j}): max error {err}");
+        }
+    }
+
+    #[test]
     fn the_engine_choice_follows_the_measurements() {
         // A convolution's short products go to gemm whatever the layout.
-        assert_eq!(Engine::for_product(8, 9, 676, true), Engine::Gemm);
-        assert_eq!(Engine::for_product(8, 676, 9, false), Engine::Gemm);
+        assert_eq!(Engine::for_product(1, 8, 9, 676, true), Engine::Gemm);
+        assert_eq!(Engine::for_product(1, 8, 676, 9, false), Engine::Gemm);
         // Row-major products below 256^3 too; from there matrixmultiply's threads win.
-        assert_eq!(Engine::for_product(64, 784, 256, true), Engine::Gemm);
-        assert_eq!(Engine::for_product(256, 256, 256, true), Engine::MatrixMultiply);
+        assert_eq!(Engine::for_product(1, 64, 784, 256, true), Engine::Gemm);
+        assert_eq!(Engine::for_product(1, 256, 256, 256, true), Engine::MatrixMultiply);
         // A transposed operand with both sides from 10 up: matrixmultiply.
-        assert_eq!(Engine::for_product(16, 121, 72, false), Engine::MatrixMultiply);
+        assert_eq!(Engine::for_product(1, 16, 121, 72, false), Engine::MatrixMultiply);
+        // A large batch: gemm, one product per core at a time; a small one as one product.
+        assert_eq!(Engine::for_product(64, 1024, 128, 256, false), Engine::Gemm);
+        assert_eq!(Engine::for_product(64, 16, 72, 121, false), Engine::MatrixMultiply);
     }
 }

@@ -13,6 +13,7 @@ pub mod fused;
 pub mod index;
 pub mod matmul;
 pub mod optim;
+mod parallel;
 pub mod pool;
 pub mod reduce;
 pub mod room;
