@@ -30,10 +30,9 @@ fn valid(out: usize, stride: usize, offset: usize, pad: usize, size: usize) -> (
     (lo.min(hi), hi)
 }
 
-/// Elements each thread of a plane loop takes at least (a few ms of work).
-/// At a 2^18 threshold the benchmark CNN's columns (400-560K elements) were
-/// split and its step got 10% slower; a transposed convolution's 16M-element
-/// columns gain from the split.
+/// Elements each thread of a plane loop takes at least (a few ms of work):
+/// split, the benchmark CNN's columns (400-560K elements) cost its step more
+/// than they saved; a transposed convolution's 16M-element columns gain.
 const MIN_PER_THREAD: usize = 1 << 22;
 
 /// Runs `f(plane, ki, kj, part)` for every row of the column matrix, that

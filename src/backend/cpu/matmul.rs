@@ -76,9 +76,8 @@ impl Engine {
     ///   for each of two cores: the batch is split over the cores
     ///   (`parallel::for_blocks`), each product on one, which beat
     ///   matrixmultiply's threads inside each product (a transposed
-    ///   convolution's three batched products: 90 -> 55 ms). Smaller batches
-    ///   lost more to the threads' start than they gained (a CNN step's
-    ///   convolution products: 6% slower).
+    ///   convolution's batched products); smaller batches lost more to the
+    ///   threads' start than they gained (a CNN step's convolutions).
     ///
     /// `row_major` says both operands have unit-stride rows.
     ///
