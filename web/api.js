@@ -52,6 +52,17 @@ const CALLERS = [
   (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return raw.callMethod5(id, this, a, b, c, d, e); },
 ];
 
+// The methods that return PyTorch's (values, indices) pair (`sort`, `topk`):
+// `[values, indices]` from wasm as one array.
+const PAIR_CALLERS = [
+  (id, op) => function () { checkReceiver(T, op, this); return raw.callPairMethod0(id, this); },
+  (id, op) => function (a) { checkReceiver(T, op, this); return raw.callPairMethod1(id, this, a); },
+  (id, op) => function (a, b) { checkReceiver(T, op, this); return raw.callPairMethod2(id, this, a, b); },
+  (id, op) => function (a, b, c) { checkReceiver(T, op, this); return raw.callPairMethod3(id, this, a, b, c); },
+  (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callPairMethod4(id, this, a, b, c, d); },
+  (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return raw.callPairMethod5(id, this, a, b, c, d, e); },
+];
+
 // The module functions the registry generates, bound at init() by name.
 const FUNCTION_CALLERS = [
   null, // every function takes at least one argument
@@ -64,12 +75,12 @@ const FUNCTION_CALLERS = [
 const opFunctions = new Map();
 
 function installOpMethods() {
-  for (const { name, id, arity, method } of raw.opMethods()) {
+  for (const { name, id, arity, method, pair } of raw.opMethods()) {
     if (!method) {
       opFunctions.set(name, FUNCTION_CALLERS[arity](id));
       continue;
     }
-    const m = CALLERS[arity](id, name);
+    const m = (pair ? PAIR_CALLERS : CALLERS)[arity](id, name);
     Object.defineProperty(m, 'name', { value: name });
     Object.defineProperty(T.prototype, name, { value: m, writable: true, configurable: true });
   }

@@ -196,10 +196,10 @@ declare module '../pkg/skiff.js' {
     cumprod(dim: number): Tensor<D>;
     /** The positions that sort the tensor along `dim` (stable; NaN is the largest value; float, int32 or bool). */
     argsort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<'int32'>;
-    /** The values sorted along `dim` (stable; NaN largest). Rust returns (values, indices); the indices alone: `argsort`. */
-    sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): Tensor<D>;
-    /** The `k` largest (or smallest) values along `dim`, in order. Rust returns (values, indices). */
-    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): Tensor<D>;
+    /** The values sorted along `dim` and their positions, (values, indices) (stable; NaN largest); the indices alone: `argsort`. */
+    sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): [Tensor<D>, Tensor<'int32'>];
+    /** The `k` largest (or smallest) values along `dim`, in order, and their positions: (values, indices). */
+    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): [Tensor<D>, Tensor<'int32'>];
     /** Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted. */
     matmul(other: Tensor<D>): Tensor<D>;
     /** A copy on `device` (the same tensor when already there); recorded by autodiff. */

@@ -356,6 +356,11 @@ grad_entry("topk_smallest", lambda x: torch.topk(x, 2, dim=0, largest=False).val
 values, indices = torch.topk(ties[:1], 4, dim=1)
 plain_entry("topk_ties", x=ties[:1], y=values, indices=indices)
 # ==== end of scans and sorting ====
+# index_put with negative indices (counted from the end of their dim, as in
+# x[i] = v): (-1, -1) and (3, 2) aim at one element, whose sources add up.
+i0, i1 = torch.tensor([-1, 3, 0, -4, 2]), torch.tensor([-1, 2, -3, 0, 1])
+grad_entry("index_put_neg", lambda x, v, i0, i1: x.index_put((i0, i1), v, accumulate=True),
+           {"x": torch.randn(4, 3, 2), "v": torch.randn(5, 2)}, consts={"i0": i0, "i1": i1})
 
 path = sys.argv[1] if len(sys.argv) > 1 else "layers48.safetensors"
 save_file(OUT, path, metadata={

@@ -329,7 +329,7 @@ mod tests {
         let x = Tensor::from_vec(vec![-2.0f32, 3.0], &[2]).unwrap();
         let a = Args::bind(d, &sig, Some(x.clone()), vec![None]).unwrap();
         assert_eq!(a.float("negative_slope").unwrap(), 0.01);
-        assert_eq!((d.forward.unwrap())(&a).unwrap().to_f32_vec().unwrap(), vec![-0.02, 3.0]);
+        assert_eq!(d.forward.unwrap().run(&a).unwrap()[0].to_f32_vec().unwrap(), vec![-0.02, 3.0]);
         let wrong = Args::bind(d, &sig, Some(x), vec![Some(Value::Str("x".into()))]);
         assert!(wrong.is_err_and(|e| e.to_string().contains("negative_slope")));
     }

@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{Host, Kind};
-use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+use super::{expect_float, same_device, same_dtype, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input};
 use crate::dtype::DType;
@@ -127,7 +127,7 @@ static SDPA: OpDef = OpDef {
     name: "scaled_dot_product_attention",
     signature: "scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, *, attn_mask: Tensor<any> | None = None, dropout_p: float = 0, is_causal: bool = False, scale: float | None = None) -> Tensor",
     doc: "softmax(q k^T * scale + mask) v; a bool mask marks the keys that take part; is_causal keeps keys up to each query.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         Tensor::scaled_dot_product_attention(
             a.tensor("query")?,
             a.tensor("key")?,
@@ -137,7 +137,7 @@ static SDPA: OpDef = OpDef {
             a.bool("is_causal")?,
             a.opt_float("scale")?,
         )
-    }),
+    })),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

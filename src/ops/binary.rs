@@ -4,7 +4,7 @@
 use super::args::Operand;
 #[cfg(feature = "testing")]
 use super::reference::{self, Host, Kind};
-use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{expect_float, same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -67,7 +67,7 @@ macro_rules! binary_row {
                 name: $name,
                 signature: $sig,
                 doc: $doc,
-                forward: Some($fw),
+                forward: Some(Forward::One($fw)),
                 kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: true,

@@ -3,7 +3,7 @@
 use super::args::{compare_number, scalar_like_checked, Args, Operand};
 #[cfg(feature = "testing")]
 use super::reference::{self, Host};
-use super::{same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -28,13 +28,13 @@ macro_rules! compare_row {
                 name: $name,
                 signature: $sig,
                 doc: $doc,
-                forward: Some(|a| {
+                forward: Some(Forward::One(|a| {
                     let x = a.this()?;
                     match a.operand("other")? {
                         Operand::Tensor(t) => x.$method(t),
                         Operand::Number(c) => compare_number(x, c, Tensor::$method),
                     }
-                }),
+                })),
                 kind: OpKind::NoGrad,
                 backward: None,
                 second_order: false,
@@ -115,7 +115,7 @@ static WHERE: OpDef = OpDef {
     name: "where",
     signature: "where(condition: Tensor<bool>, input: Tensor | scalar, other: Tensor | scalar) -> Tensor",
     doc: "condition ? input : other, elementwise, all three broadcast (Rust: `Tensor::where_`).",
-    forward: Some(where_forward),
+    forward: Some(Forward::One(where_forward)),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let cond = c.saved(0);

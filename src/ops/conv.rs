@@ -14,7 +14,7 @@
 use super::args::Args;
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{expect_float, same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -161,7 +161,7 @@ static UNFOLD2D: OpDef = OpDef {
     name: "unfold2d",
     signature: "unfold(input: Tensor, kernel_size: int | (int, int), *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1) -> Tensor",
     doc: "im2col: [N, C, H, W] to [N, C*kh*kw, L], one column per window (Rust: `unfold2d`).",
-    forward: Some(|a| a.tensor("input")?.unfold2d(a.pair("kernel_size")?, a.pair("stride")?, a.pair("padding")?, a.pair("dilation")?)),
+    forward: Some(Forward::One(|a| a.tensor("input")?.unfold2d(a.pair("kernel_size")?, a.pair("stride")?, a.pair("padding")?, a.pair("dilation")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (p, input) = Params::from_attrs(c.attrs());
@@ -193,10 +193,10 @@ static FOLD2D: OpDef = OpDef {
     name: "fold2d",
     signature: "fold(input: Tensor, output_size: int | (int, int), kernel_size: int | (int, int), *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1) -> Tensor",
     doc: "col2im, the adjoint of `unfold`: overlapping windows sum (Rust: `fold2d`).",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let (size, kernel) = (a.pair("output_size")?, a.pair("kernel_size")?);
         a.tensor("input")?.fold2d(size, kernel, a.pair("stride")?, a.pair("padding")?, a.pair("dilation")?)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (p, _) = Params::from_attrs(c.attrs());
@@ -230,11 +230,11 @@ static CONV2D: OpDef = OpDef {
     name: "conv2d",
     signature: "conv2d(self, weight: Tensor, bias: Tensor | None = None, *, stride: int | (int, int) = 1, padding: int | (int, int) = 0, dilation: int | (int, int) = 1, groups: int = 1) -> Tensor",
     doc: "2-D cross-correlation of [N, C, H, W] with [O, C/groups, kh, kw] weights and an optional bias.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let (weight, bias) = (a.tensor("weight")?, a.opt_tensor("bias")?);
         let (stride, padding, dilation) = (a.pair("stride")?, a.pair("padding")?, a.pair("dilation")?);
         a.this()?.conv2d(weight, bias, stride, padding, dilation, a.size("groups")?)
-    }),
+    })),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -381,7 +381,7 @@ static MAX_POOL2D: OpDef = OpDef {
     name: "max_pool2d",
     signature: "max_pool2d(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0, dilation: 1 = 1, ceil_mode: False = False) -> Tensor",
     doc: "Max over each window of [N, C, H, W] (`stride` defaults to the kernel size).",
-    forward: Some(|a| pool(a, Tensor::max_pool2d)),
+    forward: Some(Forward::One(|a| pool(a, Tensor::max_pool2d))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -415,7 +415,7 @@ static MAX_POOL2D_INDICES: OpDef = OpDef {
     name: "max_pool2d_indices",
     signature: "max_pool2d_indices(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0, dilation: 1 = 1, ceil_mode: False = False) -> Tensor<int32>",
     doc: "Where each window's maximum is: flat indices into each H*W plane.",
-    forward: Some(|a| pool(a, Tensor::max_pool2d_indices)),
+    forward: Some(Forward::One(|a| pool(a, Tensor::max_pool2d_indices))),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -439,7 +439,7 @@ static AVG_POOL2D: OpDef = OpDef {
     name: "avg_pool2d",
     signature: "avg_pool2d(self, kernel_size: int | (int, int), *, stride: int | (int, int) | None = None, padding: int | (int, int) = 0, ceil_mode: False = False, count_include_pad: True = True) -> Tensor",
     doc: "Mean over each window of [N, C, H, W] (zero padding counts toward the mean).",
-    forward: Some(|a| pool(a, Tensor::avg_pool2d)),
+    forward: Some(Forward::One(|a| pool(a, Tensor::avg_pool2d))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

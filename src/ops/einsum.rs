@@ -14,7 +14,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{same_device, same_dtype, OpDef, OpKind};
+use super::{same_device, same_dtype, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::error::{Error, Result};
@@ -300,7 +300,7 @@ static EINSUM: OpDef = OpDef {
     name: "einsum",
     signature: "einsum(equation: str, operands: Tensor[]) -> Tensor",
     doc: "Einstein summation over the operands (`'bij,bjk->bik'`; `...` broadcasts, a repeated letter takes a diagonal, no `->` sums letters used twice).",
-    forward: Some(|a| Tensor::einsum(a.str("equation")?, a.tensors("operands")?)),
+    forward: Some(Forward::One(|a| Tensor::einsum(a.str("equation")?, a.tensors("operands")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

@@ -15,7 +15,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::node::BackwardCtx;
@@ -41,7 +41,7 @@ static INDEX_SELECT: OpDef = OpDef {
     name: "index_select",
     signature: "index_select(self, dim: int, index: Tensor<int32>) -> Tensor",
     doc: "The slices along `dim` at the positions in the 1-D `index`.",
-    forward: Some(|a| a.this()?.index_select(a.int("dim")?, a.tensor("index")?)),
+    forward: Some(Forward::One(|a| a.this()?.index_select(a.int("dim")?, a.tensor("index")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gx = zeros_of_input(c, &g[0])?.index_add(axis_of(c) as isize, c.saved(0), &g[0])?;
@@ -78,12 +78,12 @@ static INDEX_ADD: OpDef = OpDef {
     name: "index_add",
     signature: "index_add(self, dim: int, index: Tensor<int32>, source: Tensor, *, alpha: float = 1) -> Tensor",
     doc: "A copy with slice k of `source` (times `alpha`) added at index[k] along `dim`.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let alpha = a.finite("alpha")?;
         let source = a.tensor("source")?;
         let source = if alpha == 1.0 { source.clone() } else { source.mul_scalar(alpha)? };
         a.this()?.index_add(a.int("dim")?, a.tensor("index")?, &source)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gb = if c.needs_input_grad(0) { Some(g[0].clone()) } else { None };
@@ -123,7 +123,7 @@ static GATHER: OpDef = OpDef {
     name: "gather",
     signature: "gather(self, dim: int, index: Tensor<int32>) -> Tensor",
     doc: "out[p] = x[p with p[dim] replaced by index[p]].",
-    forward: Some(|a| a.this()?.gather(a.int("dim")?, a.tensor("index")?)),
+    forward: Some(Forward::One(|a| a.this()?.gather(a.int("dim")?, a.tensor("index")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gx = zeros_of_input(c, &g[0])?.scatter_add(axis_of(c) as isize, c.saved(0), &g[0])?;
@@ -160,7 +160,7 @@ static SCATTER_ADD: OpDef = OpDef {
     name: "scatter_add",
     signature: "scatter_add(self, dim: int, index: Tensor<int32>, src: Tensor) -> Tensor",
     doc: "A copy with src[p] added at p with p[dim] replaced by index[p].",
-    forward: Some(|a| a.this()?.scatter_add(a.int("dim")?, a.tensor("index")?, a.tensor("src")?)),
+    forward: Some(Forward::One(|a| a.this()?.scatter_add(a.int("dim")?, a.tensor("index")?, a.tensor("src")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let gb = if c.needs_input_grad(0) { Some(g[0].clone()) } else { None };

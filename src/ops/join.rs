@@ -7,7 +7,7 @@ use super::movement::one;
 #[cfg(feature = "testing")]
 use super::reference as r;
 use super::slice::slice_layout;
-use super::{same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -20,7 +20,7 @@ static CONCAT: OpDef = OpDef {
     name: "concat",
     signature: "cat(tensors: Tensor[], dim: int = 0) -> Tensor",
     doc: "Joins tensors along an existing axis `dim` (Rust: `Tensor::concat`).",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let tensors = a.tensors("tensors")?;
         // PyTorch's words for what `Tensor::concat` reports as an axis error.
         if let Some((i, t)) = tensors.iter().enumerate().find(|(_, t)| t.ndim() == 0) {
@@ -30,7 +30,7 @@ static CONCAT: OpDef = OpDef {
             ));
         }
         Tensor::concat(tensors, a.int("dim")?)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Sizes { axis, sizes } = c.attrs() else { unreachable!() };
@@ -90,7 +90,7 @@ static PAD: OpDef = OpDef {
     name: "pad",
     signature: "pad(self, pad: size[], value: scalar = 0) -> Tensor",
     doc: "Constant padding in `F.pad` order: the last dim's (before, after) first.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let x = a.this()?;
         let flat = a.sizes("pad")?;
         if flat.len() % 2 != 0 {
@@ -103,7 +103,7 @@ static PAD: OpDef = OpDef {
         // F.pad lists the last dim first; `Tensor::pad` lists the padded trailing dims in order.
         let pairs: Vec<(usize, usize)> = flat.chunks(2).rev().map(|p| (p[0], p[1])).collect();
         x.pad(&pairs, value)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Pad { pads, .. } = c.attrs() else { unreachable!() };

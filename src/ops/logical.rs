@@ -6,7 +6,7 @@
 use super::args::scalar_like_checked;
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Host, Kind};
-use super::{same_device, OpDef, OpKind};
+use super::{same_device, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dtype::DType;
@@ -152,7 +152,7 @@ macro_rules! logical {
             name: $name,
             signature: $sig,
             doc: $doc,
-            forward: Some($fw),
+            forward: Some(Forward::One($fw)),
             kind: OpKind::$kind,
             backward: None,
             second_order: true,

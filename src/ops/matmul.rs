@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, same_device, same_dtype, Attrs, OpDef, OpKind};
+use super::{expect_float, same_device, same_dtype, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -17,7 +17,7 @@ static MATMUL: OpDef = OpDef {
     name: "matmul",
     signature: "matmul(self, other: Tensor) -> Tensor",
     doc: "Matrix product with NumPy semantics: batched, batch dims broadcast, 1-D operands promoted.",
-    forward: Some(|a| a.this()?.matmul(a.tensor("other")?)),
+    forward: Some(Forward::One(|a| a.this()?.matmul(a.tensor("other")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let (a, b) = (c.saved(0), c.saved(1));

@@ -60,7 +60,28 @@ pub(crate) fn as_op<T>(op: &'static str, body: impl FnOnce() -> Result<T>) -> Re
 pub type BackwardFn = fn(&BackwardCtx, &[Tensor]) -> Result<Vec<Option<Tensor>>>;
 
 /// An op's forward over its arguments as data (the signature's parameters).
-pub type Forward = fn(&args::Args) -> Result<Tensor>;
+#[derive(Clone, Copy)]
+pub enum Forward {
+    /// One tensor (`-> Tensor`).
+    One(fn(&args::Args) -> Result<Tensor>),
+    /// PyTorch's (values, indices) pair (`-> (Tensor, Tensor<int32>)`:
+    /// `sort`, `topk`), which JS returns as a two-element array.
+    Pair(fn(&args::Args) -> Result<(Tensor, Tensor)>),
+}
+
+/// An op's output tensors, in order (one, or a pair), without a heap
+/// allocation per call.
+pub type Outputs = smallvec::SmallVec<[Tensor; 2]>;
+
+impl Forward {
+    /// Runs the op: its output tensors in order.
+    pub fn run(&self, a: &args::Args) -> Result<Outputs> {
+        match self {
+            Forward::One(f) => Ok(smallvec::smallvec![f(a)?]),
+            Forward::Pair(f) => f(a).map(|(v, i)| smallvec::smallvec![v, i]),
+        }
+    }
+}
 
 /// How an op relates to autodiff.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -411,7 +432,7 @@ macro_rules! composite_op {
             name: $name,
             signature: $sig,
             doc: $doc,
-            forward: Some($fw),
+            forward: Some($crate::ops::Forward::One($fw)),
             kind: $crate::ops::OpKind::Composite,
             backward: None,
             second_order: $so,

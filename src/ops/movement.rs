@@ -5,7 +5,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{Attrs, OpDef, OpKind};
+use super::{Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -33,7 +33,7 @@ static RESHAPE: OpDef = OpDef {
     name: "reshape",
     signature: "reshape(self, shape: int | int[]) -> Tensor",
     doc: "The same elements in `shape` (one entry may be -1); a view where strides allow.",
-    forward: Some(|a| a.this()?.reshape(&a.ints("shape")?)),
+    forward: Some(Forward::One(|a| a.this()?.reshape(&a.ints("shape")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].reshape_dims(c.input_shape(0)))),
     second_order: true,
@@ -62,7 +62,7 @@ static PERMUTE: OpDef = OpDef {
     name: "permute",
     signature: "permute(self, dims: int[]) -> Tensor",
     doc: "Reorders the axes, each listed once (a view).",
-    forward: Some(|a| a.this()?.permute(&a.ints("dims")?)),
+    forward: Some(Forward::One(|a| a.this()?.permute(&a.ints("dims")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Perm(p) = c.attrs() else { unreachable!() };
@@ -93,7 +93,7 @@ static EXPAND: OpDef = OpDef {
     name: "expand",
     signature: "expand(self, shape: int | int[]) -> Tensor",
     doc: "Broadcasts size-1 (or new leading) dims to `shape`; -1 keeps a size (a view).",
-    forward: Some(|a| a.this()?.expand(&a.ints("shape")?)),
+    forward: Some(Forward::One(|a| a.this()?.expand(&a.ints("shape")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].sum_to(c.input_shape(0)))),
     second_order: true,
@@ -117,7 +117,7 @@ static CONTIGUOUS: OpDef = OpDef {
     name: "contiguous",
     signature: "contiguous(self) -> Tensor",
     doc: "The same values laid out row-major (a copy only when needed).",
-    forward: Some(|a| a.this()?.contiguous()),
+    forward: Some(Forward::One(|a| a.this()?.contiguous())),
     kind: OpKind::Primitive,
     backward: Some(|_, g| one(Ok(g[0].clone()))),
     second_order: true,
@@ -135,7 +135,7 @@ static SQUEEZE: OpDef = OpDef {
     name: "squeeze_unsqueeze_flatten",
     signature: "flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor",
     doc: "Merges axes start_dim..=end_dim; `squeeze` and `unsqueeze` are the same view op.",
-    forward: Some(|a| a.this()?.flatten(a.int("start_dim")?, a.int("end_dim")?)),
+    forward: Some(Forward::One(|a| a.this()?.flatten(a.int("start_dim")?, a.int("end_dim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -161,7 +161,7 @@ static TO_DEVICE: OpDef = OpDef {
     name: "to_device",
     signature: "to(self, device: Device) -> Tensor",
     doc: "A copy on `device` (the same tensor when already there); recorded by autodiff.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let (x, device) = (a.this()?, a.device("device")?);
         // In the browser a readback cannot block: leaving the GPU must await it.
         if cfg!(target_arch = "wasm32") && x.device().is_gpu() && x.device() != *device {
@@ -175,7 +175,7 @@ static TO_DEVICE: OpDef = OpDef {
             ));
         }
         x.to(device)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| one(g[0].to(c.input_device(0)))),
     second_order: true,

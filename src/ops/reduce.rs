@@ -4,7 +4,7 @@
 use super::args::Args;
 #[cfg(feature = "testing")]
 use super::reference::{self as r, Host};
-use super::{expect_float, Attrs, OpDef, OpKind};
+use super::{expect_float, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -95,7 +95,7 @@ static SUM: OpDef = OpDef {
     name: "sum",
     signature: "sum(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Sum over `axes` (all when omitted; Rust: `sum`, `sum_all`).",
-    forward: Some(|a| a.this()?.sum(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.sum(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| Ok(vec![Some(unreduce(&g[0], c.attrs(), c.input_shape(0))?.expand_dims(c.input_shape(0))?)])),
     second_order: true,
@@ -116,7 +116,7 @@ static MAX: OpDef = OpDef {
     name: "max",
     signature: "max(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Maximum over `axes` (all when omitted): the values only.",
-    forward: Some(|a| a.this()?.max(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.max(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -139,7 +139,7 @@ static MIN: OpDef = OpDef {
     name: "min",
     signature: "min(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Minimum over `axes` (all when omitted): the values only.",
-    forward: Some(|a| a.this()?.min(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.min(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Primitive,
     backward: Some(extreme_backward),
     second_order: true,
@@ -159,7 +159,7 @@ static ARGMAX: OpDef = OpDef {
     name: "argmax",
     signature: "argmax(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
     doc: "Index of the maximum along `axis`, or into the flattened tensor.",
-    forward: Some(|a| arg_forward(a, Tensor::argmax)),
+    forward: Some(Forward::One(|a| arg_forward(a, Tensor::argmax))),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -194,7 +194,7 @@ static ARGMIN: OpDef = OpDef {
     name: "argmin",
     signature: "argmin(self, axis: int | None = None, *, keepdim: bool = False) -> Tensor<int32>",
     doc: "Index of the minimum along `axis`, or into the flattened tensor.",
-    forward: Some(|a| arg_forward(a, Tensor::argmin)),
+    forward: Some(Forward::One(|a| arg_forward(a, Tensor::argmin))),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -223,7 +223,7 @@ static MEAN: OpDef = OpDef {
     name: "mean",
     signature: "mean(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Mean over `axes` (all when omitted).",
-    forward: Some(|a| a.this()?.mean(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.mean(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -241,7 +241,7 @@ static VAR: OpDef = OpDef {
     name: "var",
     signature: "var(self, axes: int | int[] | None = None, *, correction: float | None = None, unbiased: bool | None = None, keepdim: bool = False) -> Tensor",
     doc: "Variance over `axes`: correction 1 (unbiased) or 0 (population).",
-    forward: Some(|a| a.this()?.var(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.var(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -264,7 +264,7 @@ static STD: OpDef = OpDef {
     name: "std",
     signature: "std(self, axes: int | int[] | None = None, *, correction: float | None = None, unbiased: bool | None = None, keepdim: bool = False) -> Tensor",
     doc: "Standard deviation over `axes`, with `correction` as in `var`.",
-    forward: Some(|a| a.this()?.std(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.std(&a.ints("axes")?, correction(a)?, a.bool("keepdim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -284,7 +284,7 @@ static LOGSUMEXP: OpDef = OpDef {
     name: "logsumexp",
     signature: "logsumexp(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "log(sum(exp(x))) over `axes`, computed stably.",
-    forward: Some(|a| a.this()?.logsumexp(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.logsumexp(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -304,7 +304,7 @@ static SUM_TO: OpDef = OpDef {
     name: "sum_to",
     signature: "sum_to(self, shape: shape) -> Tensor",
     doc: "Sums broadcast dims away so the result has `shape` (the adjoint of `expand`).",
-    forward: Some(|a| a.this()?.sum_to(&a.sizes("shape")?)),
+    forward: Some(Forward::One(|a| a.this()?.sum_to(&a.sizes("shape")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

@@ -7,7 +7,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{Host, Kind};
-use super::{expect_float, OpDef, OpKind};
+use super::{expect_float, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::device::Device;
@@ -264,11 +264,11 @@ static INTERPOLATE: OpDef = OpDef {
     name: "interpolate",
     signature: "interpolate(self, size: int | int[] | None = None, scale_factor: float | None = None, *, mode: 'nearest' | 'linear' | 'bilinear' = 'nearest', align_corners: bool | None = None) -> Tensor",
     doc: "Resamples the spatial axes of [N, C, L] or [N, C, H, W] to `size` or by `scale_factor` (nearest, linear, bilinear).",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let size = a.sizes("size")?;
         let mode = Interpolation::parse("interpolate", a.str("mode")?, a.opt_bool("align_corners")?)?;
         a.this()?.interpolate((!size.is_empty()).then_some(&size[..]), a.opt_float("scale_factor")?, mode)
-    }),
+    })),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

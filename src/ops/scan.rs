@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, Attrs, OpDef, OpKind};
+use super::{expect_float, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::node::BackwardCtx;
@@ -177,7 +177,7 @@ static CUMSUM: OpDef = OpDef {
     name: "cumsum",
     signature: "cumsum(self, dim: int) -> Tensor",
     doc: "The running sum along `dim`.",
-    forward: Some(|a| a.this()?.cumsum(a.int("dim")?)),
+    forward: Some(Forward::One(|a| a.this()?.cumsum(a.int("dim")?))),
     kind: OpKind::Primitive,
     backward: Some(cumsum_backward),
     second_order: true,
@@ -202,7 +202,7 @@ static CUMPROD: OpDef = OpDef {
     name: "cumprod",
     signature: "cumprod(self, dim: int) -> Tensor",
     doc: "The running product along `dim` (its gradient is exact at zeros).",
-    forward: Some(|a| a.this()?.cumprod(a.int("dim")?)),
+    forward: Some(Forward::One(|a| a.this()?.cumprod(a.int("dim")?))),
     kind: OpKind::Primitive,
     backward: Some(cumprod_backward),
     second_order: true,
@@ -229,7 +229,7 @@ static PROD: OpDef = OpDef {
     name: "prod",
     signature: "prod(self, axes: int | int[] | None = None, *, keepdim: bool = False) -> Tensor",
     doc: "Product over `axes` (all when omitted); its gradient is exact at zeros.",
-    forward: Some(|a| a.this()?.prod(&a.ints("axes")?, a.bool("keepdim")?)),
+    forward: Some(Forward::One(|a| a.this()?.prod(&a.ints("axes")?, a.bool("keepdim")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

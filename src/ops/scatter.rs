@@ -23,7 +23,7 @@
 use super::index::{data_axis, expect_index, index_fits};
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, same_device, same_dtype, OpDef, OpKind};
+use super::{expect_float, same_device, same_dtype, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dispatch::index::{check_on_device, check_range};
@@ -248,7 +248,10 @@ impl Tensor {
     /// together to shape B) index the leading `indices.len()` dims, and
     /// `values` (broadcast to B + the remaining dims) are written there,
     /// summed where `accumulate`, else the last in index order wins.
-    /// Index values lie in `0..size` of their dim.
+    /// Index values lie in `-size..size` of their dim; a negative one counts
+    /// from the end, as in PyTorch's `x[i] = v` (on a GPU, along dims of at
+    /// most 2^24, where int32 values convert exactly to f32; a negative
+    /// index along a longer dim there is reported out of range).
     pub fn index_put(&self, indices: &[Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         let op = "index_put";
         super::as_op(op, || {
@@ -297,6 +300,8 @@ impl Tensor {
                     format!("the indexed dims {lead:?} hold more than 2^31 - 1 positions (int32 indices)"),
                 ));
             }
+            let wrapped = indices.iter().zip(lead).map(|(i, &n)| from_the_end(i, n)).collect::<Result<Vec<_>>>()?;
+            let indices = wrapped.as_slice();
             for (j, i) in indices.iter().enumerate() {
                 let what = CheckWhat::Index {
                     axis: j,
@@ -340,6 +345,35 @@ impl Tensor {
 /// up in a table instead (`table_lookup`). On a GPU, where the range checks
 /// report later, a position with any index out of its range becomes -1, so
 /// it writes nothing rather than into another slice.
+/// `i + n` where `-n <= i < 0` (an index counted from the end of a dim of
+/// `n`), `i` elsewhere: a value below `-n` stays as it is, so the range
+/// check names the value the caller passed.
+///
+/// A GPU index whose values the host holds (uploaded, not computed there)
+/// is wrapped on the host and uploaded with its values, so its range check
+/// still runs at once rather than at the next readback. Otherwise the wrap
+/// is elementwise ops: int32 has no arithmetic kernels, so the sum is taken
+/// in f64 on the cpu and in f32 on a GPU, exact there for dims up to 2^24
+/// only, so longer GPU dims keep `i` unchanged.
+fn from_the_end(i: &Tensor, n: usize) -> Result<Tensor> {
+    let device = i.device();
+    if device.is_gpu() && !crate::dispatch::record::active() {
+        if let Some(values) = i.storage().mirrored(i.layout()) {
+            let n = n as i64;
+            let wrap = |v: i32| if v < 0 && v as i64 >= -n { (v as i64 + n) as i32 } else { v };
+            return Tensor::from_vec(values.into_iter().map(wrap).collect::<Vec<i32>>(), i.shape())?.to(&device);
+        }
+    }
+    if device.is_gpu() && n > 1 << 24 {
+        return Ok(i.clone());
+    }
+    let float = if device.is_gpu() { DType::F32 } else { DType::F64 };
+    let no = Tensor::full_on(&[], 0.0, DType::Bool, &device)?;
+    let counted_back = Tensor::where_(&i.lt_scalar(0.0)?, &i.ge_scalar(-(n as f64))?, &no)?;
+    let shifted = i.to_dtype(float)?.add_scalar(n as f64)?.to_dtype(DType::I32)?;
+    Tensor::where_(&counted_back, &shifted, i)
+}
+
 fn linear_index(indices: &[Tensor], lead: &[usize], b: &[usize]) -> Result<Tensor> {
     if indices.len() == 1 {
         return indices[0].expand_dims(b);
@@ -394,7 +428,7 @@ static SCATTER: OpDef = OpDef {
     name: "scatter",
     signature: "scatter(self, dim: int, index: Tensor<int32>, src: Tensor) -> Tensor",
     doc: "A copy with src[p] written at p with p[dim] replaced by index[p]; where targets repeat, the last in index order wins.",
-    forward: Some(|a| a.this()?.scatter(a.int("dim")?, a.tensor("index")?, a.tensor("src")?)),
+    forward: Some(Forward::One(|a| a.this()?.scatter(a.int("dim")?, a.tensor("index")?, a.tensor("src")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -440,10 +474,10 @@ static SCATTER_REDUCE: OpDef = OpDef {
     name: "scatter_reduce",
     signature: "scatter_reduce(self, dim: int, index: Tensor<int32>, src: Tensor, reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin', *, include_self: bool = True) -> Tensor",
     doc: "A copy where each element index aims at becomes the reduce of the sources aimed at it (and of itself with include_self); amax/amin ties share the gradient.",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let reduce = ScatterReduce::parse(a.def.name, a.str("reduce")?)?;
         a.this()?.scatter_reduce(a.int("dim")?, a.tensor("index")?, a.tensor("src")?, reduce, a.bool("include_self")?)
-    }),
+    })),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -481,7 +515,7 @@ static INDEX_PUT: OpDef = OpDef {
     name: "index_put",
     signature: "index_put(self, indices: Tensor[], values: Tensor, accumulate: bool = False) -> Tensor",
     doc: "A copy with `values` written at the positions the int32 `indices` (broadcast together) give in the leading dims; summed with accumulate, else the last in index order wins.",
-    forward: Some(|a| a.this()?.index_put(a.tensors("indices")?, a.tensor("values")?, a.bool("accumulate")?)),
+    forward: Some(Forward::One(|a| a.this()?.index_put(a.tensors("indices")?, a.tensor("values")?, a.bool("accumulate")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -514,6 +548,20 @@ static INDEX_PUT: OpDef = OpDef {
                 |x| x[0].index_put(&x[1..2], &x[2], true),
             )
             .reference(|h| r::index_put(&h[0], &[&h[1]], &h[2], true)),
+            // Negative indices count from the end: -1 and 3 (and -4 and 0)
+            // are one row, so they add up, or the later one wins.
+            Case::new(
+                "index_put accumulate, negative indices",
+                vec![u(&[4, 3]), Input::Int(vec![7], -4, 4), u(&[7, 3])],
+                |x| x[0].index_put(&x[1..2], &x[2], true),
+            )
+            .reference(|h| r::index_put(&h[0], &[&h[1]], &h[2], true)),
+            Case::new(
+                "index_put overwrite, negative indices",
+                vec![u(&[4, 3]), Input::Int(vec![3, 1], -4, 4), Input::Int(vec![1, 2], -3, 3), u(&[2])],
+                |x| x[0].index_put(&[x[1].clone(), x[2].clone()], &x[3], false),
+            )
+            .reference(|h| r::index_put(&h[0], &[&h[1], &h[2]], &h[3], false)),
         ]
     },
 };

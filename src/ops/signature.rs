@@ -66,6 +66,9 @@ pub enum Type {
     BoolLiteral(bool),
     /// Exactly this integer (`1`), as `BoolLiteral`.
     IntLiteral(isize),
+    /// A result only: PyTorch's (values, indices) pair, a tensor of the
+    /// input's dtype and its int32 positions (`(Tensor, Tensor<int32>)`).
+    ValuesIndices,
 }
 
 const DTYPES: [&str; 4] = ["float32", "float64", "int32", "bool"];
@@ -86,6 +89,7 @@ impl Type {
             "True" => Type::BoolLiteral(true),
             "False" => Type::BoolLiteral(false),
             "(int, int)" => Type::IntPair,
+            "(Tensor, Tensor<int32>)" => Type::ValuesIndices,
             "None" => Type::None,
             "DType" => Type::DType,
             "Device" => Type::Device,
@@ -130,6 +134,7 @@ impl fmt::Display for Type {
             Type::Str => f.write_str("str"),
             Type::BoolLiteral(b) => f.write_str(if *b { "True" } else { "False" }),
             Type::IntLiteral(n) => write!(f, "{n}"),
+            Type::ValuesIndices => f.write_str("(Tensor, Tensor<int32>)"),
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::movement::{one, view_op};
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{Attrs, OpDef, OpKind};
+use super::{Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -19,13 +19,13 @@ static SLICE: OpDef = OpDef {
     name: "slice",
     signature: "slice(self, dim: int, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor",
     doc: "Elements start, start + step, ... below end along `dim` (Python bounds; a view).",
-    forward: Some(|a| {
+    forward: Some(Forward::One(|a| {
         let step = a.int("step")?;
         let step =
             usize::try_from(step).map_err(|_| Error::value("slice", format!("step must be at least 1, got {step}")))?;
         let (start, end) = (a.opt_int("start")?.unwrap_or(0), a.opt_int("end")?.unwrap_or(isize::MAX));
         a.this()?.slice(a.int("dim")?, start, end, step)
-    }),
+    })),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let Attrs::Slice { axis, start, step, len, dim } = c.attrs().clone() else { unreachable!() };

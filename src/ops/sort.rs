@@ -11,7 +11,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference as r;
-use super::{expect_float, OpDef, OpKind};
+use super::{expect_float, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::dispatch::scan as be;
@@ -108,7 +108,7 @@ static ARGSORT: OpDef = OpDef {
     name: "argsort",
     signature: "argsort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor<int32>",
     doc: "The positions that sort the tensor along `dim` (stable; NaN is the largest value; float, int32 or bool).",
-    forward: Some(|a| a.this()?.argsort(a.int("dim")?, a.bool("descending")?)),
+    forward: Some(Forward::One(|a| a.this()?.argsort(a.int("dim")?, a.bool("descending")?))),
     kind: OpKind::NoGrad,
     backward: None,
     second_order: false,
@@ -151,9 +151,9 @@ static ARGSORT: OpDef = OpDef {
 
 static SORT: OpDef = OpDef {
     name: "sort",
-    signature: "sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor",
-    doc: "The values sorted along `dim` (stable; NaN largest). Rust returns (values, indices); the indices alone: `argsort`.",
-    forward: Some(|a| Ok(a.this()?.sort(a.int("dim")?, a.bool("descending")?, a.bool("stable")?)?.0)),
+    signature: "sort(self, dim: int = -1, descending: bool = False, *, stable: bool = False) -> (Tensor, Tensor<int32>)",
+    doc: "The values sorted along `dim` and their positions, (values, indices) (stable; NaN largest); the indices alone: `argsort`.",
+    forward: Some(Forward::Pair(|a| a.this()?.sort(a.int("dim")?, a.bool("descending")?, a.bool("stable")?))),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,
@@ -187,12 +187,13 @@ static SORT: OpDef = OpDef {
 
 static TOPK: OpDef = OpDef {
     name: "topk",
-    signature: "topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Tensor",
-    doc: "The `k` largest (or smallest) values along `dim`, in order. Rust returns (values, indices).",
-    forward: Some(|a| {
+    signature:
+        "topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> (Tensor, Tensor<int32>)",
+    doc: "The `k` largest (or smallest) values along `dim`, in order, and their positions: (values, indices).",
+    forward: Some(Forward::Pair(|a| {
         let (k, dim) = (a.size("k")?, a.int("dim")?);
-        Ok(a.this()?.topk(k, dim, a.bool("largest")?, a.bool("sorted")?)?.0)
-    }),
+        a.this()?.topk(k, dim, a.bool("largest")?, a.bool("sorted")?)
+    })),
     kind: OpKind::Composite,
     backward: None,
     second_order: true,

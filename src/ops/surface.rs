@@ -43,6 +43,11 @@ impl Method {
     pub fn arity(&self) -> usize {
         self.positional() + usize::from(self.params.iter().any(|p| p.keyword))
     }
+    /// Returns PyTorch's (values, indices) pair: `[values, indices]` in JS
+    /// (`methods` checks that every overload agrees).
+    pub fn pair(&self) -> bool {
+        self.overloads.iter().any(|(def, _)| matches!(def.forward, Some(super::Forward::Pair(_))))
+    }
 }
 
 /// The JS methods and module functions, in registry order; an error says
@@ -54,6 +59,13 @@ pub fn methods() -> Result<Vec<Method>, String> {
             continue;
         }
         let sig = Signature::parse(def.signature)?;
+        let pair = matches!(def.forward, Some(super::Forward::Pair(_)));
+        if pair != (sig.returns == [Type::ValuesIndices]) || (pair && !sig.method) {
+            return Err(format!(
+                "{}: a (values, indices) pair is a method whose forward is Forward::Pair and whose signature returns (Tensor, Tensor<int32>)",
+                def.name
+            ));
+        }
         let js = sig.js_name();
         match out.iter_mut().find(|m| m.js == js && m.method == sig.method) {
             Some(m) => merge(m, def, sig)?,
@@ -142,6 +154,7 @@ fn ts_type(t: &Type) -> String {
         Type::Str => "string".into(),
         Type::BoolLiteral(b) => b.to_string(),
         Type::IntLiteral(n) => n.to_string(),
+        Type::ValuesIndices => "[Tensor<D>, Tensor<'int32'>]".into(),
     }
 }
 

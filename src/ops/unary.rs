@@ -4,7 +4,7 @@
 
 #[cfg(feature = "testing")]
 use super::reference::{self, Kind};
-use super::{expect_float, Attrs, OpDef, OpKind};
+use super::{expect_float, Attrs, Forward, OpDef, OpKind};
 #[cfg(feature = "testing")]
 use super::{Case, Input, Sample};
 use crate::autograd::{needs_record, record};
@@ -100,7 +100,7 @@ macro_rules! unary_row {
                 name: $name,
                 signature: $sig,
                 doc: $doc,
-                forward: Some($fw),
+                forward: Some(Forward::One($fw)),
                 kind: OpKind::Primitive,
                 backward: Some($bw),
                 second_order: $so,
@@ -402,7 +402,7 @@ static TO_DTYPE: OpDef = OpDef {
     name: "to_dtype",
     signature: "to_dtype(self, dtype: DType) -> Tensor",
     doc: "A copy converted to `dtype` (floats to int32 truncate toward zero; nonzero is true).",
-    forward: Some(|a| a.this()?.to_dtype(a.dtype("dtype")?)),
+    forward: Some(Forward::One(|a| a.this()?.to_dtype(a.dtype("dtype")?))),
     kind: OpKind::Primitive,
     backward: Some(|c, g| {
         let back = c.input_dtype(0);

@@ -312,6 +312,12 @@ fn indexing() -> Vec<Bad> {
             f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[4, 0], &[2])], &f32s(&[2]), false)
         ),
         bad!(
+            Value,
+            "index_put",
+            ["index -5 is out of range", "axis 1 of size 4"],
+            f32s(&[3, 4]).index_put(&[ints(&[0, 1], &[2]), ints(&[-4, -5], &[2])], &f32s(&[2]), false)
+        ),
+        bad!(
             Shape,
             "index_put",
             ["values of shape [3]", "[2]"],

@@ -14,7 +14,8 @@ fn call(name: &str, this: Option<&Tensor>, given: Vec<Option<Value>>) -> skiff::
     let def = skiff::ops::registry().into_iter().find(|d| d.name == name).unwrap_or_else(|| panic!("no op {name}"));
     let sig = Signature::parse(def.signature).unwrap();
     let args = Args::bind(def, &sig, this.cloned(), given)?;
-    (def.forward.unwrap_or_else(|| panic!("{name} has no forward")))(&args)
+    let outs = def.forward.unwrap_or_else(|| panic!("{name} has no forward")).run(&args)?;
+    Ok(outs.into_iter().next().expect("a forward gives a tensor"))
 }
 
 fn f32s(t: &Tensor) -> Vec<f32> {

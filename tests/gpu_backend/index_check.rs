@@ -446,3 +446,38 @@ fn scatters_and_index_put_check_device_made_indices_on_the_device() {
         assert_close(&f32s(&y), &f32s(&want), "index_put leaves the bad write out");
     }
 }
+
+/// index_put's negative indices count from the end on a GPU too: wrapped on
+/// the device for device-made indices (no readback; -6 past the start of a
+/// dim of 5 is the next readback's error, naming the value passed), and on
+/// the host for uploaded ones, whose out-of-range values still fail at the call.
+#[test]
+fn index_put_wraps_negative_indices_made_on_the_device_and_uploaded() {
+    let Some((dev, g)) = common::private_gpu() else { return };
+    let x = floats(&[5, 3], 1);
+    let values = floats(&[3], 4);
+    let (xd, vd) = (x.to(&dev).unwrap(), values.to(&dev).unwrap());
+    let (i0, i1) = ([-4, 2, -1], [0, -1, -3]);
+    let want = x.index_put(&[host_ints(&i0, &[3]), host_ints(&i1, &[3])], &values, true).unwrap();
+    let at = |r: usize, c: usize| f32s(&want)[r * 3 + c] - f32s(&x)[r * 3 + c];
+    let v = f32s(&values);
+    assert_close(&[at(1, 0), at(2, 2), at(4, 0)], &v, "-4 is row 1, -1 row 4 and column 2, -3 column 0");
+    let before = readbacks(&g);
+    let y = xd.index_put(&[device_ints(&i0, &[3], &dev), device_ints(&i1, &[3], &dev)], &vd, true).unwrap();
+    assert_eq!(readbacks(&g), before, "index_put read its indices back");
+    assert_close(&f32s(&y), &f32s(&want), "index_put with device-made negative indices");
+    let y = xd.index_put(&[host_ints(&i0, &[3]).to(&dev).unwrap(), host_ints(&i1, &[3]).to(&dev).unwrap()], &vd, true);
+    assert_close(&f32s(&y.unwrap()), &f32s(&want), "index_put with uploaded negative indices");
+
+    let y = xd.index_put(&[device_ints(&[-6, 0, 1], &[3], &dev)], &floats(&[3, 3], 5).to(&dev).unwrap(), true).unwrap();
+    let e = expect_err(y.to_vec::<f32>(), Kind::Value, "index_put", &["index -6 is out of range for axis 0 of size 5"]);
+    assert!(e.to_string().contains("found on the device"), "{e}");
+    let uploaded = host_ints(&[-6, 0, 1], &[3]).to(&dev).unwrap();
+    let facts = ["index -6 is out of range for axis 0 of size 5"];
+    expect_err(
+        xd.index_put(&[uploaded], &floats(&[3, 3], 5).to(&dev).unwrap(), true),
+        Kind::Value,
+        "index_put",
+        &facts,
+    );
+}

@@ -157,7 +157,8 @@ fn every_entry(device: &Device, dtype: DType, tol: f64) {
 }
 
 /// scatter, scatter_reduce (every reduce, with and without the element
-/// itself), index_put (accumulate, and overwrite without repeats) and einsum.
+/// itself), index_put (accumulate, overwrite without repeats, negative
+/// indices) and einsum.
 fn scatters_and_einsum(fx: &Fixture, tol: f64) {
     let idx = fx.get("scatter.idx");
     check(fx, tol, "scatter", &["x", "src"], &[], |x| x[0].scatter(0, &idx, &x[1]));
@@ -175,7 +176,7 @@ fn scatters_and_einsum(fx: &Fixture, tol: f64) {
             check(fx, tol, &e, &["x", "src"], &[], |x| x[0].scatter_reduce(0, &idx, &x[1], reduce, include_self));
         }
     }
-    for (e, accumulate) in [("index_put_acc", true), ("index_put_set", false)] {
+    for (e, accumulate) in [("index_put_acc", true), ("index_put_set", false), ("index_put_neg", true)] {
         let indices = [fx.get(&format!("{e}.i0")), fx.get(&format!("{e}.i1"))];
         check(fx, tol, e, &["x", "v"], &[], |x| x[0].index_put(&indices, &x[1], accumulate));
     }

@@ -38,6 +38,13 @@ export async function dtypes(): Promise<void> {
   // @ts-expect-error: arange has no bool dtype
   skiff.arange(0, 2, 1, { dtype: 'bool' });
 
+  // sort and topk give [values, indices], as torch.sort and torch.topk.
+  const [sorted, order]: [Tensor<'float64'>, Tensor<'int32'>] = f64.sort(0, true);
+  const [top, where]: [Tensor<'float32'>, Tensor<'int32'>] = f32.topk(2);
+  // @ts-expect-error: the indices are int32
+  const [, floatOrder]: [Tensor<'float32'>, Tensor<'float32'>] = f32.sort();
+  console.log(sorted, order, top, where, floatOrder);
+
   // ---- readback per dtype ----------------------------------------------------------
   const v: Float32Array = await f32.data();
   const d: Float64Array = await f64.data();

@@ -63,7 +63,15 @@ pub fn index_put(base: &Host, idx: &[&Host], values: &Host, accumulate: bool) ->
     let rest = &base.shape[k..];
     let mut out = base.clone();
     for p in indices(&b) {
-        let lead: Vec<usize> = idx.iter().map(|i| broadcast_at(i, &p) as usize).collect();
+        // A negative index counts from the end of its dim.
+        let lead: Vec<usize> = idx
+            .iter()
+            .zip(&base.shape)
+            .map(|(i, &n)| {
+                let v = broadcast_at(i, &p) as isize;
+                (if v < 0 { v + n as isize } else { v }) as usize
+            })
+            .collect();
         for q in indices(rest) {
             let at: Vec<usize> = lead.iter().chain(&q).copied().collect();
             let from: Vec<usize> = p.iter().chain(&q).copied().collect();

@@ -11,6 +11,7 @@ use super::read::Reader;
 use crate::ops::args::{Args, Value, Values};
 use crate::ops::signature::Signature;
 use crate::ops::surface::{self, Method};
+use crate::ops::Outputs;
 use crate::web::args::Opts;
 use crate::web::{js_error, JsResult, JsTensor, Kind, Named};
 use js_sys::{Array, Object, Reflect};
@@ -73,8 +74,9 @@ fn methods_error(e: &str) -> crate::web::JsOpError {
     js_error("init", Kind::Value, format!("the op registry cannot make its JS methods: {e}"))
 }
 
-/// `[{ name, id, arity, method }]`: the generated `Tensor` methods
-/// (`method: true`) and module functions, for web/api.js.
+/// `[{ name, id, arity, method, pair }]`: the generated `Tensor` methods
+/// (`method: true`) and module functions, for web/api.js; `pair`: the
+/// method returns `[values, indices]` (its callers are `callPairMethodN`).
 #[doc(hidden)]
 #[wasm_bindgen(js_name = opMethods)]
 pub fn op_methods() -> JsResult<Array> {
@@ -90,19 +92,35 @@ pub fn op_methods() -> JsResult<Array> {
                 let _ = Reflect::set(&o, &"id".into(), &JsValue::from(id as u32));
                 let _ = Reflect::set(&o, &"arity".into(), &JsValue::from(m.arity() as u32));
                 let _ = Reflect::set(&o, &"method".into(), &JsValue::from(m.method));
+                let _ = Reflect::set(&o, &"pair".into(), &JsValue::from(m.pair()));
                 JsValue::from(o)
             })
             .collect())
     })
 }
 
+/// The one tensor of an op whose signature returns one.
+fn one(outs: Outputs) -> JsTensor {
+    JsTensor::wrap(outs.into_iter().next().expect("a forward gives at least one tensor"))
+}
+
+/// `[values, indices]` of an op whose signature returns PyTorch's pair.
+fn pair(outs: Outputs) -> Array {
+    outs.into_iter().map(|t| JsValue::from(JsTensor::wrap(t))).collect()
+}
+
 macro_rules! callers {
-    ($($name:ident, $js:literal, [$($arg:ident),*];)*) => {
+    ($($name:ident, $pair:ident, $js:literal, $js_pair:literal, [$($arg:ident),*];)*) => {
         $(
             #[doc(hidden)]
             #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor")]
             pub fn $name(id: u32, this: &JsTensor, $($arg: JsValue),*) -> JsResult<JsTensor> {
-                call(id, Some(this), &[$($arg),*])
+                call(id, Some(this), &[$($arg),*]).map(one)
+            }
+            #[doc(hidden)]
+            #[wasm_bindgen(js_name = $js_pair, unchecked_return_type = "[Tensor, Tensor]")]
+            pub fn $pair(id: u32, this: &JsTensor, $($arg: JsValue),*) -> JsResult<Array> {
+                call(id, Some(this), &[$($arg),*]).map(pair)
             }
         )*
     };
@@ -114,7 +132,7 @@ macro_rules! function_callers {
             #[doc(hidden)]
             #[wasm_bindgen(js_name = $js, unchecked_return_type = "Tensor")]
             pub fn $name(id: u32, $($arg: JsValue),*) -> JsResult<JsTensor> {
-                call(id, None, &[$($arg),*])
+                call(id, None, &[$($arg),*]).map(one)
             }
         )*
     };
@@ -129,15 +147,15 @@ function_callers! {
 }
 
 callers! {
-    call_method0, "callMethod0", [];
-    call_method1, "callMethod1", [a];
-    call_method2, "callMethod2", [a, b];
-    call_method3, "callMethod3", [a, b, c];
-    call_method4, "callMethod4", [a, b, c, d];
-    call_method5, "callMethod5", [a, b, c, d, e];
+    call_method0, call_pair_method0, "callMethod0", "callPairMethod0", [];
+    call_method1, call_pair_method1, "callMethod1", "callPairMethod1", [a];
+    call_method2, call_pair_method2, "callMethod2", "callPairMethod2", [a, b];
+    call_method3, call_pair_method3, "callMethod3", "callPairMethod3", [a, b, c];
+    call_method4, call_pair_method4, "callMethod4", "callPairMethod4", [a, b, c, d];
+    call_method5, call_pair_method5, "callMethod5", "callPairMethod5", [a, b, c, d, e];
 }
 
-fn call(id: u32, this: Option<&JsTensor>, given: &[JsValue]) -> JsResult<JsTensor> {
+fn call(id: u32, this: Option<&JsTensor>, given: &[JsValue]) -> JsResult<Outputs> {
     METHODS.with(|ms| {
         let ms = ms.as_ref().map_err(|e| methods_error(e))?;
         let Some(b) = ms.get(id as usize) else {
@@ -184,10 +202,10 @@ fn run(
     sig: &Signature,
     x: Option<crate::tensor::Tensor>,
     values: Values,
-) -> JsResult<JsTensor> {
+) -> JsResult<Outputs> {
     let forward = def.forward.ok_or_else(|| js_error(op, Kind::Argument, "has no forward"))?;
     let a = Args::bind(def, sig, x, values).named(op)?;
-    Ok(JsTensor::wrap(forward(&a).named(op)?))
+    forward.run(&a).named(op)
 }
 
 /// What the caller passed, for the error when no overload takes it.

@@ -161,12 +161,19 @@ export const OPS = [
   T('prod(3) of a 2-D tensor', (s, f) => f.x.prod(3), 'prod', /axis 3/, 'axis'),
   T('argsort(1) of a 1-D tensor', (s, f) => f.v.argsort(1), 'argsort', /axis 1/, 'axis'),
   G('argsort of a bool tensor: false first, ties keep their order', (s) => s.tensor([true, false, true, false], { dtype: 'bool' }).argsort(), { values: [1, 3, 0, 2] }),
-  G('sort of an int32 tensor, descending', (s) => s.tensor([3, -1, 3, 0], { dtype: 'int32' }).sort(0, true), { values: [3, 3, 0, -1] }),
+  G('sort of an int32 tensor, descending: [values, indices], ties in order', (s) => s.tensor([3, -1, 3, 0], { dtype: 'int32' }).sort(0, true), [
+    { dtype: 'int32', values: [3, 3, 0, -1] },
+    { dtype: 'int32', values: [0, 2, 3, 1] },
+  ]),
   T('sort(-2) of a 1-D tensor', (s, f) => f.v.sort(-2), 'sort', /axis -2/, 'axis'),
   T('topk(4) of 3 elements', (s, f) => f.v.topk(4), 'topk', /k = 4/, /3 elements/, 'value'),
   G('prod of an empty tensor is 1', (s) => s.ones([0]).prod(), { shape: [], values: 1 }),
   G('argsort: NaN is the largest, ties keep their order', (s) => s.tensor([1, NaN, -1, 1]).argsort(), { values: [2, 0, 3, 1] }),
-  G('sort descending: NaN first', (s) => s.tensor([1, NaN, -1]).sort(0, true), { values: [NaN, 1, -1] }),
+  G('sort descending: NaN first', (s) => s.tensor([1, NaN, -1]).sort(0, true), [{ values: [NaN, 1, -1] }, { values: [1, 0, 2] }]),
+  G('topk: [values, indices] of the largest', (s) => s.tensor([[1, 5, 3], [4, 2, 6]]).topk(2, 1), [
+    { shape: [2, 2], values: [[5, 3], [6, 4]] },
+    { shape: [2, 2], dtype: 'int32', values: [[1, 2], [2, 0]] },
+  ]),
 
   // ---- indexing
   T('indexSelect with float indices', (s, f) => f.v.indexSelect(0, f.v), 'indexSelect', /int32|i32|index/),
@@ -180,6 +187,8 @@ export const OPS = [
   T('scatter with float indices', (s, f) => f.x.scatter(0, f.x, f.x), 'scatter', /int32|i32|index/),
   T("scatterReduce with reduce 'max'", (s, f) => f.x.scatterReduce(0, f.i.reshape([1, 2]), f.x, 'max'), 'scatterReduce', /reduce must be 'sum'/, /"max"/),
   T('indexPut with an index out of range', (s, f) => f.x.indexPut([s.tensor([2], { dtype: 'int32' })], s.ones([2])), 'indexPut', /index 2 is out of range/),
+  T('indexPut with a negative index past the start', (s, f) => f.x.indexPut([s.tensor([-3], { dtype: 'int32' })], s.ones([2])), 'indexPut', /index -3 is out of range/),
+  G('indexPut counts a negative index from the end', (s, f) => f.x.indexPut([s.tensor([-1], { dtype: 'int32' })], s.tensor([7, 8])), { values: [[1, 2], [7, 8]] }),
   T('indexPut(x) (not a list of indices)', (s, f) => f.x.indexPut(f.i, s.ones([2])), 'indexPut', /indices must be an array of Tensors/),
   T('einsum(5, [x])', (s, f) => s.einsum(5, [f.x]), 'einsum', /equation must be a string/, /the number 5/),
   T("einsum('ij', x) (not a list)", (s, f) => s.einsum('ij', f.x), 'einsum', /operands must be an array of Tensors/),

@@ -263,6 +263,8 @@ export const OP_TABLE = {
     'index_put overwrite, broadcast indices and values': (s, [x, i, j, v]) => x.indexPut([i, j], v, false),
     'index_put overwrite rows with duplicates': (s, [x, i, v]) => x.indexPut([i], v),
     'index_put int32 accumulate': (s, [x, i, v]) => x.indexPut([i], v, true),
+    'index_put accumulate, negative indices': (s, [x, i, v]) => x.indexPut([i], v, true),
+    'index_put overwrite, negative indices': (s, [x, i, j, v]) => x.indexPut([i, j], v, false),
   },
 
   // ---- conv.rs
@@ -484,19 +486,20 @@ export const OP_TABLE = {
     'argsort int32 descending, rows of 700': (s, [x]) => x.argsort(1, true),
     'argsort bool': (s, [x]) => x.toDtype('bool').argsort(1),
   },
+  // sort and topk give [values, indices]; the registry's cases check the
+  // values, and the indices where a case says so.
   sort: {
-    'sort last axis': (s, [x]) => x.sort(-1, false, { stable: true }),
-    'sort axis 1 descending': (s, [x]) => x.sort(1, true),
-    'sort with ties': (s, [x]) => x.sort(1),
-    'sort with NaN': (s, [x, y]) => x.div(y).sort(-1, true, { stable: true }),
-    'sort int32 descending': (s, [x]) => x.sort(1, true),
+    'sort last axis': (s, [x]) => x.sort(-1, false, { stable: true })[0],
+    'sort axis 1 descending': (s, [x]) => x.sort(1, true)[0],
+    'sort with ties': (s, [x]) => x.sort(1)[0],
+    'sort with NaN': (s, [x, y]) => x.div(y).sort(-1, true, { stable: true })[0],
+    'sort int32 descending': (s, [x]) => x.sort(1, true)[0],
   },
   topk: {
-    'topk 2 largest of the last axis': (s, [x]) => x.topk(2),
-    'topk 3 smallest along axis 0': (s, [x]) => x.topk(3, 0, false),
-    // The registry's `topk` gives the values; the indices are argsort's first k.
-    'topk indices with ties': (s, [x]) => x.argsort(1, true).narrow(1, 0, 4),
-    'topk int32 indices with ties': (s, [x]) => x.argsort(-1, true).narrow(-1, 0, 3),
-    'topk of a scalar': (s, [x]) => x.topk(1, 0, true, true),
+    'topk 2 largest of the last axis': (s, [x]) => x.topk(2)[0],
+    'topk 3 smallest along axis 0': (s, [x]) => x.topk(3, 0, false)[0],
+    'topk indices with ties': (s, [x]) => x.topk(4, 1)[1],
+    'topk int32 indices with ties': (s, [x]) => x.topk(3, -1)[1],
+    'topk of a scalar': (s, [x]) => x.topk(1, 0, true, true)[0],
   },
 };

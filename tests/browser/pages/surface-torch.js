@@ -79,9 +79,9 @@ const OPS = [
   ['prod_zeros', ['x'], ([x]) => x.prod(1)],
   ['prod_zeros_keepdim', ['x'], ([x]) => x.prod(0, { keepdim: true })],
   ['prod_all', ['x'], ([x]) => x.prod()],
-  ['sort_descending', ['x'], ([x]) => x.sort(0, true)],
-  ['topk', ['x'], ([x]) => x.topk(3, 1)],
-  ['topk_smallest', ['x'], ([x]) => x.topk(2, 0, false)],
+  ['sort_descending', ['x'], ([x]) => x.sort(0, true)[0]],
+  ['topk', ['x'], ([x]) => x.topk(3, 1)[0]],
+  ['topk_smallest', ['x'], ([x]) => x.topk(2, 0, false)[0]],
   ['scatter', ['x', 'src'], ([x, src], fx) => x.scatter(0, fx.get('scatter.idx'), src)],
   ...['sum', 'prod', 'mean', 'amax', 'amin'].flatMap((reduce) =>
     [true, false].map((includeSelf) => {
@@ -89,7 +89,7 @@ const OPS = [
       return [e, ['x', 'src'], ([x, src], fx) => x.scatterReduce(0, fx.get(`${e}.idx`), src, reduce, { includeSelf })];
     }),
   ),
-  ...[['index_put_acc', true], ['index_put_set', false]].map(([e, accumulate]) => [
+  ...[['index_put_acc', true], ['index_put_set', false], ['index_put_neg', true]].map(([e, accumulate]) => [
     e,
     ['x', 'v'],
     ([x, v], fx) => x.indexPut([fx.get(`${e}.i0`), fx.get(`${e}.i1`)], v, accumulate),
@@ -276,19 +276,23 @@ export const torchScenarios = {
       c.equal(`${e}: values`, await y.array(), await want.array());
     }
     // Sorts with ties and NaN: PyTorch's stable order, values and positions
-    // exactly (the JS `sort` gives the values, `argsort` the positions).
+    // exactly (`sort` gives [values, indices], as torch.sort; `argsort` the positions).
     for (const [e, descending] of [['sort_ties_stable', false], ['sort_ties_descending', true]]) {
       const x = fx.get(`${e}.x`);
-      c.equal(`${e}: values`, await arr(x.sort(1, descending, { stable: true })), await arr(fx.get(`${e}.y`)));
-      c.equal(`${e}: indices`, await arr(x.argsort(1, descending, { stable: true })), await arr(fx.get(`${e}.indices`)));
+      const [values, indices] = x.sort(1, descending, { stable: true });
+      c.equal(`${e}: values`, await arr(values), await arr(fx.get(`${e}.y`)));
+      c.equal(`${e}: indices`, await arr(indices), await arr(fx.get(`${e}.indices`)));
+      c.equal(`${e}: argsort`, await arr(x.argsort(1, descending, { stable: true })), await arr(fx.get(`${e}.indices`)));
     }
     {
       // Among ties torch.topk picks its own positions: the values agree, and
       // both sets of positions hold them.
       const x = fx.get('topk_ties.x');
       const want = await arr(fx.get('topk_ties.y'));
-      c.equal('topk_ties: values', await arr(x.topk(4, 1)), want);
-      c.equal('topk_ties: skiff positions', await arr(x.gather(1, x.argsort(1, true).narrow(1, 0, 4))), want);
+      const [values, indices] = x.topk(4, 1);
+      c.equal('topk_ties: values', await arr(values), want);
+      c.equal('topk_ties: indices are int32', indices.dtype, 'int32');
+      c.equal('topk_ties: skiff positions', await arr(x.gather(1, indices)), want);
       c.equal('topk_ties: torch positions', await arr(x.gather(1, fx.get('topk_ties.indices'))), want);
     }
     // A tensor of the fixture no check read is an entry (or part) left unchecked.
