@@ -150,3 +150,34 @@ fn recurrent_layers_print_and_name_their_parameters_as_pytorch_does() {
     }
     assert_eq!(names, want);
 }
+
+/// PyTorch's unbatched forms: an LSTM layer on [L, H_in] with states
+/// [layers, H], and a cell on [H_in] with states [H], give the batch of
+/// one's results with the batch dim taken out.
+#[test]
+fn unbatched_inputs_and_states_are_a_batch_of_one() -> Result<()> {
+    skiff::manual_seed(3);
+    let f64s = |shape: &[usize]| Tensor::randn(shape, skiff::DType::F64);
+    let config = RecurrentConfig { num_layers: 2, ..Default::default() };
+    let layer = Recurrent::new(RecurrentKind::Lstm, 3, 4, config)?;
+    layer.to_dtype(skiff::DType::F64)?;
+    let (x, h, c) = (f64s(&[5, 3])?, f64s(&[2, 4])?, f64s(&[2, 4])?);
+    let state = RecurrentState { h: h.clone(), c: Some(c.clone()) };
+    let (out, s) = layer.forward_with_state(&x, Some(&state))?;
+    let batch = RecurrentState { h: h.unsqueeze(1)?, c: Some(c.unsqueeze(1)?) };
+    let (want, ws) = layer.forward_with_state(&x.unsqueeze(1)?, Some(&batch))?;
+    assert_eq!(out.to_vec::<f64>()?, want.squeeze(Some(1))?.to_vec::<f64>()?);
+    assert_eq!(s.h.shape(), &[2, 4]);
+    assert_eq!(s.h.to_vec::<f64>()?, ws.h.to_vec::<f64>()?);
+
+    let cell = RecurrentCell::new(RecurrentKind::Lstm, 3, 4, true)?;
+    cell.to_dtype(skiff::DType::F64)?;
+    let (x, h, c) = (f64s(&[3])?, f64s(&[4])?, f64s(&[4])?);
+    let s = cell.step(&x, Some(&RecurrentState { h: h.clone(), c: Some(c.clone()) }))?;
+    let batch = RecurrentState { h: h.unsqueeze(0)?, c: Some(c.unsqueeze(0)?) };
+    let want = cell.step(&x.unsqueeze(0)?, Some(&batch))?;
+    assert_eq!(s.h.shape(), &[4]);
+    assert_eq!(s.h.to_vec::<f64>()?, want.h.to_vec::<f64>()?);
+    assert_eq!(s.c.expect("an LSTM cell's c").to_vec::<f64>()?, want.c.expect("c").to_vec::<f64>()?);
+    Ok(())
+}

@@ -147,6 +147,30 @@ impl Default for RecurrentConfig {
     }
 }
 
+/// A layer's or cell's starting state `what` (h0, c0, h, c): zeros of
+/// `shape` like `x` when none is given, else the given one, which for an
+/// unbatched input (`unbatched_axis`: where its batch dim of 1 goes) gets
+/// that dim, and must then have `shape`.
+fn initial_state(
+    op: &'static str,
+    t: Option<&Tensor>,
+    what: &str,
+    shape: &[usize],
+    unbatched_axis: Option<isize>,
+    x: &Tensor,
+) -> Result<Tensor> {
+    let Some(t) = t else { return Tensor::zeros_on(shape, x.dtype(), &x.device()) };
+    let t = match unbatched_axis {
+        None => t.clone(),
+        Some(axis) => t.unsqueeze(axis)?,
+    };
+    if t.shape() != shape {
+        let msg = format!("{what} must have shape {shape:?} for input {:?}, got {:?}", x.shape(), t.shape());
+        return Err(Error::shape(op, msg));
+    }
+    Ok(t)
+}
+
 /// A stack of recurrent layers; `RNN`, `LSTM` and `GRU` are this with their kind.
 pub struct Recurrent {
     core: Core,
@@ -235,25 +259,8 @@ impl Recurrent {
         };
         let (len, n) = (x.shape()[0], x.shape()[1]);
         let state_shape = [self.config.num_layers * dirs, n, hidden];
-        let initial = |t: Option<&Tensor>, what: &str| -> Result<Tensor> {
-            match t {
-                None => Tensor::zeros_on(&state_shape, x.dtype(), &x.device()),
-                Some(t) => {
-                    let t = if batched { t.clone() } else { t.unsqueeze(1)? };
-                    if t.shape() != state_shape {
-                        return Err(Error::shape(
-                            op,
-                            format!(
-                                "{what} must have shape {state_shape:?} for input {:?}, got {:?}",
-                                x.shape(),
-                                t.shape()
-                            ),
-                        ));
-                    }
-                    Ok(t)
-                }
-            }
-        };
+        let initial =
+            |t: Option<&Tensor>, what: &str| initial_state(op, t, what, &state_shape, (!batched).then_some(1), &x);
         if !lstm && state.is_some_and(|s| s.c.is_some()) {
             return Err(Error::value(op, "has no cell state: give h0 alone (c0 is an LSTM's)"));
         }
@@ -388,18 +395,7 @@ impl RecurrentCell {
         let x = if batched { x.clone() } else { x.unsqueeze(0)? };
         let n = x.shape()[0];
         let shape = [n, self.hidden_size];
-        let get = |t: Option<&Tensor>, what: &str| -> Result<Tensor> {
-            match t {
-                None => Tensor::zeros_on(&shape, x.dtype(), &x.device()),
-                Some(t) => {
-                    let t = if batched { t.clone() } else { t.unsqueeze(0)? };
-                    if t.shape() != shape {
-                        return Err(Error::shape(op, format!("{what} must have shape {shape:?}, got {:?}", t.shape())));
-                    }
-                    Ok(t)
-                }
-            }
-        };
+        let get = |t: Option<&Tensor>, what: &str| initial_state(op, t, what, &shape, (!batched).then_some(0), &x);
         let h = get(state.map(|s| &s.h), "h")?;
         let c = if self.kind == RecurrentKind::Lstm { Some(get(state.and_then(|s| s.c.as_ref()), "c")?) } else { None };
         let (h, c) = self.weights.step(self.kind, &self.weights.project_input(&x)?, &h, c.as_ref())?;
