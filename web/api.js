@@ -43,25 +43,26 @@ export function _setLoader(fn) {
 // and calling into wasm with exactly its arity: no rest arguments, no
 // apply, no argument array per call (the per-op cost of small ops).
 const T = raw.Tensor;
-const CALLERS = [
-  (id, op) => function () { checkReceiver(T, op, this); return raw.callMethod0(id, this); },
-  (id, op) => function (a) { checkReceiver(T, op, this); return raw.callMethod1(id, this, a); },
-  (id, op) => function (a, b) { checkReceiver(T, op, this); return raw.callMethod2(id, this, a, b); },
-  (id, op) => function (a, b, c) { checkReceiver(T, op, this); return raw.callMethod3(id, this, a, b, c); },
-  (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callMethod4(id, this, a, b, c, d); },
-  (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return raw.callMethod5(id, this, a, b, c, d, e); },
+// One caller per arity, over the six wasm entry points `f` of one kind.
+const receiverCallers = ([f0, f1, f2, f3, f4, f5]) => [
+  (id, op) => function () { checkReceiver(T, op, this); return f0(id, this); },
+  (id, op) => function (a) { checkReceiver(T, op, this); return f1(id, this, a); },
+  (id, op) => function (a, b) { checkReceiver(T, op, this); return f2(id, this, a, b); },
+  (id, op) => function (a, b, c) { checkReceiver(T, op, this); return f3(id, this, a, b, c); },
+  (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return f4(id, this, a, b, c, d); },
+  (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return f5(id, this, a, b, c, d, e); },
 ];
-
+const CALLERS = receiverCallers([raw.callMethod0, raw.callMethod1, raw.callMethod2, raw.callMethod3, raw.callMethod4, raw.callMethod5]);
 // The methods that return PyTorch's (values, indices) pair (`sort`, `topk`):
 // `[values, indices]` from wasm as one array.
-const PAIR_CALLERS = [
-  (id, op) => function () { checkReceiver(T, op, this); return raw.callPairMethod0(id, this); },
-  (id, op) => function (a) { checkReceiver(T, op, this); return raw.callPairMethod1(id, this, a); },
-  (id, op) => function (a, b) { checkReceiver(T, op, this); return raw.callPairMethod2(id, this, a, b); },
-  (id, op) => function (a, b, c) { checkReceiver(T, op, this); return raw.callPairMethod3(id, this, a, b, c); },
-  (id, op) => function (a, b, c, d) { checkReceiver(T, op, this); return raw.callPairMethod4(id, this, a, b, c, d); },
-  (id, op) => function (a, b, c, d, e) { checkReceiver(T, op, this); return raw.callPairMethod5(id, this, a, b, c, d, e); },
-];
+const PAIR_CALLERS = receiverCallers([
+  raw.callPairMethod0,
+  raw.callPairMethod1,
+  raw.callPairMethod2,
+  raw.callPairMethod3,
+  raw.callPairMethod4,
+  raw.callPairMethod5,
+]);
 
 // The module functions the registry generates, bound at init() by name.
 const FUNCTION_CALLERS = [
