@@ -338,27 +338,26 @@ impl Tensor {
     }
 }
 
-/// The flat position of each indexed slice, sum_j index_j * stride_j,
-/// broadcast to `b` (int32). Int32 has no arithmetic kernels, so the sum is
-/// formed in a float dtype where it is exact (f64 on the cpu; f32 on a GPU
-/// up to 2^24 positions) and cast back; past that a GPU looks the positions
-/// up in a table instead (`table_lookup`). On a GPU, where the range checks
-/// report later, a position with any index out of its range becomes -1, so
-/// it writes nothing rather than into another slice.
 /// `i + n` where `-n <= i < 0` (an index counted from the end of a dim of
 /// `n`), `i` elsewhere: a value below `-n` stays as it is, so the range
 /// check names the value the caller passed.
 ///
-/// A GPU index whose values the host holds (uploaded, not computed there)
-/// is wrapped on the host and uploaded with its values, so its range check
-/// still runs at once rather than at the next readback. Otherwise the wrap
-/// is elementwise ops: int32 has no arithmetic kernels, so the sum is taken
-/// in f64 on the cpu and in f32 on a GPU, exact there for dims up to 2^24
-/// only, so longer GPU dims keep `i` unchanged.
+/// Where the host holds the values (a cpu index, or a GPU one uploaded
+/// rather than computed there), they are wrapped on the host, and only when
+/// one is negative; a GPU index keeps its values, so its range check still
+/// runs at once rather than at the next readback. Otherwise (a device-made
+/// index, or any index while `jit` records) the wrap is elementwise ops:
+/// int32 has no arithmetic kernels, so the sum is taken in f64 on the cpu
+/// and in f32 on a GPU, exact there for dims up to 2^24 only, so longer GPU
+/// dims keep `i` unchanged.
 fn from_the_end(i: &Tensor, n: usize) -> Result<Tensor> {
     let device = i.device();
-    if device.is_gpu() && !crate::dispatch::record::active() {
-        if let Some(values) = i.storage().mirrored(i.layout()) {
+    if !crate::dispatch::record::active() {
+        let host = if device.is_gpu() { i.storage().mirrored(i.layout()) } else { Some(i.to_vec::<i32>()?) };
+        if let Some(values) = host {
+            if values.iter().all(|&v| v >= 0) {
+                return Ok(i.clone());
+            }
             let n = n as i64;
             let wrap = |v: i32| if v < 0 && v as i64 >= -n { (v as i64 + n) as i32 } else { v };
             return Tensor::from_vec(values.into_iter().map(wrap).collect::<Vec<i32>>(), i.shape())?.to(&device);
@@ -374,6 +373,13 @@ fn from_the_end(i: &Tensor, n: usize) -> Result<Tensor> {
     Tensor::where_(&counted_back, &shifted, i)
 }
 
+/// The flat position of each indexed slice, sum_j index_j * stride_j,
+/// broadcast to `b` (int32). Int32 has no arithmetic kernels, so the sum is
+/// formed in a float dtype where it is exact (f64 on the cpu; f32 on a GPU
+/// up to 2^24 positions) and cast back; past that a GPU looks the positions
+/// up in a table instead (`table_lookup`). On a GPU, where the range checks
+/// report later, a position with any index out of its range becomes -1, so
+/// it writes nothing rather than into another slice.
 fn linear_index(indices: &[Tensor], lead: &[usize], b: &[usize]) -> Result<Tensor> {
     if indices.len() == 1 {
         return indices[0].expand_dims(b);
