@@ -2,14 +2,15 @@
 //! allocates nothing after its first steps, a loop with a fresh input each
 //! step keeps the pool within its cap (which follows the live bytes), idle
 //! buffers are trimmed, `empty_cache` empties it, and a steady CNN loop (whose
-//! buffers are needed at different moments) is served from the pool too.
+//! buffers are needed at different moments) is served from the pool too, and
+//! so are a kernel's temporaries (a ConvTranspose2d step's gathered copies).
 //!
 //! The pool is process-wide, so this file is one test running its phases in
 //! order (other test binaries are other processes).
 
 use crate::common;
 use skiff::backend::cpu::pool;
-use skiff::nn::{Layer, Linear, ReLU, Sequential};
+use skiff::nn::{ConvTranspose2d, ConvTranspose2dConfig, Layer, Linear, ReLU, Sequential};
 use skiff::optim::{Adam, AdamConfig, Optimizer};
 use skiff::{manual_seed, DType, Reduction, Tensor};
 
@@ -143,4 +144,30 @@ fn the_cpu_pool_serves_steady_loops_and_stays_bounded_by_live_bytes() {
     let steady = pool::stats();
     let per_step = (steady.allocated - warm.allocated) as f64 / 20.0;
     assert!(per_step <= 4.0, "{per_step} pooled allocations per steady CNN step: {warm:?} -> {steady:?}");
+
+    // ---- a kernel's temporaries return to the pool too (`Scratch`): a
+    // ConvTranspose2d step gathers its expanded output gradient into
+    // contiguous copies (for the bias gradient's sum and for the columns of
+    // the input gradient) that are never storages. Given back to the
+    // allocator, they came back as fresh pages every step.
+    let c = ConvTranspose2dConfig { stride: [2, 2], padding: [1, 1], ..Default::default() };
+    let convt = ConvTranspose2d::with_config(8, 4, [4, 4], c).unwrap();
+    let x = Tensor::randn(&[8, 8, 8, 8], DType::F32).unwrap().requires_grad_(true).unwrap();
+    let convt_step = || {
+        convt.zero_grad();
+        x.zero_grad();
+        convt.forward(&x).unwrap().sum_all().unwrap().backward().unwrap();
+    };
+    for _ in 0..3 {
+        convt_step();
+    }
+    let warm = pool::stats();
+    for _ in 0..10 {
+        convt_step();
+    }
+    let steady = pool::stats();
+    assert_eq!(
+        steady.allocated, warm.allocated,
+        "a steady ConvTranspose2d step allocates nothing: {warm:?} -> {steady:?}"
+    );
 }

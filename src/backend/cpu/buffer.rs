@@ -180,13 +180,63 @@ pub fn view_mut<'a, T>(buf: &'a mut [T], layout: &Layout) -> ArrayViewMutD<'a, T
     ArrayViewMut::from_shape(shape, &mut buf[layout.offset..]).expect("written layouts are validated and never alias")
 }
 
+/// A buffer from the pool that a kernel needs only while it runs (a gathered
+/// copy of a strided input, im2col columns): it goes back to the pool when
+/// dropped (`pool::give_back`), as a storage's buffer does, so a training
+/// loop reuses it instead of faulting fresh pages in every step.
+pub struct Scratch<T: Elem>(Vec<T>);
+
+impl<T: Elem> Scratch<T> {
+    /// Holds `v` (normally from `pool::take`) until dropped.
+    pub fn new(v: Vec<T>) -> Self {
+        Scratch(v)
+    }
+}
+
+impl<T: Elem> std::ops::Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Elem> std::ops::DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+impl<T: Elem> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        super::pool::give_back(std::mem::take(&mut self.0));
+    }
+}
+
+/// The elements of a view in row-major order (`contiguous`).
+pub enum Contiguous<'a, T: Elem> {
+    /// The view was contiguous already: its elements, not copied.
+    Borrowed(&'a [T]),
+    /// A strided view, gathered into a buffer that returns to the pool.
+    Gathered(Scratch<T>),
+}
+
+impl<T: Elem> std::ops::Deref for Contiguous<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Contiguous::Borrowed(s) => s,
+            Contiguous::Gathered(s) => s,
+        }
+    }
+}
+
 /// The elements of the view `layout` of `src` in row-major order, borrowed
 /// when the view is already contiguous (no copy), else gathered.
-pub fn contiguous<'a, T: Elem>(src: &'a [T], layout: &Layout) -> std::borrow::Cow<'a, [T]> {
+pub fn contiguous<'a, T: Elem>(src: &'a [T], layout: &Layout) -> Contiguous<'a, T> {
     if layout.is_contiguous() {
-        std::borrow::Cow::Borrowed(&src[layout.offset..layout.offset + layout.numel()])
+        Contiguous::Borrowed(&src[layout.offset..layout.offset + layout.numel()])
     } else {
-        std::borrow::Cow::Owned(gather_strided(src, layout))
+        Contiguous::Gathered(Scratch::new(gather_strided(src, layout)))
     }
 }
 

@@ -38,18 +38,23 @@ const MIN_PER_THREAD: usize = 1 << 22;
 /// Runs `f(plane, ki, kj, part)` for every row of the column matrix, that
 /// is every [h, w] input plane (`n * c + channel`) and tap, with `part` the
 /// `per_plane` elements of `out` that belong to the plane (`out` holds
-/// `n * c` such parts). Blocks of planes run on all cores when there is
-/// work enough (`parallel::for_blocks`); planes never share output.
-fn for_each_plane_tap<T: Send>(
+/// `n * c` such parts), zeroed first when `zeroed`. Blocks of planes run on
+/// all cores when there is work enough (`parallel::for_blocks`); planes never
+/// share output. Zeroing a plane's part here, just before its taps write it,
+/// costs less than zeroing all of `out` up front: in cache, and on every core.
+fn for_each_plane_tap<T: Elem>(
     g: &Window2d,
     out: &mut [T],
-    per_plane: usize,
-    work_per_plane: usize,
+    (per_plane, work_per_plane): (usize, usize),
+    zeroed: bool,
     f: impl Fn(usize, usize, usize, &mut [T]) + Sync,
 ) {
     let [kh, kw] = g.kernel;
     super::parallel::for_blocks(out, g.n * g.c, per_plane, 1, work_per_plane, MIN_PER_THREAD, |planes, part| {
         for (plane, part) in planes.zip(part.chunks_exact_mut(per_plane)) {
+            if zeroed {
+                part.fill(T::default());
+            }
             for ki in 0..kh {
                 for kj in 0..kw {
                     f(plane, ki, kj, part);
@@ -65,15 +70,16 @@ fn for_each_plane_tap<T: Send>(
 pub fn unfold<T: Elem>(x: &[T], g: &Window2d) -> Vec<T> {
     let (l, hw) = (g.windows(), g.h * g.w);
     let len = g.n * g.col_rows() * l;
-    // From the pool (a fresh allocation is zero-faulted page by page); without
-    // padding every element is written below, so no zero fill either.
-    let mut out = if g.padding == [0, 0] && hw > 0 { pool::take(len) } else { pool::take_filled(len, T::default()) };
     if l == 0 || hw == 0 {
-        return out;
+        return pool::take_filled(len, T::default());
     }
+    // From the pool (a fresh allocation is zero-faulted page by page). Only
+    // windows reaching into the padding leave elements unwritten below: then
+    // each plane's rows are zeroed as they are filled.
+    let mut out = pool::take(len);
     let ([sh, sw], [ph, pw], [dh, dw]) = (g.stride, g.padding, g.dilation);
     let per_plane = g.kernel[0] * g.kernel[1] * l;
-    for_each_plane_tap(g, &mut out, per_plane, per_plane, |plane, ki, kj, rows| {
+    for_each_plane_tap(g, &mut out, (per_plane, per_plane), g.padding != [0, 0], |plane, ki, kj, rows| {
         let src = &x[plane * hw..(plane + 1) * hw];
         let dst = &mut rows[(ki * g.kernel[1] + kj) * l..][..l];
         let (oh_lo, oh_hi) = valid(g.out_h, sh, ki * dh, ph, g.h);
@@ -105,13 +111,13 @@ pub fn unfold<T: Elem>(x: &[T], g: &Window2d) -> Vec<T> {
 /// input position it was read from (overlapping windows sum, padding drops).
 pub fn fold<T: Elem + Add<Output = T>>(cols: &[T], g: &Window2d) -> Vec<T> {
     let (l, hw) = (g.windows(), g.h * g.w);
-    let mut out = pool::take_filled(g.n * g.c * hw, T::default());
     if l == 0 || hw == 0 {
-        return out;
+        return pool::take_filled(g.n * g.c * hw, T::default());
     }
+    let mut out = pool::take(g.n * g.c * hw);
     let ([sh, sw], [ph, pw], [dh, dw]) = (g.stride, g.padding, g.dilation);
     let taps = g.kernel[0] * g.kernel[1];
-    for_each_plane_tap(g, &mut out, hw, taps * l, |plane, ki, kj, dst| {
+    for_each_plane_tap(g, &mut out, (hw, taps * l), true, |plane, ki, kj, dst| {
         let row = plane * taps + ki * g.kernel[1] + kj;
         let src = &cols[row * l..(row + 1) * l];
         let (oh_lo, oh_hi) = valid(g.out_h, sh, ki * dh, ph, g.h);

@@ -39,7 +39,7 @@ pub fn unary_map<T: Elem>(x: &[T], layout: &Layout, k: UnarySlice<T>, p: [T; 2])
     } else {
         // The slice kernel wants one contiguous run: copying the view once
         // and running it over the whole is faster than lane by lane.
-        let tmp = gather_strided(x, layout);
+        let tmp = super::Scratch::new(gather_strided(x, layout));
         k(&tmp, &mut out, p);
     }
     out

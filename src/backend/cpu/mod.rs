@@ -2,7 +2,7 @@
 
 pub mod buffer;
 
-pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, CpuBuffer, Elem};
+pub use buffer::{contiguous, gather_strided, scatter_strided, view, view_mut, Contiguous, CpuBuffer, Elem, Scratch};
 pub use run::Cpu;
 pub mod conv;
 pub mod create;

@@ -265,6 +265,29 @@ pub(crate) fn storage_dropped(buf: CpuBuffer, counted: usize) {
     drop(released);
 }
 
+/// Takes back a buffer a kernel used only while it ran (`buffer::Scratch`):
+/// it was never a storage, so no live bytes change. Without this, a step's
+/// temporaries (gathered copies of strided inputs, im2col columns) went back
+/// to the allocator, and from there large ones went back to the OS, so every
+/// step faulted their pages in again.
+pub(crate) fn give_back<T: Elem>(v: Vec<T>) {
+    let bytes = v.capacity() * std::mem::size_of::<T>();
+    if !pooled(bytes) {
+        return;
+    }
+    let (buf, mut released) = (T::wrap(v), Vec::new());
+    with_pool(|p| {
+        if bytes > p.cap() {
+            p.stats.released += 1;
+            released.push(buf);
+            return;
+        }
+        p.push((buf.dtype(), class_down(bytes)), bytes, buf);
+        p.shrink_to_cap(&mut released);
+    });
+    drop(released);
+}
+
 /// The most bytes of cpu storages alive at once since the last call, which
 /// starts a new measurement from what is alive now.
 pub fn take_high_water() -> usize {

@@ -6,14 +6,14 @@
 //! contiguous run in one fixed order (`sum_row`: the f64 results the
 //! gradchecks see do not depend on the input's strides).
 
-use super::buffer::{gather_strided, view};
+use super::buffer::{gather_strided, view, Scratch};
 use crate::kernel::ReduceKind;
 use crate::shape::{Dims, Layout};
 use ndarray::{ArrayView2, ArrayView3, ArrayViewMut1, ArrayViewMut2, Axis, Zip};
 use num_traits::Float;
 
 /// Rows of the reduced axes: returns (data, number of rows, row length).
-fn rows<T: super::Elem>(x: &[T], layout: &Layout, axes: &[usize]) -> (Vec<T>, usize, usize) {
+fn rows<T: super::Elem>(x: &[T], layout: &Layout, axes: &[usize]) -> (Scratch<T>, usize, usize) {
     let nd = layout.shape.len();
     let kept: Dims = (0..nd).filter(|d| !axes.contains(d)).collect();
     let perm: Dims = kept.iter().chain(axes.iter()).copied().collect();
@@ -24,7 +24,7 @@ fn rows<T: super::Elem>(x: &[T], layout: &Layout, axes: &[usize]) -> (Vec<T>, us
     };
     let inner: usize = axes.iter().map(|&d| layout.shape[d]).product();
     let outer: usize = kept.iter().map(|&d| layout.shape[d]).product();
-    (gather_strided(x, &permuted), outer, inner)
+    (Scratch::new(gather_strided(x, &permuted)), outer, inner)
 }
 
 fn sum_row<T: Float>(r: &[T]) -> T {

@@ -1,7 +1,7 @@
 //! The cpu backend's `run`: a `KernelSpec` over views, to the slice kernels.
 
 use super::elementwise as k;
-use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem};
+use super::{contiguous, conv, gather_strided, matmul, optim, reduce, scatter_strided, CpuBuffer, Elem, Scratch};
 use crate::backend::api::{mismatch, typed_inputs, wrong_entry, Backend};
 use crate::backend::{Buffer, Storage, View, ViewMut};
 use crate::dtype::DType;
@@ -141,10 +141,10 @@ fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]
         // The cpu has no implicit GEMM: the columns, then the product.
         KernelSpec::ConvGemm(g) => match cpu_inputs::<2>(op, spec, inputs)? {
             [(CpuBuffer::F32(w), lw), (CpuBuffer::F32(x), lx)] => {
-                CpuBuffer::F32(conv_gemm(w, lw, &conv::unfold(&contiguous(x, lx), g), g))
+                CpuBuffer::F32(conv_gemm(w, lw, &Scratch::new(conv::unfold(&contiguous(x, lx), g)), g))
             }
             [(CpuBuffer::F64(w), lw), (CpuBuffer::F64(x), lx)] => {
-                CpuBuffer::F64(conv_gemm(w, lw, &conv::unfold(&contiguous(x, lx), g), g))
+                CpuBuffer::F64(conv_gemm(w, lw, &Scratch::new(conv::unfold(&contiguous(x, lx), g)), g))
             }
             [(a, _), (b, _)] => {
                 return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))
@@ -152,10 +152,10 @@ fn run(op: &'static str, spec: &KernelSpec, inputs: &[View], out_shape: &[usize]
         },
         KernelSpec::ConvWeightGemm(g) => match cpu_inputs::<2>(op, spec, inputs)? {
             [(CpuBuffer::F32(gy), lg), (CpuBuffer::F32(x), lx)] => {
-                CpuBuffer::F32(conv_weight_gemm(gy, lg, &conv::unfold(&contiguous(x, lx), g), g))
+                CpuBuffer::F32(conv_weight_gemm(gy, lg, &Scratch::new(conv::unfold(&contiguous(x, lx), g)), g))
             }
             [(CpuBuffer::F64(gy), lg), (CpuBuffer::F64(x), lx)] => {
-                CpuBuffer::F64(conv_weight_gemm(gy, lg, &conv::unfold(&contiguous(x, lx), g), g))
+                CpuBuffer::F64(conv_weight_gemm(gy, lg, &Scratch::new(conv::unfold(&contiguous(x, lx), g)), g))
             }
             [(a, _), (b, _)] => {
                 return Err(Error::dtype(op, format!("unsupported dtypes {} and {}", a.dtype(), b.dtype())))

@@ -14,7 +14,7 @@ fn internal(op: &'static str, what: &str) -> Error {
 /// The (checked, so non-negative) index values of an i32 view, contiguous:
 /// borrowed when they already are (the kernels cast each one as they use it;
 /// a converted copy cost an eighth of a max-pool's gather).
-fn indices<'a>(op: &'static str, index: &View<'a>) -> Result<std::borrow::Cow<'a, [i32]>> {
+fn indices<'a>(op: &'static str, index: &View<'a>) -> Result<super::Contiguous<'a, i32>> {
     let CpuBuffer::I32(v) = buffer(op, index)? else {
         return Err(Error::dtype(op, format!("index must be i32, got {}", index.buffer.dtype())));
     };
