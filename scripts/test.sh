@@ -21,27 +21,22 @@ npm run data
 # One build for every Rust test: the feature `distributed` (skiff::distributed,
 # linking Open MPI) is on, so its tests (tests/distributed/, which start
 # `mpirun -np 2` on themselves), examples and doc tests run with the rest.
-#
-# Clippy lints this build as it compiles (scripts/lib/clippy-rustc.sh as
-# cargo's RUSTC_WORKSPACE_WRAPPER): what `cargo clippy --all-targets --features
-# distributed -- -D warnings` checks, without type-checking everything twice.
-step "cargo test --all-targets --features distributed, with Clippy's lints as errors (unit, integration by area, examples and benches in test mode; MPI with 2 ranks on loopback)"
+step "cargo test --all-targets --features distributed (unit, integration by area, examples and benches in test mode; MPI with 2 ranks on loopback)"
 # The browser suites run an example natively (tests/browser/lib/native-model.mjs)
-# with these features and this compiler, so it reuses this build.
+# with these features, so it reuses this build.
 export SKIFF_CARGO_FEATURES=distributed
-export SKIFF_CARGO_RUSTC_WRAPPER="$PWD/scripts/lib/clippy-rustc.sh"
 # Each GPU test leaves a marker under target/tmp/gpu-tests/{ran,skipped}/
 # (tests/common/mod.rs): counted below, so a run without an adapter says so.
 gpu_marks="${CARGO_TARGET_DIR:-target}/tmp/gpu-tests"
 rm -rf "$gpu_marks"
-RUSTC_WORKSPACE_WRAPPER="$SKIFF_CARGO_RUSTC_WRAPPER" cargo test --all-targets --features distributed
+cargo test --all-targets --features distributed
 count() { find "$gpu_marks/$1" -type f 2>/dev/null | wc -l; }
 printf '\nGPU tests: %d ran, %d skipped (no adapter)\n' "$(count ran)" "$(count skipped)"
 # --all-targets leaves out doc tests: the crate docs carry compiled examples.
-# (The same compiler again, or the library would be compiled a second time.)
 step "cargo test --doc --features distributed"
-RUSTC_WORKSPACE_WRAPPER="$SKIFF_CARGO_RUSTC_WRAPPER" cargo test --doc --features distributed
-step "cargo clippy --lib -- -D warnings (the library with the default features)"
+cargo test --doc --features distributed
+step "cargo clippy --all-targets --features distributed -- -D warnings, and the library with the default features"
+cargo clippy --all-targets --features distributed -- -D warnings
 cargo clippy --lib -- -D warnings
 step "cargo fmt --check"
 cargo fmt --check

@@ -3,9 +3,7 @@
 // the browser suites load it with skiff.loadInferenceModel and compare its
 // predictions with the native ones. `npm test` builds with the features in
 // SKIFF_CARGO_FEATURES (scripts/test.sh); `cargo run` asks for the same, or
-// it would compile the crate again without them (about two minutes); and
-// with the compiler that build used (SKIFF_CARGO_RUSTC_WRAPPER: Clippy's,
-// scripts/lib/clippy-rustc.sh) for the same reason.
+// it would compile the crate again without them (about two minutes).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,11 +18,9 @@ export function nativeModel() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skiff-export-'));
   try {
     const features = process.env.SKIFF_CARGO_FEATURES ? ['--features', process.env.SKIFF_CARGO_FEATURES] : [];
-    const wrapper = process.env.SKIFF_CARGO_RUSTC_WRAPPER;
     execFileSync('cargo', ['run', '--quiet', ...features, '--example', 'export_model', '--', dir], {
       cwd: REPO,
       stdio: ['ignore', 'ignore', 'inherit'],
-      env: wrapper ? { ...process.env, RUSTC_WORKSPACE_WRAPPER: wrapper } : process.env,
       timeout: 900_000,
     });
     const bytes = Array.from(fs.readFileSync(path.join(dir, 'model.safetensors')));
