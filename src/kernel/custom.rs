@@ -14,11 +14,12 @@
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-const PRELUDE: &str = include_str!("../../shaders/prelude.wgsl");
-const HELPERS: &str = include_str!("../../shaders/custom.wgsl");
+const PRELUDE: &str = wgsl_file!(include_str!("../../shaders/prelude.wgsl"));
+const HELPERS: &str = wgsl_file!(include_str!("../../shaders/custom.wgsl"));
 
 /// The u32 words a kernel's params block holds (`backend::gpu::runtime::PARAM_BYTES / 4`).
 const PARAM_WORDS: usize = 64;

@@ -11,6 +11,7 @@ pub mod random;
 mod sequence;
 mod serial;
 mod spec;
+pub(crate) mod wgsl_text;
 
 pub use check::{CheckWhat, Effect, IndexCheck};
 pub use custom::CustomKernel;

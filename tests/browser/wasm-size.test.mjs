@@ -17,9 +17,9 @@ import { gzipSync } from 'node:zlib';
 import { PUBLISHED_PKG_DIR, assertBuilt } from './lib/browser.mjs';
 
 /** Bytes of the larger of the two builds when the budget was last set. */
-const MEASURED = { raw: 2_585_499, gzip: 913_748 };
+const MEASURED = { raw: 2_577_962, gzip: 909_776 };
 /** The most each published .wasm may weigh. */
-const BUDGET = { raw: 2_663_000, gzip: 941_000 };
+const BUDGET = { raw: 2_655_000, gzip: 937_000 };
 
 const FILES = ['skiff_bg.wasm', 'skiff_relaxed_bg.wasm'];
 

@@ -13,10 +13,11 @@ use super::kernels::launch;
 use super::GpuBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::kernel::Window2d;
 use crate::shape::Layout;
 
-pub const CONV: &str = include_str!("../../../shaders/conv.wgsl");
+pub const CONV: &str = wgsl_file!(include_str!("../../../shaders/conv.wgsl"));
 
 /// The data types the kernels take.
 const DTYPES: [DType; 2] = [DType::F32, DType::F16];

@@ -15,10 +15,11 @@ use super::kernels::{compute_type, elementwise_params, launch, ENABLE_F16, MAX_R
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::kernel::PoolWindows;
 use crate::shape::{contiguous_strides, Layout};
 
-pub const INDEX: &str = include_str!("../../../shaders/index.wgsl");
+pub const INDEX: &str = wgsl_file!(include_str!("../../../shaders/index.wgsl"));
 
 /// Starts each kernel section of a multi-kernel shader file (at the start of a line).
 const MARKER: &str = "\n// ==== kernel: ";

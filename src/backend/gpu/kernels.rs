@@ -6,12 +6,13 @@ use super::runtime::{GpuContext, WORKGROUP};
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::shape::{coalesce, contiguous_strides, Layout};
 use std::sync::Arc;
 
-pub const PRELUDE: &str = include_str!("../../../shaders/prelude.wgsl");
-pub const MATH: &str = include_str!("../../../shaders/math.wgsl");
-pub const ELEMENTWISE: &str = include_str!("../../../shaders/elementwise.wgsl");
+pub const PRELUDE: &str = wgsl_file!(include_str!("../../../shaders/prelude.wgsl"));
+pub const MATH: &str = wgsl_file!(include_str!("../../../shaders/math.wgsl"));
+pub const ELEMENTWISE: &str = wgsl_file!(include_str!("../../../shaders/elementwise.wgsl"));
 
 /// The type an element of `dtype` is computed in: f16 widens to f32.
 pub fn compute_type(dtype: DType) -> &'static str {
@@ -114,7 +115,7 @@ pub fn workgroups(n: usize) -> u32 {
 }
 
 /// The 4-wide variant of the template (see `vec4_lanes`).
-pub const ELEMENTWISE4: &str = include_str!("../../../shaders/elementwise4.wgsl");
+pub const ELEMENTWISE4: &str = wgsl_file!(include_str!("../../../shaders/elementwise4.wgsl"));
 
 /// One input of a template kernel: its binding's name, the variable its
 /// element is loaded into (the name the expression uses) and its dtype.

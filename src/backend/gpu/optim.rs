@@ -4,8 +4,9 @@
 use super::kernels::{workgroups, PRELUDE};
 use super::GpuBuffer;
 use crate::error::Result;
+use crate::kernel::wgsl_text::wgsl_file;
 
-pub const ADAM: &str = include_str!("../../../shaders/adam.wgsl");
+pub const ADAM: &str = wgsl_file!(include_str!("../../../shaders/adam.wgsl"));
 
 /// The update's source, one element (`f32`) or four (`vec4<f32>`) per invocation.
 pub fn adam_source(elem: &str) -> String {

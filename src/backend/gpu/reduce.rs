@@ -20,10 +20,11 @@ use super::runtime::WORKGROUP;
 use super::{wgsl_type, GpuBuffer};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::kernel::ReduceKind;
 use crate::shape::{coalesce, Dims, Layout};
 
-pub const REDUCE: &str = include_str!("../../../shaders/reduce.wgsl");
+pub const REDUCE: &str = wgsl_file!(include_str!("../../../shaders/reduce.wgsl"));
 
 /// The kernel's {KIND}: what the template specialises on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,10 +12,11 @@ use super::kernels::{elementwise_params, workgroups};
 use super::GpuBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::kernel::ScanKind;
 use crate::shape::{contiguous_strides, Layout};
 
-pub const SCAN: &str = include_str!("../../../shaders/scan.wgsl");
+pub const SCAN: &str = wgsl_file!(include_str!("../../../shaders/scan.wgsl"));
 
 /// The longest rows scanned one per invocation: a workgroup per row would
 /// leave most of its 256 invocations idle through 8 barrier steps.

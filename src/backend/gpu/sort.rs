@@ -15,9 +15,10 @@ use super::scan::{axis_last, fits_u32, output_axis_last};
 use super::GpuBuffer;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::wgsl_text::wgsl_file;
 use crate::shape::Layout;
 
-pub const SORT: &str = include_str!("../../../shaders/sort.wgsl");
+pub const SORT: &str = wgsl_file!(include_str!("../../../shaders/sort.wgsl"));
 
 /// The kernels of sort.wgsl.
 const KERNELS: [&str; 4] = ["init", "merge", "local", "finish"];

@@ -4,16 +4,17 @@
 //! elements as f32.
 
 use crate::dtype::DType;
+use crate::kernel::wgsl_text::wgsl_file;
 
 /// The tiled kernel, whole (`{ELEM}`, `{WG}`, `{TK}` and `{STAGE}` filled by
 /// `tiled::body`).
-pub const TILED: &str = include_str!("../../../../shaders/matmul.wgsl");
+pub const TILED: &str = wgsl_file!(include_str!("../../../../shaders/matmul.wgsl"));
 /// The blocked kernel's sections (`blocked.rs`).
-pub const BLOCKED: &str = include_str!("../../../../shaders/matmul_blocked.wgsl");
+pub const BLOCKED: &str = wgsl_file!(include_str!("../../../../shaders/matmul_blocked.wgsl"));
 /// The batch offsets both kernels start from (`batch_offsets`).
-pub const BATCH: &str = include_str!("../../../../shaders/matmul_batch.wgsl");
+pub const BATCH: &str = wgsl_file!(include_str!("../../../../shaders/matmul_batch.wgsl"));
 /// The pieces the tiled kernel's variants swap in (`tiled.rs`).
-pub const TILED_VARIANTS: &str = include_str!("../../../../shaders/matmul_tiled_variants.wgsl");
+pub const TILED_VARIANTS: &str = wgsl_file!(include_str!("../../../../shaders/matmul_tiled_variants.wgsl"));
 
 /// Section `name` of a template file: the lines after its `// == name` line
 /// up to the next such line, blank lines at either end left out (the text
