@@ -248,21 +248,7 @@ pub(crate) fn storage_created(buf: &CpuBuffer) -> usize {
 /// `storage_created` returned for the storage.
 pub(crate) fn storage_dropped(buf: CpuBuffer, counted: usize) {
     LIVE.fetch_sub(counted, Ordering::Relaxed);
-    let bytes = buffer_bytes(&buf);
-    if !pooled(bytes) {
-        return;
-    }
-    let mut released = Vec::new();
-    with_pool(|p| {
-        if bytes > p.cap() {
-            p.stats.released += 1;
-            released.push(buf);
-            return;
-        }
-        p.push((buf.dtype(), class_down(bytes)), bytes, buf);
-        p.shrink_to_cap(&mut released);
-    });
-    drop(released);
+    file(buf);
 }
 
 /// Takes back a buffer a kernel used only while it ran (`buffer::Scratch`):
@@ -271,11 +257,17 @@ pub(crate) fn storage_dropped(buf: CpuBuffer, counted: usize) {
 /// to the allocator, and from there large ones went back to the OS, so every
 /// step faulted their pages in again.
 pub(crate) fn give_back<T: Elem>(v: Vec<T>) {
-    let bytes = v.capacity() * std::mem::size_of::<T>();
+    file(T::wrap(v));
+}
+
+/// Files a free buffer under the largest class it serves, or lets it go to
+/// the allocator when it is small or the pool is at its cap.
+fn file(buf: CpuBuffer) {
+    let bytes = buffer_bytes(&buf);
     if !pooled(bytes) {
         return;
     }
-    let (buf, mut released) = (T::wrap(v), Vec::new());
+    let mut released = Vec::new();
     with_pool(|p| {
         if bytes > p.cap() {
             p.stats.released += 1;
